@@ -1,0 +1,56 @@
+# Regenerates the README's benchmark tables from committed results, so no table is typed by hand.
+# For bench/results/<name>.json it rewrites the text between the markers
+#   <!-- bench:<name>:start -->
+#   <!-- bench:<name>:end -->
+# in README.md with the table bench/attention.py wrote beside that JSON (bench/report.py renders both).
+#
+#   python3 -m bench.readme_table bench/results/cpu.json            # rewrite the section
+#   python3 -m bench.readme_table bench/results/*.json --check     # exit 1 if the README is stale
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from bench import report
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def rewrite(text, name, table):
+    """text with the section between the markers of `name` replaced by `table`."""
+    start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
+    i = text.find(start)
+    j = text.find(end, i + 1)
+    if i < 0 or j < 0:
+        raise SystemExit(f"README has no section {start} ... {end}: add the two markers where the table goes")
+    return text[:i + len(start)] + "\n" + table + text[j:]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m bench.readme_table", 
+                                 description="Rewrite README sections from benchmark JSON results.")
+    ap.add_argument("results", nargs="+", type=Path, help="bench/results/<name>.json files")
+    ap.add_argument("--readme", type=Path, default=REPO / "README.md")
+    ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a section is out of date")
+    args = ap.parse_args(argv)
+
+    if not args.readme.exists():
+        sys.exit(f"{args.readme} does not exist")
+    old = args.readme.read_text()
+    new = old
+    for path in args.results:
+        new = rewrite(new, path.stem, report.markdown(json.loads(path.read_text())))
+    if args.check:
+        if new != old:
+            sys.exit(f"{args.readme} is out of date: run python3 -m bench.readme_table "
+                     + " ".join(map(str, args.results)))
+        print(f"{args.readme} is up to date")
+    elif new != old:
+        args.readme.write_text(new)
+        print(f"rewrote {args.readme}: " + ", ".join(p.stem for p in args.results))
+    else:
+        print(f"{args.readme} already up to date")
+
+
+if __name__ == "__main__":
+    main()

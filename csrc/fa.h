@@ -1,0 +1,104 @@
+/*
+ * fa.h — the torch-free C interface of torch-flashattn.
+ *
+ * Exact attention O = softmax(Q Kᵀ · scale) V computed the FlashAttention way
+ * (tiles of Q, K, V and an online softmax; the Nq×Nk score matrix is never
+ * stored). Every backend (the C CPU backend in fa_cpu.c, the CUDA kernels in
+ * fa_cuda.cu) is reached through this header only, so the kernels can be
+ * built and called from plain C with no PyTorch at all:
+ *
+ *     fa_params p;
+ *     memset(&p, 0, sizeof p);            // zero first, then fill
+ *     p.q = q; p.k = k; p.v = v; p.o = o; // ... sizes, strides, dtype
+ *     p.scale = 1.0f / sqrtf((float)d);
+ *     int st = fa_forward_cpu(&p);        // FA_OK or an error status
+ *     if (st != FA_OK) fprintf(stderr, "%s\n", fa_strerror(st));
+ *
+ * Layout: q (B, Hq, Nq, d), k and v (B, Hkv, Nk, d), o (B, Hq, Nq, d), all
+ * with the last dimension contiguous and arbitrary strides (in elements) for
+ * batch, head and row; lse (B, Hq, Nq) fp32, contiguous, optional.
+ * Hkv divides Hq (grouped-query attention): query head h reads kv head
+ * h / (Hq / Hkv). causal is the top-left aligned mask of PyTorch SDPA:
+ * query row i sees keys j <= i.
+ *
+ * The entry points validate the parameters, return a status and never exit,
+ * abort or print. Compiles as C (C99 and later) and as C++.
+ */
+#ifndef FA_H
+#define FA_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FA_MAX_HEAD_DIM 256
+
+typedef enum {
+    FA_FLOAT32 = 0,
+    FA_FLOAT16 = 1,
+    FA_BFLOAT16 = 2,
+} fa_dtype;
+
+typedef enum {
+    FA_OK = 0,
+    FA_ERR_NULL_POINTER,     /* a data pointer needed for a non-empty problem is NULL */
+    FA_ERR_BAD_SIZE,         /* a size is negative */
+    FA_ERR_HEAD_DIM,         /* d outside 1..FA_MAX_HEAD_DIM */
+    FA_ERR_GQA,              /* Hkv < 1 or Hkv does not divide Hq */
+    FA_ERR_BAD_STRIDE,       /* a negative stride */
+    FA_ERR_DTYPE,            /* dtype is not one of fa_dtype */
+    FA_ERR_SCALE,            /* scale is NaN or infinite */
+    FA_ERR_UNSUPPORTED,      /* valid, but this backend cannot run it */
+    FA_ERR_OUT_OF_MEMORY,    /* host scratch allocation failed */
+    FA_ERR_NO_CUDA,          /* built without CUDA */
+    FA_ERR_CUDA,             /* a CUDA runtime call or kernel launch failed */
+    FA_NUM_STATUS
+} fa_status;
+
+typedef struct {
+    /* Data, in the element type given by dtype (lse is always float). */
+    const void *q;           /* (B, Hq,  Nq, d) */
+    const void *k;           /* (B, Hkv, Nk, d) */
+    const void *v;           /* (B, Hkv, Nk, d) */
+    void *o;                 /* (B, Hq,  Nq, d) */
+    float *lse;              /* (B, Hq, Nq) contiguous, natural log; NULL: not written */
+
+    /* Strides in elements; the last dimension of every tensor is contiguous. */
+    int64_t q_batch_stride, q_head_stride, q_row_stride;
+    int64_t k_batch_stride, k_head_stride, k_row_stride;
+    int64_t v_batch_stride, v_head_stride, v_row_stride;
+    int64_t o_batch_stride, o_head_stride, o_row_stride;
+
+    /* Sizes. */
+    int64_t B, Hq, Hkv, Nq, Nk, d;
+
+    float scale;             /* multiplies Q Kᵀ; usually 1/sqrt(d) */
+    int causal;              /* nonzero: query i sees keys j <= i (top-left) */
+    fa_dtype dtype;          /* of q, k, v and o */
+    int num_threads;         /* CPU backend: OpenMP threads; 0 = OpenMP's default */
+} fa_params;
+
+/* A short English description of a status; never NULL. */
+const char *fa_strerror(int status);
+
+/* Checks the parameters that every backend shares. FA_OK when valid. */
+int fa_check_params(const fa_params *p);
+
+/* C backend (OpenMP over batch × heads × query blocks). */
+int fa_forward_cpu(const fa_params *p);
+
+/* CUDA backend. stream is a cudaStream_t (struct CUstream_st * is its
+ * definition in the CUDA headers; naming the struct keeps this header free of
+ * them); NULL is the legacy default stream. Pointers are device pointers.
+ * Returns FA_ERR_NO_CUDA when the library was built without CUDA.
+ * Asynchronous: a kernel fault surfaces at the next synchronizing call. */
+struct CUstream_st;
+int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA_H */

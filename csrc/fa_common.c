@@ -1,0 +1,72 @@
+/*
+ * fa_common.c — what every backend shares: status strings and the parameter
+ * checks of fa.h. Plain C11; built into the extension and into the C tests.
+ * When the library is built without CUDA, fa_forward_cuda lives here and
+ * answers FA_ERR_NO_CUDA.
+ */
+#include <math.h>
+#include <stddef.h>
+
+#include "fa.h"
+
+const char *fa_strerror(int status)
+{
+    switch (status) {
+    case FA_OK:                return "success";
+    case FA_ERR_NULL_POINTER:  return "a data pointer is NULL";
+    case FA_ERR_BAD_SIZE:      return "a size is negative";
+    case FA_ERR_HEAD_DIM:      return "head dim d must be in 1..256";
+    case FA_ERR_GQA:           return "Hkv must be >= 1 and divide Hq";
+    case FA_ERR_BAD_STRIDE:    return "a stride is negative";
+    case FA_ERR_DTYPE:         return "unknown dtype";
+    case FA_ERR_SCALE:         return "scale must be finite";
+    case FA_ERR_UNSUPPORTED:   return "not supported by this backend";
+    case FA_ERR_OUT_OF_MEMORY: return "out of host memory";
+    case FA_ERR_NO_CUDA:       return "built without CUDA";
+    case FA_ERR_CUDA:          return "a CUDA call failed";
+    default:                   return "unknown status";
+    }
+}
+
+int fa_check_params(const fa_params *p)
+{
+    if (p == NULL)
+        return FA_ERR_NULL_POINTER;
+    if (p->B < 0 || p->Hq < 0 || p->Hkv < 0 || p->Nq < 0 || p->Nk < 0 || p->d < 0)
+        return FA_ERR_BAD_SIZE;
+    if (p->d < 1 || p->d > FA_MAX_HEAD_DIM)
+        return FA_ERR_HEAD_DIM;
+    if (p->Hq > 0 && (p->Hkv < 1 || p->Hq % p->Hkv != 0))
+        return FA_ERR_GQA;
+    if (p->dtype != FA_FLOAT32 && p->dtype != FA_FLOAT16 && p->dtype != FA_BFLOAT16)
+        return FA_ERR_DTYPE;
+    if (!isfinite(p->scale))
+        return FA_ERR_SCALE;
+    const int64_t strides[12] = {
+        p->q_batch_stride, p->q_head_stride, p->q_row_stride,
+        p->k_batch_stride, p->k_head_stride, p->k_row_stride,
+        p->v_batch_stride, p->v_head_stride, p->v_row_stride,
+        p->o_batch_stride, p->o_head_stride, p->o_row_stride,
+    };
+    for (int i = 0; i < 12; i++)
+        if (strides[i] < 0)
+            return FA_ERR_BAD_STRIDE;
+    /* Pointers are only dereferenced when there is something to read/write. */
+    const int has_output = p->B > 0 && p->Hq > 0 && p->Nq > 0;
+    if (has_output && p->o == NULL)
+        return FA_ERR_NULL_POINTER;
+    if (has_output && p->q == NULL)
+        return FA_ERR_NULL_POINTER;
+    if (has_output && p->Nk > 0 && (p->k == NULL || p->v == NULL))
+        return FA_ERR_NULL_POINTER;
+    return FA_OK;
+}
+
+#ifndef FA_WITH_CUDA
+int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
+{
+    (void)p;
+    (void)stream;
+    return FA_ERR_NO_CUDA;
+}
+#endif

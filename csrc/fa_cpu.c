@@ -1,0 +1,381 @@
+/*
+ * fa_cpu.c — the C backend: FlashAttention forward on the CPU (C11 + OpenMP).
+ *
+ * The same algorithm as the GPU kernels, written to be read beside the
+ * FlashAttention-2 paper (Algorithm 1). For each (batch, head, block of BM
+ * query rows), in parallel over OpenMP threads:
+ *
+ *     Q_i  = Q[i0 : i0+BM] · scale · log2(e)          (exp2 instead of exp)
+ *     m_i  = -inf, l_i = 0, O_i = 0
+ *     for each block of BN keys j0 (stopping at the diagonal when causal):
+ *         S    = Q_i K_jᵀ                              (BM × BN)
+ *         mask the keys past Nk and, when causal, the keys j > i
+ *         m_new = max(m_i, rowmax(S))
+ *         P    = exp2(S − m_new)
+ *         l_i  = l_i · exp2(m_i − m_new) + rowsum(P)
+ *         O_i  = O_i · exp2(m_i − m_new) + P V_j
+ *         m_i  = m_new
+ *     O   = O_i / l_i,     lse = (m_i + log2 l_i) · ln 2
+ *
+ * Inputs of any dtype are converted to fp32 tile by tile; all arithmetic is
+ * fp32. No Nq × Nk buffer exists: each thread owns ~(3·BM + 2·BN)·d floats.
+ * The two matmuls run through one register-blocked micro-kernel written with
+ * GCC/Clang vector types; on x86-64 the tile function is compiled for AVX-512,
+ * AVX2 and baseline and the best one is picked at load time.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "fa.h"
+
+enum {
+    BM = 64,   /* query rows per work item (a multiple of NR) */
+    BN = 64,   /* keys per inner block */
+    MR = 8,    /* micro-kernel rows */
+    NR = 32,   /* micro-kernel columns (two 16-float vectors) */
+};
+
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FA_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define FA_MULTIVERSION
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* dtype conversion (round to nearest even; NaN stays NaN)                   */
+
+static inline float bits_to_float(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t float_to_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+
+static inline float bf16_to_float(uint16_t h) { return bits_to_float((uint32_t)h << 16); }
+
+static inline uint16_t float_to_bf16(float f)
+{
+    uint32_t u = float_to_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40);          /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1);                   /* round half to even */
+    return (uint16_t)(u >> 16);
+}
+
+static inline float half_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    const uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f)                                  /* inf, NaN */
+        return bits_to_float(sign | 0x7f800000u | (man << 13));
+    if (exp != 0)                                     /* normal: rebias 15 -> 127 */
+        return bits_to_float(sign | ((exp + 112) << 23) | (man << 13));
+    const float sub = (float)man * 0x1p-24f;          /* zero or subnormal: man · 2^-24 */
+    return bits_to_float(sign | float_to_bits(sub));
+}
+
+static inline uint16_t float_to_half(float f)
+{
+    uint32_t u = float_to_bits(f);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    u &= 0x7fffffffu;
+    if (u >= 0x47800000u)                             /* |f| >= 65536, inf, NaN */
+        return sign | (u > 0x7f800000u ? 0x7e00 : 0x7c00);
+    if (u < 0x38800000u) {                            /* result is subnormal or zero */
+        /* Adding 0.5 aligns the half's subnormal grid with the float's last
+         * mantissa bits; the FPU's own rounding (nearest even) does the rest. */
+        const float r = bits_to_float(u) + 0.5f;
+        return sign | (uint16_t)(float_to_bits(r) - 0x3f000000u);
+    }
+    u += 0xfffu + ((u >> 13) & 1);                    /* round half to even at bit 13 */
+    u -= (uint32_t)(127 - 15) << 23;                  /* rebias; overflow carries into inf */
+    return sign | (uint16_t)(u >> 13);
+}
+
+/* dst[c] = src[c] · mul for c < n, from any dtype. */
+static inline void load_row(float *restrict dst, const void *src, int64_t n, fa_dtype dt, float mul)
+{
+    if (dt == FA_FLOAT32) {
+        const float *s = (const float *)src;
+        for (int64_t c = 0; c < n; c++) dst[c] = s[c] * mul;
+    } else if (dt == FA_FLOAT16) {
+        const uint16_t *s = (const uint16_t *)src;
+        for (int64_t c = 0; c < n; c++) dst[c] = half_to_float(s[c]) * mul;
+    } else {
+        const uint16_t *s = (const uint16_t *)src;
+        for (int64_t c = 0; c < n; c++) dst[c] = bf16_to_float(s[c]) * mul;
+    }
+}
+
+static inline void store_row(void *dst, const float *restrict src, int64_t n, fa_dtype dt, float mul)
+{
+    if (dt == FA_FLOAT32) {
+        float *o = (float *)dst;
+        for (int64_t c = 0; c < n; c++) o[c] = src[c] * mul;
+    } else if (dt == FA_FLOAT16) {
+        uint16_t *o = (uint16_t *)dst;
+        for (int64_t c = 0; c < n; c++) o[c] = float_to_half(src[c] * mul);
+    } else {
+        uint16_t *o = (uint16_t *)dst;
+        for (int64_t c = 0; c < n; c++) o[c] = float_to_bf16(src[c] * mul);
+    }
+}
+
+static inline size_t dtype_size(fa_dtype dt) { return dt == FA_FLOAT32 ? 4 : 2; }
+
+/* ------------------------------------------------------------------------ */
+/* Softmax pieces on 16-float vectors.                                        */
+
+static inline v16f vselect(v16i mask, v16f a, v16f b) { return (v16f)(((v16i)a & mask) | ((v16i)b & ~mask)); }
+static inline v16f vmax(v16f a, v16f b) { return vselect(a > b, a, b); }
+
+/* 2^x for x <= 0, to ~1 ulp: x = n + f with n an integer and |f| <= 1/2;
+ * 2^f from its Taylor series to degree 7 (truncation error < 5e-9), 2^n put
+ * straight into the exponent bits. x below −126 (and −inf) gives 0. */
+static inline v16f exp2_neg(v16f x)
+{
+    const v16i normal = x >= -126.0f;
+    const v16f xc = vselect(normal, x, (v16f){0} - 126.0f);
+    const v16i n = __builtin_convertvector(xc - 0.5f, v16i);   /* truncation = nearest, as xc <= 0 */
+    const v16f y = (xc - __builtin_convertvector(n, v16f)) * 0.6931471805599453f;
+    v16f t = y * (1.0f / 5040.0f) + 1.0f / 720.0f;
+    t = t * y + 1.0f / 120.0f;
+    t = t * y + 1.0f / 24.0f;
+    t = t * y + 1.0f / 6.0f;
+    t = t * y + 0.5f;
+    t = t * y + 1.0f;
+    t = t * y + 1.0f;                                            /* e^y = 2^f */
+    const v16f pow2n = (v16f)((n + 127) << 23);
+    return (v16f)((v16i)(t * pow2n) & normal);
+}
+
+/* ------------------------------------------------------------------------ */
+/* C[M×N] (+)= A[M×K] · B[K×N]. A is read through two strides, A[r·a_rs +     */
+/* k·a_cs], so it can be a transposed view; B and C are row-major with 64-byte */
+/* aligned rows; M % MR == 0, N % NR == 0. Each MR × NR block of C lives in 16 */
+/* vector accumulators while A is broadcast one element at a time.            */
+
+static inline void gemm(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs, int64_t a_cs,
+                        const float *restrict B, int64_t ldb, int M, int N, int64_t K, int accumulate)
+{
+    for (int r0 = 0; r0 < M; r0 += MR) {
+        for (int c0 = 0; c0 < N; c0 += NR) {
+            v16f acc[MR][2];
+            for (int r = 0; r < MR; r++) {
+                const v16f *c = (const v16f *)(C + (r0 + r) * ldc + c0);
+                const v16f zero = {0};
+                acc[r][0] = accumulate ? c[0] : zero;
+                acc[r][1] = accumulate ? c[1] : zero;
+            }
+            for (int64_t k = 0; k < K; k++) {
+                const v16f *b = (const v16f *)(B + k * ldb + c0);
+                const v16f b0 = b[0], b1 = b[1];
+                for (int r = 0; r < MR; r++) {
+                    const float a = A[(r0 + r) * a_rs + k * a_cs];
+                    acc[r][0] += a * b0;
+                    acc[r][1] += a * b1;
+                }
+            }
+            for (int r = 0; r < MR; r++) {
+                v16f *c = (v16f *)(C + (r0 + r) * ldc + c0);
+                c[0] = acc[r][0];
+                c[1] = acc[r][1];
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* One thread's tiles, fp32, in one 64-byte aligned allocation. Scores are kept
+ * transposed (keys × queries), so the per-query softmax state m_i, l_i and all
+ * softmax arithmetic run across queries in whole vectors. */
+typedef struct {
+    float *qt;   /* (d, BM)  Qᵀ · scale · log2(e); columns past Nq zero */
+    float *k;    /* (BN, dp) K block */
+    float *v;    /* (BN, dp) V block, columns d..dp zero */
+    float *st;   /* (BN, BM) Sᵀ, then Pᵀ */
+    float *o;    /* (BM, dp) unnormalised output accumulator */
+    float *m;    /* (BM) running max per query, log2 units */
+    float *l;    /* (BM) running sum of P per query */
+    void *base;
+} scratch;
+
+static int scratch_alloc(scratch *t, int64_t dp)
+{
+    const size_t n_qt = dp * BM, n_k = BN * dp, n_v = BN * dp, n_st = BN * BM, n_o = BM * dp;
+    const size_t total = n_qt + n_k + n_v + n_st + n_o + 2 * BM;
+    float *f = (float *)aligned_alloc(64, ((total * sizeof(float) + 63) / 64) * 64);
+    if (f == NULL)
+        return 0;
+    memset(f, 0, total * sizeof(float));  /* padding stays zero from here on */
+    t->base = f;
+    t->qt = f;       f += n_qt;
+    t->k = f;        f += n_k;
+    t->v = f;        f += n_v;
+    t->st = f;       f += n_st;
+    t->o = f;        f += n_o;
+    t->m = f;        f += BM;
+    t->l = f;
+    return 1;
+}
+
+enum { QV = BM / 16 };  /* vectors per row of BM queries */
+
+/* Attention for query rows [i0, i0 + bm) of head h in batch b. */
+FA_MULTIVERSION
+static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64_t b, int64_t h, int64_t i0)
+{
+    const int64_t d = p->d, Nk = p->Nk;
+    const int bm = (int)(p->Nq - i0 < BM ? p->Nq - i0 : BM);
+    const size_t es = dtype_size(p->dtype);
+    const int64_t hk = h / (p->Hq / p->Hkv);          /* GQA: the kv head of query head h */
+    const char *g_q = (const char *)p->q + (b * p->q_batch_stride + h * p->q_head_stride) * es;
+    const char *g_k = (const char *)p->k + (b * p->k_batch_stride + hk * p->k_head_stride) * es;
+    const char *g_v = (const char *)p->v + (b * p->v_batch_stride + hk * p->v_head_stride) * es;
+    char *g_o = (char *)p->o + (b * p->o_batch_stride + h * p->o_head_stride) * es;
+
+    /* Qᵀ = (Q[i0 : i0+bm] · scale · log2(e))ᵀ; columns bm..BM are zero. */
+    const float scale_log2 = p->scale * 1.4426950408889634f;
+    for (int r = 0; r < BM; r++) {
+        float row[FA_MAX_HEAD_DIM] = {0};
+        if (r < bm)
+            load_row(row, g_q + (i0 + r) * p->q_row_stride * es, d, p->dtype, scale_log2);
+        for (int64_t c = 0; c < d; c++)
+            t->qt[c * BM + r] = row[c];
+    }
+    v16f *m_i = (v16f *)t->m, *l_i = (v16f *)t->l;
+    for (int g = 0; g < QV; g++) {
+        m_i[g] = (v16f){0} - INFINITY;
+        l_i[g] = (v16f){0};
+    }
+    memset(t->o, 0, (size_t)BM * dp * sizeof(float));
+
+    /* Top-left causal: row i sees keys j <= i, so this block needs keys < i0 + bm. */
+    const int64_t j_end = p->causal && i0 + bm < Nk ? i0 + bm : Nk;
+    for (int64_t j0 = 0; j0 < j_end; j0 += BN) {
+        const int bn = (int)(Nk - j0 < BN ? Nk - j0 : BN);
+        for (int j = 0; j < bn; j++) {
+            load_row(t->k + j * dp, g_k + (j0 + j) * p->k_row_stride * es, d, p->dtype, 1.0f);
+            load_row(t->v + j * dp, g_v + (j0 + j) * p->v_row_stride * es, d, p->dtype, 1.0f);
+        }
+
+        /* Sᵀ = K_j Q_iᵀ   (rows past bn are computed from stale K rows and never read) */
+        gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, BM, d, 0);
+
+        /* Causal: query i0 + q does not see key j0 + k > i0 + q. */
+        if (p->causal && j0 + bn - 1 > i0)
+            for (int k = 0; k < bn; k++)
+                for (int64_t q = 0; q < j0 + k - i0 && q < BM; q++)
+                    t->st[k * BM + q] = -INFINITY;
+
+        /* m_new = max(m_i, rowmax(S)) — a column max of Sᵀ */
+        v16f m_new[QV], m_ref[QV], alpha[QV], sum[QV];
+        for (int g = 0; g < QV; g++)
+            m_new[g] = m_i[g];
+        for (int k = 0; k < bn; k++)
+            for (int g = 0; g < QV; g++)
+                m_new[g] = vmax(m_new[g], ((const v16f *)(t->st + k * BM))[g]);
+        /* A query that has seen only −inf so far uses 0 as its reference. */
+        for (int g = 0; g < QV; g++) {
+            m_ref[g] = vselect(m_new[g] == -INFINITY, (v16f){0}, m_new[g]);
+            alpha[g] = exp2_neg(m_i[g] - m_ref[g]);
+            sum[g] = (v16f){0};
+        }
+        /* P = exp2(S − m_new) */
+        for (int k = 0; k < bn; k++) {
+            v16f *pt = (v16f *)(t->st + k * BM);
+            for (int g = 0; g < QV; g++) {
+                pt[g] = exp2_neg(pt[g] - m_ref[g]);
+                sum[g] += pt[g];
+            }
+        }
+        /* l_i = l_i · exp2(m_i − m_new) + rowsum(P);  O_i = O_i · exp2(m_i − m_new) */
+        for (int g = 0; g < QV; g++) {
+            l_i[g] = l_i[g] * alpha[g] + sum[g];
+            m_i[g] = m_new[g];
+        }
+        for (int q = 0; q < BM; q++) {
+            const float a = ((const float *)alpha)[q];
+            if (a != 1.0f) {
+                float *o = t->o + q * dp;
+                for (int64_t c = 0; c < dp; c++)
+                    o[c] *= a;
+            }
+        }
+
+        /* O_i += P V_j   (P read through Pᵀ's transposed strides) */
+        gemm(t->o, dp, t->st, 1, BM, t->v, dp, BM, (int)dp, bn, 1);
+    }
+
+    /* O = O_i / l_i,  lse = (m_i + log2 l_i) · ln 2 */
+    for (int r = 0; r < bm; r++) {
+        store_row(g_o + (i0 + r) * p->o_row_stride * es, t->o + r * dp, d, p->dtype, 1.0f / t->l[r]);
+        if (p->lse != NULL)
+            p->lse[(b * p->Hq + h) * p->Nq + i0 + r] = (t->m[r] + log2f(t->l[r])) * 0.6931471805599453f;
+    }
+}
+
+/* Nk == 0: every row attends to nothing; like SDPA, O = 0 (and lse = -inf). */
+static void write_empty_keys(const fa_params *p)
+{
+    const size_t es = dtype_size(p->dtype);
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t h = 0; h < p->Hq; h++)
+            for (int64_t i = 0; i < p->Nq; i++) {
+                char *o = (char *)p->o + (b * p->o_batch_stride + h * p->o_head_stride + i * p->o_row_stride) * es;
+                memset(o, 0, p->d * es);   /* +0.0 is all-zero bits in every dtype */
+                if (p->lse != NULL)
+                    p->lse[(b * p->Hq + h) * p->Nq + i] = -INFINITY;
+            }
+}
+
+int fa_forward_cpu(const fa_params *p)
+{
+    const int status = fa_check_params(p);
+    if (status != FA_OK)
+        return status;
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
+        return FA_OK;
+    if (p->Nk == 0) {
+        write_empty_keys(p);
+        return FA_OK;
+    }
+
+    const int64_t dp = (p->d + NR - 1) / NR * NR;     /* d padded for the micro-kernel */
+    const int64_t n_qblocks = (p->Nq + BM - 1) / BM;
+    const int64_t n_items = p->B * p->Hq * n_qblocks;
+    int failed = 0;
+    int n_threads = p->num_threads;
+#ifdef _OPENMP
+    if (n_threads <= 0)
+        n_threads = omp_get_max_threads();
+#endif
+
+#pragma omp parallel num_threads(n_threads)
+    {
+        scratch t;
+        const int ok = scratch_alloc(&t, dp);
+        if (!ok) {
+#pragma omp atomic write
+            failed = 1;
+        }
+        /* Causal blocks further down carry more keys: hand those out first. */
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t w = 0; w < n_items; w++) {
+            if (!ok)
+                continue;
+            const int64_t qb = n_qblocks - 1 - w % n_qblocks;
+            const int64_t bh = w / n_qblocks;
+            attend_block(p, &t, dp, bh / p->Hq, bh % p->Hq, qb * BM);
+        }
+        if (ok)
+            free(t.base);
+    }
+    return failed ? FA_ERR_OUT_OF_MEMORY : FA_OK;
+}

@@ -1,0 +1,49 @@
+/*
+ * fa_cuda.cu — fa_forward_cuda: checks the parameters and picks a kernel
+ * family (fa_kernels.h). The environment variable FA_KERNEL forces one:
+ *
+ *     FA_KERNEL=simt   the fp32 CUDA-core kernel (fa_simt.cu)
+ *     unset or auto    the fastest family that supports the problem
+ *
+ * A forced family that cannot run the problem answers FA_ERR_UNSUPPORTED
+ * rather than silently running another one.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fa_kernels.h"
+
+typedef enum { FAMILY_AUTO, FAMILY_SIMT, FAMILY_INVALID } family;
+
+/* FA_KERNEL, read once per process. */
+static family forced_family(void)
+{
+    static int cached = -1;
+    if (cached < 0) {
+        const char *s = getenv("FA_KERNEL");
+        if (s == NULL || *s == '\0' || strcmp(s, "auto") == 0)
+            cached = FAMILY_AUTO;
+        else if (strcmp(s, "simt") == 0)
+            cached = FAMILY_SIMT;
+        else
+            cached = FAMILY_INVALID;
+    }
+    return (family)cached;
+}
+
+extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
+{
+    const int status = fa_check_params(p);
+    if (status != FA_OK)
+        return status;
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
+        return FA_OK;
+
+    switch (forced_family()) {
+    case FAMILY_SIMT:
+    case FAMILY_AUTO:
+        return fa_simt_forward(p, stream);
+    default:
+        return FA_ERR_UNSUPPORTED;
+    }
+}

@@ -1,0 +1,27 @@
+/*
+ * fa_kernels.h — the CUDA kernel families behind fa_forward_cuda (fa_cuda.cu).
+ *
+ * Each family's launcher takes parameters already checked by fa_check_params,
+ * for a non-empty problem (B, Hq, Nq >= 1), and returns FA_OK,
+ * FA_ERR_UNSUPPORTED (the dispatcher then tries the next family) or
+ * FA_ERR_CUDA. Included by .cu files only.
+ */
+#ifndef FA_KERNELS_H
+#define FA_KERNELS_H
+
+#include <cuda_runtime.h>
+
+#include "fa.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* fa_simt.cu: CUDA cores, fp32 arithmetic; every dtype, every d, Nk >= 0. */
+int fa_simt_forward(const fa_params *p, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA_KERNELS_H */

@@ -1,0 +1,193 @@
+/*
+ * fa_simt.cu — FlashAttention forward on CUDA cores, fp32 arithmetic.
+ *
+ * The portable kernel: every dtype (fp32, fp16, bf16), every head dim 1..256,
+ * any Nq, Nk (including 0), causal, GQA and strided inputs. A block of
+ * WARPS warps owns BM = WARPS · ROWS query rows; each warp owns ROWS of them.
+ * K and V are staged through shared memory BN = 32 keys at a time:
+ *
+ *     lane j:   s_j   = q_r · k_j · scale · log2(e)        (one key per lane)
+ *     warp:     m_new = max(m_r, max_j s_j)                (shuffle reduction)
+ *               p_j   = exp2(s_j − m_new)
+ *               l_r   = l_r · exp2(m_r − m_new) + Σ_j p_j
+ *     lane c:   O[r][c] = O[r][c] · exp2(m_r − m_new) + Σ_j p_j V[j][c]
+ *
+ * Lane c of the output owns columns c, c+32, ..., so accumulators stay in
+ * registers for any d <= 256.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "fa_kernels.h"
+
+enum {
+    WARPS = 4,
+    ROWS = 4,                        /* query rows per warp */
+    BM = WARPS * ROWS,               /* query rows per block */
+    BN = 32,                         /* keys per shared-memory tile: one per lane */
+    DMAX = FA_MAX_HEAD_DIM,
+    DCOLS = DMAX / 32,               /* output columns per lane */
+};
+
+/* Shared memory of one block. s_k rows are padded by one float so that lane j
+ * reading row j, column c hits bank (j + c) % 32: no conflicts. */
+typedef struct {
+    float s_q[BM][DMAX];             /* Q rows · scale · log2(e) */
+    float s_k[BN][DMAX + 1];
+    float s_v[BN][DMAX];
+} simt_smem;
+
+__device__ __forceinline__ float to_float(float x) { return x; }
+__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ void from_float(float *dst, float x) { *dst = x; }
+__device__ __forceinline__ void from_float(__half *dst, float x) { *dst = __float2half_rn(x); }
+__device__ __forceinline__ void from_float(__nv_bfloat16 *dst, float x) { *dst = __float2bfloat16_rn(x); }
+
+__device__ __forceinline__ float warp_max(float x)
+{
+    for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+    return x;
+}
+
+__device__ __forceinline__ float warp_sum(float x)
+{
+    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    return x;
+}
+
+/* q, o: (B, Hq, Nq, d); k, v: (B, Hkv, Nk, d); strides from p. */
+template <typename T>
+__global__ void __launch_bounds__(WARPS * 32)
+simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    simt_smem &sm = *reinterpret_cast<simt_smem *>(smem_raw);
+    const T *g_q = (const T *)p.q, *g_k = (const T *)p.k, *g_v = (const T *)p.v;
+    T *g_o = (T *)p.o;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int d = (int)p.d;
+    const int64_t n_qtiles = (p.Nq + BM - 1) / BM;
+    const int64_t n_tiles = n_qtiles * p.B * p.Hq;
+
+    for (int64_t tile = blockIdx.x; tile < n_tiles; tile += gridDim.x) {
+        /* Heaviest causal tiles (last query rows) first. */
+        const int64_t i0 = (n_qtiles - 1 - tile % n_qtiles) * BM;
+        const int64_t bh = tile / n_qtiles, b = bh / p.Hq, h = bh % p.Hq;
+        const int64_t hk = h / (p.Hq / p.Hkv);
+        const T *q = g_q + b * p.q_batch_stride + h * p.q_head_stride;
+        const T *k = g_k + b * p.k_batch_stride + hk * p.k_head_stride;
+        const T *v = g_v + b * p.v_batch_stride + hk * p.v_head_stride;
+
+        /* s_q = Q[i0 : i0+BM] · scale · log2(e), rows past Nq zero. */
+        for (int idx = threadIdx.x; idx < BM * d; idx += blockDim.x) {
+            const int r = idx / d, c = idx % d;
+            sm.s_q[r][c] = i0 + r < p.Nq ? to_float(q[(i0 + r) * p.q_row_stride + c]) * scale_log2 : 0.0f;
+        }
+
+        float m_i[ROWS], l_i[ROWS], r_o[ROWS][DCOLS];
+        for (int r = 0; r < ROWS; r++) {
+            m_i[r] = -INFINITY;
+            l_i[r] = 0.0f;
+            for (int t = 0; t < DCOLS; t++) r_o[r][t] = 0.0f;
+        }
+
+        /* Top-left causal: the block's last row, i0 + BM − 1, sees keys < i0 + BM. */
+        const int64_t j_end = p.causal && i0 + BM < p.Nk ? i0 + BM : p.Nk;
+        for (int64_t j0 = 0; j0 < j_end; j0 += BN) {
+            /* Previous tile's s_k / s_v reads (and s_q's writes) are done. */
+            __syncthreads();
+            for (int idx = threadIdx.x; idx < BN * d; idx += blockDim.x) {
+                const int j = idx / d, c = idx % d;
+                const bool in = j0 + j < p.Nk;
+                sm.s_k[j][c] = in ? to_float(k[(j0 + j) * p.k_row_stride + c]) : 0.0f;
+                sm.s_v[j][c] = in ? to_float(v[(j0 + j) * p.v_row_stride + c]) : 0.0f;
+            }
+            /* The tile is in shared memory for every warp. */
+            __syncthreads();
+
+            /* s = q_r · k_lane, for this warp's ROWS rows */
+            float s[ROWS];
+            for (int r = 0; r < ROWS; r++) s[r] = 0.0f;
+            for (int c = 0; c < d; c++) {
+                const float kc = sm.s_k[lane][c];
+                for (int r = 0; r < ROWS; r++) s[r] += sm.s_q[warp * ROWS + r][c] * kc;
+            }
+
+            float p_r[ROWS];
+            for (int r = 0; r < ROWS; r++) {
+                const int64_t i = i0 + warp * ROWS + r, j = j0 + lane;
+                const bool masked = j >= p.Nk || (p.causal && j > i);
+                const float s_r = masked ? -INFINITY : s[r];
+                /* m_new = max(m_i, rowmax(S)); a row with nothing visible yet keeps
+                 * exp2 arguments finite by using 0 as its reference. */
+                const float m_new = fmaxf(m_i[r], warp_max(s_r));
+                const float m_ref = m_new == -INFINITY ? 0.0f : m_new;
+                p_r[r] = exp2f(s_r - m_ref);
+                const float alpha = exp2f(m_i[r] - m_ref);
+                l_i[r] = l_i[r] * alpha + warp_sum(p_r[r]);
+                m_i[r] = m_new;
+                for (int t = 0; t < DCOLS; t++) r_o[r][t] *= alpha;
+            }
+
+            /* O += P V: p_j broadcast from lane j, lane c reads V[j][c + 32t]. */
+            const int n_keys = (int)(p.Nk - j0 < BN ? p.Nk - j0 : BN);
+            for (int j = 0; j < n_keys; j++) {
+                float pj[ROWS];
+                for (int r = 0; r < ROWS; r++) pj[r] = __shfl_sync(0xffffffffu, p_r[r], j);
+#pragma unroll
+                for (int t = 0; t < DCOLS; t++) {
+                    const int c = lane + 32 * t;
+                    if (c < d) {
+                        const float vc = sm.s_v[j][c];
+                        for (int r = 0; r < ROWS; r++) r_o[r][t] += pj[r] * vc;
+                    }
+                }
+            }
+        }
+
+        /* O = O / l,  lse = (m + log2 l) · ln 2.  Nk == 0 leaves O = 0/0; write 0. */
+        for (int r = 0; r < ROWS; r++) {
+            const int64_t i = i0 + warp * ROWS + r;
+            if (i >= p.Nq) continue;
+            const float inv_l = p.Nk > 0 ? 1.0f / l_i[r] : 0.0f;
+            T *o = g_o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
+#pragma unroll
+            for (int t = 0; t < DCOLS; t++) {
+                const int c = lane + 32 * t;
+                if (c < d) from_float(&o[c], r_o[r][t] * inv_l);
+            }
+            if (p.lse != NULL && lane == 0)
+                p.lse[(b * p.Hq + h) * p.Nq + i] = (m_i[r] + log2f(l_i[r])) * 0.6931471805599453f;
+        }
+        /* s_q is rewritten by the next tile only after every warp read it. */
+        __syncthreads();
+    }
+}
+
+template <typename T>
+static int launch(const fa_params *p, cudaStream_t stream)
+{
+    /* Opt in to > 48 KB of shared memory (per device, so on every launch). */
+    const size_t smem = sizeof(simt_smem);
+    if (cudaFuncSetAttribute(simt_forward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             (int)smem) != cudaSuccess)
+        return FA_ERR_CUDA;
+    const int64_t n_tiles = (p->Nq + BM - 1) / BM * p->B * p->Hq;
+    const unsigned grid = (unsigned)(n_tiles < (int64_t)INT32_MAX ? n_tiles : INT32_MAX);
+    const float scale_log2 = p->scale * 1.4426950408889634f;
+    simt_forward_kernel<T><<<grid, WARPS * 32, smem, stream>>>(*p, scale_log2);
+    return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
+}
+
+extern "C" int fa_simt_forward(const fa_params *p, cudaStream_t stream)
+{
+    switch (p->dtype) {
+    case FA_FLOAT32:  return launch<float>(p, stream);
+    case FA_FLOAT16:  return launch<__half>(p, stream);
+    case FA_BFLOAT16: return launch<__nv_bfloat16>(p, stream);
+    default:          return FA_ERR_DTYPE;
+    }
+}

@@ -1,0 +1,58 @@
+"""torch-flashattn: exact FlashAttention forward as a PyTorch custom op.
+
+Importing this package loads the compiled extension, which registers
+``torch.ops.fa.forward`` and ``torch.ops.fa.forward_lse`` for CPU tensors (a C
+backend) and CUDA tensors, and registers their fake kernels so that
+``torch.compile(fullgraph=True)`` traces them.
+
+    >>> import torch, torch_flashattn
+    >>> q = k = v = torch.randn(1, 8, 128, 64)
+    >>> out = torch_flashattn.attention(q, k, v, causal=True)
+"""
+import torch
+
+from . import _C  # noqa: F401  (registers torch.ops.fa.*)
+from . import _ops  # noqa: F401  (registers the fake kernels)
+from ._version import __version__
+
+__all__ = ["attention", "attention_lse", "has_cuda_kernels", "__version__"]
+
+
+def attention(q, k, v, *, causal=False, scale=None):
+    """Exact scaled-dot-product attention, ``softmax(q kᵀ · scale) v``.
+
+    Same result as ``F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+    scale=scale, enable_gqa=True)``, computed without storing the Nq × Nk
+    score matrix.
+
+    Args:
+        q: (B, Hq, Nq, d) query, float32, float16 or bfloat16, CPU or CUDA.
+        k: (B, Hkv, Nk, d) key; Hkv must divide Hq (grouped-query attention).
+        v: (B, Hkv, Nk, d) value.
+        causal: top-left aligned causal mask, as SDPA's ``is_causal``: query
+            row i attends to keys j <= i (also when Nq != Nk).
+        scale: multiplies q kᵀ; default ``1 / sqrt(d)``.
+
+    Any strides are accepted; only the last dimension must be contiguous
+    (other tensors are copied first). Head dim d is 1..256.
+
+    Returns:
+        (B, Hq, Nq, d) tensor of q's dtype and device, contiguous.
+    """
+    return torch.ops.fa.forward(q, k, v, scale, causal)
+
+
+def attention_lse(q, k, v, *, causal=False, scale=None):
+    """Like :func:`attention`, and also returns the softmax log-sum-exp.
+
+    Returns:
+        ``(out, lse)``: out as in :func:`attention`; lse (B, Hq, Nq) float32,
+        ``lse[b, h, i] = log(sum_j exp(scale · q_i · k_j))`` over the keys row i
+        sees (natural log; ``-inf`` when Nk == 0).
+    """
+    return torch.ops.fa.forward_lse(q, k, v, scale, causal)
+
+
+def has_cuda_kernels():
+    """True when the extension was built with its CUDA kernels."""
+    return torch._C._dispatch_has_kernel_for_dispatch_key("fa::forward", "CUDA")
