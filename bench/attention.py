@@ -330,7 +330,7 @@ def environment(device):
             with open("/proc/cpuinfo") as f:
                 models = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
             info["cpu"] = models[0] if models else platform.processor()
-        info["device"] = f"CPU ({info.get('cpu') or platform.machine()}, {torch.get_num_threads()} threads)"
+        info["device"] = f"CPU ({info.get('cpu') or platform.machine()}, threads: {torch.get_num_threads()})"
     return info
 
 
@@ -371,6 +371,7 @@ def parse_args(argv):
     ap.add_argument("--heads", type=int, help="fixed query heads instead of hidden / d")
     ap.add_argument("--gqa", type=int, default=1, help="query heads per KV head")
     ap.add_argument("--budget", type=float, help="seconds of timed calls per provider and point")
+    ap.add_argument("--threads", type=int, help="CPU threads, torch.set_num_threads (default: torch's)")
     ap.add_argument("--out", help="output path without suffix (default bench/results/<preset>)")
     args = ap.parse_args(argv)
 
@@ -409,6 +410,8 @@ def parse_args(argv):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     points = grid(args)
     timer, timer_note = make_timer(args.device)
     result = {

@@ -27,7 +27,7 @@ def rewrite(text, name, table):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python3 -m bench.readme_table", 
+    ap = argparse.ArgumentParser(prog="python3 -m bench.readme_table",
                                  description="Rewrite README sections from benchmark JSON results.")
     ap.add_argument("results", nargs="+", type=Path, help="bench/results/<name>.json files")
     ap.add_argument("--readme", type=Path, default=REPO / "README.md")

@@ -54,6 +54,7 @@ typedef enum {
     FA_ERR_OUT_OF_MEMORY,    /* host scratch allocation failed */
     FA_ERR_NO_CUDA,          /* built without CUDA */
     FA_ERR_CUDA,             /* a CUDA runtime call or kernel launch failed */
+    FA_ERR_KERNEL_CHOICE,    /* FA_KERNEL names no known kernel family */
     FA_NUM_STATUS
 } fa_status;
 

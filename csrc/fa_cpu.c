@@ -155,23 +155,20 @@ static inline v16f exp2_neg(v16f x)
 }
 
 /* ------------------------------------------------------------------------ */
-/* C[M×N] (+)= A[M×K] · B[K×N]. A is read through two strides, A[r·a_rs +     */
-/* k·a_cs], so it can be a transposed view; B and C are row-major with 64-byte */
-/* aligned rows; M % MR == 0, N % NR == 0. Each MR × NR block of C lives in 16 */
-/* vector accumulators while A is broadcast one element at a time.            */
+/* C[M×N] = A[M×K] · B[K×N], or with c_scale: C[r][:] = C[r][:] · c_scale[r] + */
+/* (A B)[r][:]. A is read through two strides, A[r·a_rs + k·a_cs], so it can   */
+/* be a transposed view; B and C are row-major with 64-byte aligned rows;      */
+/* M % MR == 0, N % NR == 0. Each MR × NR block of A B is summed in 16 vector  */
+/* accumulators from zero and only then added to C: a block's keys are summed */
+/* apart from the running output, which keeps fp32 rounding error low.        */
 
 static inline void gemm(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs, int64_t a_cs,
-                        const float *restrict B, int64_t ldb, int M, int N, int64_t K, int accumulate)
+                        const float *restrict B, int64_t ldb, int M, int N, int64_t K,
+                        const float *restrict c_scale)
 {
     for (int r0 = 0; r0 < M; r0 += MR) {
         for (int c0 = 0; c0 < N; c0 += NR) {
-            v16f acc[MR][2];
-            for (int r = 0; r < MR; r++) {
-                const v16f *c = (const v16f *)(C + (r0 + r) * ldc + c0);
-                const v16f zero = {0};
-                acc[r][0] = accumulate ? c[0] : zero;
-                acc[r][1] = accumulate ? c[1] : zero;
-            }
+            v16f acc[MR][2] = {{{0}}};
             for (int64_t k = 0; k < K; k++) {
                 const v16f *b = (const v16f *)(B + k * ldb + c0);
                 const v16f b0 = b[0], b1 = b[1];
@@ -183,8 +180,13 @@ static inline void gemm(float *restrict C, int64_t ldc, const float *restrict A,
             }
             for (int r = 0; r < MR; r++) {
                 v16f *c = (v16f *)(C + (r0 + r) * ldc + c0);
-                c[0] = acc[r][0];
-                c[1] = acc[r][1];
+                if (c_scale != NULL) {
+                    c[0] = c[0] * c_scale[r0 + r] + acc[r][0];
+                    c[1] = c[1] * c_scale[r0 + r] + acc[r][1];
+                } else {
+                    c[0] = acc[r][0];
+                    c[1] = acc[r][1];
+                }
             }
         }
     }
@@ -266,7 +268,7 @@ static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64
         }
 
         /* Sᵀ = K_j Q_iᵀ   (rows past bn are computed from stale K rows and never read) */
-        gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, BM, d, 0);
+        gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, BM, d, NULL);
 
         /* Causal: query i0 + q does not see key j0 + k > i0 + q. */
         if (p->causal && j0 + bn - 1 > i0)
@@ -295,22 +297,14 @@ static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64
                 sum[g] += pt[g];
             }
         }
-        /* l_i = l_i · exp2(m_i − m_new) + rowsum(P);  O_i = O_i · exp2(m_i − m_new) */
+        /* l_i = l_i · exp2(m_i − m_new) + rowsum(P) */
         for (int g = 0; g < QV; g++) {
             l_i[g] = l_i[g] * alpha[g] + sum[g];
             m_i[g] = m_new[g];
         }
-        for (int q = 0; q < BM; q++) {
-            const float a = ((const float *)alpha)[q];
-            if (a != 1.0f) {
-                float *o = t->o + q * dp;
-                for (int64_t c = 0; c < dp; c++)
-                    o[c] *= a;
-            }
-        }
 
-        /* O_i += P V_j   (P read through Pᵀ's transposed strides) */
-        gemm(t->o, dp, t->st, 1, BM, t->v, dp, BM, (int)dp, bn, 1);
+        /* O_i = O_i · exp2(m_i − m_new) + P V_j   (P read through Pᵀ's strides) */
+        gemm(t->o, dp, t->st, 1, BM, t->v, dp, BM, (int)dp, bn, (const float *)alpha);
     }
 
     /* O = O_i / l_i,  lse = (m_i + log2 l_i) · ln 2 */

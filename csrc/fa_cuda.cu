@@ -15,20 +15,16 @@
 
 typedef enum { FAMILY_AUTO, FAMILY_SIMT, FAMILY_INVALID } family;
 
-/* FA_KERNEL, read once per process. */
+/* FA_KERNEL, read on every call (a few hundred ns) so that tests and
+ * benchmarks can switch families inside one process. */
 static family forced_family(void)
 {
-    static int cached = -1;
-    if (cached < 0) {
-        const char *s = getenv("FA_KERNEL");
-        if (s == NULL || *s == '\0' || strcmp(s, "auto") == 0)
-            cached = FAMILY_AUTO;
-        else if (strcmp(s, "simt") == 0)
-            cached = FAMILY_SIMT;
-        else
-            cached = FAMILY_INVALID;
-    }
-    return (family)cached;
+    const char *s = getenv("FA_KERNEL");
+    if (s == NULL || *s == '\0' || strcmp(s, "auto") == 0)
+        return FAMILY_AUTO;
+    if (strcmp(s, "simt") == 0)
+        return FAMILY_SIMT;
+    return FAMILY_INVALID;
 }
 
 extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
@@ -44,6 +40,6 @@ extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
     case FAMILY_AUTO:
         return fa_simt_forward(p, stream);
     default:
-        return FA_ERR_UNSUPPORTED;
+        return FA_ERR_KERNEL_CHOICE;
     }
 }

@@ -1,0 +1,122 @@
+/*
+ * test_capi.c — calls the C backend through fa.h alone, with no torch: a plain
+ * C11 program built by tests/test_c_api.py (gcc ... csrc/fa_cpu.c
+ * csrc/fa_common.c -fopenmp -lm). Checks fa_forward_cpu against a naive
+ * double-precision softmax(Q Kᵀ · scale) V with GQA, causal masking, Nq != Nk
+ * and a strided (B, N, H, d) layout, and checks the error statuses.
+ * Prints one line per check and exits non-zero on any failure.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fa.h"
+
+static int failures = 0;
+
+static void check(int ok, const char *what)
+{
+    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+    failures += !ok;
+}
+
+static float frand(void) { return (float)rand() / (float)RAND_MAX * 2.0f - 1.0f; }
+
+/* Naive reference for one (b, h, i) row in double; strides as in fa_params. */
+static double max_error(const fa_params *p)
+{
+    const float *q = p->q, *k = p->k, *v = p->v, *o = p->o;
+    double worst = 0.0;
+    double *s = malloc(sizeof(double) * (size_t)p->Nk);
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t h = 0; h < p->Hq; h++)
+            for (int64_t i = 0; i < p->Nq; i++) {
+                const int64_t hk = h / (p->Hq / p->Hkv);
+                const float *qi = q + b * p->q_batch_stride + h * p->q_head_stride + i * p->q_row_stride;
+                double m = -INFINITY, l = 0.0;
+                const int64_t n_keys = p->causal && i + 1 < p->Nk ? i + 1 : p->Nk;
+                for (int64_t j = 0; j < n_keys; j++) {
+                    const float *kj = k + b * p->k_batch_stride + hk * p->k_head_stride + j * p->k_row_stride;
+                    double dot = 0.0;
+                    for (int64_t c = 0; c < p->d; c++) dot += (double)qi[c] * kj[c];
+                    s[j] = dot * p->scale;
+                    m = s[j] > m ? s[j] : m;
+                }
+                for (int64_t j = 0; j < n_keys; j++) l += (s[j] = exp(s[j] - m));
+                const float *oi = o + b * p->o_batch_stride + h * p->o_head_stride + i * p->o_row_stride;
+                for (int64_t c = 0; c < p->d; c++) {
+                    double acc = 0.0;
+                    for (int64_t j = 0; j < n_keys; j++)
+                        acc += s[j] * v[b * p->v_batch_stride + hk * p->v_head_stride + j * p->v_row_stride + c];
+                    const double err = fabs(acc / l - oi[c]);
+                    worst = err > worst ? err : worst;
+                }
+                if (p->lse != NULL) {
+                    const double err = fabs(m + log(l) - p->lse[(b * p->Hq + h) * p->Nq + i]);
+                    worst = err > worst ? err : worst;
+                }
+            }
+    free(s);
+    return worst;
+}
+
+int main(void)
+{
+    /* q stored as (B, Nq, Hq, d) and seen as (B, Hq, Nq, d); k, v as (B, Hkv, Nk, d). */
+    const int64_t B = 2, Hq = 4, Hkv = 2, Nq = 77, Nk = 130, d = 40;
+    float *q = malloc(sizeof(float) * B * Nq * Hq * d);
+    float *k = malloc(sizeof(float) * B * Hkv * Nk * d);
+    float *v = malloc(sizeof(float) * B * Hkv * Nk * d);
+    float *o = malloc(sizeof(float) * B * Hq * Nq * d);
+    float *lse = malloc(sizeof(float) * B * Hq * Nq);
+    for (int64_t i = 0; i < B * Nq * Hq * d; i++) q[i] = frand();
+    for (int64_t i = 0; i < B * Hkv * Nk * d; i++) k[i] = frand(), v[i] = frand();
+
+    fa_params p;
+    memset(&p, 0, sizeof p);
+    p.q = q; p.k = k; p.v = v; p.o = o; p.lse = lse;
+    p.q_batch_stride = Nq * Hq * d; p.q_head_stride = d;          p.q_row_stride = Hq * d;
+    p.k_batch_stride = Hkv * Nk * d; p.k_head_stride = Nk * d;    p.k_row_stride = d;
+    p.v_batch_stride = Hkv * Nk * d; p.v_head_stride = Nk * d;    p.v_row_stride = d;
+    p.o_batch_stride = Hq * Nq * d; p.o_head_stride = Nq * d;     p.o_row_stride = d;
+    p.B = B; p.Hq = Hq; p.Hkv = Hkv; p.Nq = Nq; p.Nk = Nk; p.d = d;
+    p.scale = 1.0f / sqrtf((float)d);
+    p.dtype = FA_FLOAT32;
+
+    char what[128];
+    for (int causal = 0; causal <= 1; causal++) {
+        p.causal = causal;
+        for (int64_t i = 0; i < B * Hq * Nq * d; i++) o[i] = NAN;   /* poison */
+        const int st = fa_forward_cpu(&p);
+        const double err = max_error(&p);
+        snprintf(what, sizeof what, "fa_forward_cpu causal=%d: status %d, max error %.2e", causal, st, err);
+        check(st == FA_OK && err < 1e-5, what);
+    }
+
+    /* Bad parameters: a status, nothing written. */
+    fa_params bad = p;
+    o[0] = 12345.0f;
+    bad.d = 0;              check(fa_forward_cpu(&bad) == FA_ERR_HEAD_DIM, "d = 0 -> FA_ERR_HEAD_DIM");
+    bad = p; bad.d = 300;   check(fa_forward_cpu(&bad) == FA_ERR_HEAD_DIM, "d = 300 -> FA_ERR_HEAD_DIM");
+    bad = p; bad.Hkv = 3;   check(fa_forward_cpu(&bad) == FA_ERR_GQA, "Hq = 4, Hkv = 3 -> FA_ERR_GQA");
+    bad = p; bad.Nk = -1;   check(fa_forward_cpu(&bad) == FA_ERR_BAD_SIZE, "Nk = -1 -> FA_ERR_BAD_SIZE");
+    bad = p; bad.k = NULL;  check(fa_forward_cpu(&bad) == FA_ERR_NULL_POINTER, "k = NULL -> FA_ERR_NULL_POINTER");
+    bad = p; bad.q_row_stride = -1;
+    check(fa_forward_cpu(&bad) == FA_ERR_BAD_STRIDE, "negative stride -> FA_ERR_BAD_STRIDE");
+    bad = p; bad.scale = NAN; check(fa_forward_cpu(&bad) == FA_ERR_SCALE, "scale = NaN -> FA_ERR_SCALE");
+    bad = p; bad.dtype = (fa_dtype)7; check(fa_forward_cpu(&bad) == FA_ERR_DTYPE, "dtype 7 -> FA_ERR_DTYPE");
+    check(fa_forward_cpu(NULL) == FA_ERR_NULL_POINTER, "params = NULL -> FA_ERR_NULL_POINTER");
+    check(o[0] == 12345.0f, "rejected calls wrote nothing");
+    check(strcmp(fa_strerror(FA_ERR_GQA), "Hkv must be >= 1 and divide Hq") == 0, "fa_strerror");
+    check(fa_strerror(-1) != NULL && fa_strerror(FA_NUM_STATUS) != NULL, "fa_strerror of unknown codes");
+
+    /* Empty problem: OK with NULL data. */
+    fa_params empty;
+    memset(&empty, 0, sizeof empty);
+    empty.d = 64; empty.Hq = empty.Hkv = 1; empty.scale = 1.0f;
+    check(fa_forward_cpu(&empty) == FA_OK, "B = 0 with NULL pointers -> FA_OK");
+
+    free(q); free(k); free(v); free(o); free(lse);
+    return failures != 0;
+}

@@ -1,0 +1,71 @@
+"""Shared test helpers: the upcast SDPA reference and FlashAttention's accuracy rule.
+
+GPU tests carry the `gpu` marker and are skipped when no CUDA device is present.
+"""
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import torch_flashattn  # noqa: F401  (registers torch.ops.fa)
+
+HAS_CUDA = torch.cuda.is_available()
+
+# The tiny absolute slack added to 2 × PyTorch's own error (FlashAttention's rule).
+SLACK = {torch.float32: 2e-6, torch.float16: 1e-5, torch.bfloat16: 1e-5}
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_CUDA:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def reference(q, k, v, causal=False, scale=None):
+    """SDPA's math backend on float64 copies: the exact answer for the rule."""
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal,
+                                              scale=scale, enable_gqa=True)
+
+
+def reference_lse(q, k, causal=False, scale=None):
+    """log Σ_j exp(scale · q_i · k_j) over the keys row i sees, in float64."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    groups = q.shape[1] // k.shape[1]
+    kk = k.double().repeat_interleave(groups, dim=1)
+    s = (q.double() @ kk.transpose(-1, -2)) * scale
+    if causal:
+        nq, nk = s.shape[-2:]
+        s = s.masked_fill(torch.ones(nq, nk, dtype=torch.bool, device=s.device).triu(1), float("-inf"))
+    return torch.logsumexp(s, dim=-1)
+
+
+def pytorch_same_dtype(q, k, v, causal=False, scale=None):
+    """PyTorch's own SDPA in the inputs' dtype: the error our kernel is held to."""
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
+
+
+def assert_accurate(out, q, k, v, causal=False, scale=None, what=""):
+    """Our error against the float64 reference must be <= 2 × PyTorch's + slack."""
+    ref = reference(q, k, v, causal, scale)
+    pt = pytorch_same_dtype(q, k, v, causal, scale)
+    assert out.shape == ref.shape and out.dtype == q.dtype and out.device == q.device
+    if out.numel() == 0:
+        return
+    assert torch.isfinite(out).all(), f"{what}: non-finite output"
+    err = (out.double() - ref).abs().max().item()
+    err_pt = (pt.double() - ref).abs().max().item()
+    bound = 2 * err_pt + SLACK[q.dtype]
+    assert err <= bound, f"{what}: our max error {err:.3e} > 2 × PyTorch's {err_pt:.3e} + slack = {bound:.3e}"
+
+
+def randn(*shape, dtype=torch.float32, device="cpu"):
+    return torch.randn(*shape, dtype=dtype, device=device)

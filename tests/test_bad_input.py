@@ -1,0 +1,94 @@
+"""Every malformed call raises an error that names the argument and what was expected."""
+import math
+
+import pytest
+import torch
+
+import torch_flashattn
+from conftest import DEVICES, HAS_CUDA
+
+
+def qkv(device="cpu", dtype=torch.float32, B=2, Hq=4, Hkv=2, Nq=8, Nk=8, d=64):
+    return (torch.randn(B, Hq, Nq, d, device=device, dtype=dtype),
+            torch.randn(B, Hkv, Nk, d, device=device, dtype=dtype),
+            torch.randn(B, Hkv, Nk, d, device=device, dtype=dtype))
+
+
+def raises(match, q, k, v, **kw):
+    with pytest.raises((RuntimeError, ValueError), match=match):
+        torch_flashattn.attention(q, k, v, **kw)
+    with pytest.raises((RuntimeError, ValueError), match=match):
+        torch_flashattn.attention_lse(q, k, v, **kw)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+class TestBadInput:
+    def test_rank(self, device):
+        q, k, v = qkv(device)
+        raises(r"q must be a 4-D tensor \(B, H, N, d\), got 3-D", q[0], k, v)
+        raises(r"k must be a 4-D tensor .* got 5-D", q, k[None], v)
+        raises(r"v must be a 4-D tensor .* got 2-D", q, k, v[0, 0])
+
+    def test_batch_mismatch(self, device):
+        q, k, v = qkv(device)
+        raises(r"batch size B must match", q, k[:1], v[:1])
+
+    def test_head_dim_mismatch(self, device):
+        q, k, v = qkv(device)
+        raises(r"head dim d \(last dimension\) must match", q, k[..., :32], v[..., :32])
+        raises(r"head dim d \(last dimension\) must match", q, k, v[..., :32])
+
+    def test_seq_len_mismatch(self, device):
+        q, k, v = qkv(device)
+        raises(r"k and v must have the same sequence length Nk", q, k, v[:, :, :5])
+
+    def test_kv_heads_mismatch(self, device):
+        q, k, v = qkv(device)
+        raises(r"k and v must have the same number of heads Hkv", q, k, v[:, :1])
+
+    def test_gqa_not_divisible(self, device):
+        q, k, v = qkv(device, Hq=6, Hkv=4)
+        raises(r"query heads Hq = 6 must be a multiple of the number of key/value heads Hkv = 4", q, k, v)
+        q, k, v = qkv(device, Hq=4, Hkv=0)
+        raises(r"Hq = 4 must be a multiple .* Hkv = 0", q, k, v)
+
+    @pytest.mark.parametrize("d", [0, 257, 512])
+    def test_head_dim_range(self, device, d):
+        q, k, v = qkv(device, d=d)
+        raises(rf"head dim d must be in 1..256, got {d}", q, k, v)
+
+    def test_dtype_mismatch(self, device):
+        q, k, v = qkv(device)
+        raises(r"q, k and v must have the same dtype, got q Float and k Half", q, k.half(), v)
+        raises(r"q, k and v must have the same dtype, got q Float and v BFloat16", q, k, v.bfloat16())
+
+    @pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.float64, torch.bool])
+    def test_unsupported_dtype(self, device, dtype):
+        q, k, v = (t.to(dtype) for t in qkv(device))
+        raises(r"must be float32, float16 or bfloat16, got", q, k, v)
+
+    @pytest.mark.parametrize("scale", [math.nan, math.inf, -math.inf])
+    def test_non_finite_scale(self, device, scale):
+        q, k, v = qkv(device)
+        raises(r"scale must be a finite number", q, k, v, scale=scale)
+
+
+@pytest.mark.gpu
+def test_different_devices():
+    q, k, v = qkv("cuda")
+    raises(r"q, k and v must be on the same device, got q on cuda:0 and k on cpu", q, k.cpu(), v)
+    raises(r"q, k and v must be on the same device, got q on cuda:0 and v on cpu", q, k, v.cpu())
+
+
+def test_different_devices_meta():
+    """Mixed devices fail in tracing too (the fake kernel checks devices)."""
+    q, k, v = qkv()
+    with pytest.raises((RuntimeError, ValueError), match="same device"):
+        torch_flashattn.attention(q, k.to("meta"), v)
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
+def test_unknown_kernel_family(monkeypatch):
+    monkeypatch.setenv("FA_KERNEL", "no-such-kernel")
+    with pytest.raises(RuntimeError, match="FA_KERNEL must be"):
+        torch_flashattn.attention(*qkv("cuda"))

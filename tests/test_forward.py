@@ -1,0 +1,106 @@
+"""fa.forward / fa.forward_lse against the upcast SDPA reference, over awkward shapes."""
+import pytest
+import torch
+
+import torch_flashattn
+from conftest import DEVICES, assert_accurate, randn, reference_lse
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+HEAD_DIMS = [1, 40, 64, 80, 128, 256]
+# (Nq, Nk): tile edges, Nq != Nk both ways, a single query, a single key.
+SEQ_LENS = [(1, 1), (17, 17), (97, 128), (128, 97), (1025, 1025), (1, 1025), (1025, 17)]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d", HEAD_DIMS)
+@pytest.mark.parametrize("nq,nk", SEQ_LENS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_forward_matches_sdpa(device, dtype, d, nq, nk, causal):
+    torch.manual_seed(nq * 1000 + nk + d)
+    hq, hkv = (4, 2) if d % 2 == 0 else (3, 3)   # GQA on most shapes, plain MHA on the others
+    q = randn(2, hq, nq, d, dtype=dtype, device=device)
+    k = randn(2, hkv, nk, d, dtype=dtype, device=device)
+    v = randn(2, hkv, nk, d, dtype=dtype, device=device)
+    out = torch_flashattn.attention(q, k, v, causal=causal)
+    assert_accurate(out, q, k, v, causal, what=f"{dtype} d={d} Nq={nq} Nk={nk} causal={causal}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("nq,nk,d", [(97, 128, 64), (128, 97, 40), (1, 1025, 128), (300, 300, 256)])
+def test_lse(device, dtype, causal, nq, nk, d):
+    torch.manual_seed(0)
+    q = randn(1, 4, nq, d, dtype=dtype, device=device)
+    k = randn(1, 1, nk, d, dtype=dtype, device=device)
+    v = randn(1, 1, nk, d, dtype=dtype, device=device)
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, scale=0.3)
+    assert_accurate(out, q, k, v, causal, scale=0.3, what="forward_lse out")
+    assert lse.shape == (1, 4, nq) and lse.dtype == torch.float32
+    ref = reference_lse(q, k, causal, scale=0.3)
+    err = (lse.double() - ref).abs().max().item()
+    assert err < 1e-4, f"lse max error {err:.3e}"
+    # forward and forward_lse run the same computation.
+    assert torch.equal(out, torch_flashattn.attention(q, k, v, causal=causal, scale=0.3))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("scale", [0.0, 0.05, -0.5, 2.0])
+def test_scale(device, scale):
+    torch.manual_seed(1)
+    q, k, v = (randn(1, 2, 65, 64, device=device) for _ in range(3))
+    out = torch_flashattn.attention(q, k, v, scale=scale)
+    assert_accurate(out, q, k, v, scale=scale, what=f"scale={scale}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_strided_views(device, dtype):
+    """Views with a contiguous last dim run as they are; others are copied first."""
+    torch.manual_seed(2)
+    B, N, H, d = 2, 130, 4, 64
+    # (B, N, H, d) memory seen as (B, H, N, d): row stride H·d, head stride d.
+    x = randn(B, N, 3 * H, d, dtype=dtype, device=device)
+    q, k, v = (t.transpose(1, 2) for t in x.split(H, dim=2))
+    assert not q.is_contiguous() and q.stride(-1) == 1
+    assert_accurate(torch_flashattn.attention(q, k, v, causal=True), q, k, v, True, what="transposed")
+    # Every other query row; K/V heads broadcast with stride 0 (expand).
+    q2 = randn(B, H, 2 * N, d, dtype=dtype, device=device)[:, :, ::2]
+    k2 = randn(B, 1, N, d, dtype=dtype, device=device).expand(B, H, N, d)
+    v2 = randn(B, 1, N, d, dtype=dtype, device=device).expand(B, H, N, d)
+    assert_accurate(torch_flashattn.attention(q2, k2, v2), q2, k2, v2, what="sliced/expanded")
+    # Last dim not contiguous: copied by the op.
+    q3 = randn(B, H, N, 2 * d, dtype=dtype, device=device)[..., ::2]
+    assert q3.stride(-1) == 2
+    assert_accurate(torch_flashattn.attention(q3, k, v), q3, k, v, what="strided last dim")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape_q,shape_kv", [
+    ((0, 2, 8, 64), (0, 2, 8, 64)),    # B = 0
+    ((2, 0, 8, 64), (2, 0, 8, 64)),    # H = 0
+    ((2, 2, 0, 64), (2, 2, 8, 64)),    # Nq = 0
+    ((2, 2, 8, 64), (2, 2, 0, 64)),    # Nk = 0: every row attends to nothing, SDPA returns 0
+    ((2, 2, 0, 64), (2, 2, 0, 64)),
+])
+@pytest.mark.parametrize("causal", [False, True])
+def test_empty(device, shape_q, shape_kv, causal):
+    q = randn(*shape_q, device=device)
+    k, v = randn(*shape_kv, device=device), randn(*shape_kv, device=device)
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal)
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert out.shape == expected.shape and lse.shape == shape_q[:3]
+    assert torch.equal(out, expected)
+    if shape_kv[2] == 0:
+        assert (lse == float("-inf")).all()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_does_not_touch_inputs(device):
+    torch.manual_seed(3)
+    q, k, v = (randn(1, 2, 70, 64, device=device) for _ in range(3))
+    copies = [t.clone() for t in (q, k, v)]
+    torch_flashattn.attention(q, k, v, causal=True)
+    for t, c in zip((q, k, v), copies):
+        assert torch.equal(t, c)
