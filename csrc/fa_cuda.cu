@@ -2,7 +2,8 @@
  * fa_cuda.cu — fa_forward_cuda: checks the parameters and picks a kernel
  * family (fa_kernels.h). The environment variable FA_KERNEL forces one:
  *
- *     FA_KERNEL=simt   the fp32 CUDA-core kernel (fa_simt.cu)
+ *     FA_KERNEL=sm80   the tensor-core kernel, fp16/bf16 (fa_sm80.cu)
+ *     FA_KERNEL=simt   the CUDA-core kernel, every dtype (fa_simt.cu)
  *     unset or auto    the fastest family that supports the problem
  *
  * A forced family that cannot run the problem answers FA_ERR_UNSUPPORTED
@@ -13,7 +14,7 @@
 
 #include "fa_kernels.h"
 
-typedef enum { FAMILY_AUTO, FAMILY_SIMT, FAMILY_INVALID } family;
+typedef enum { FAMILY_AUTO, FAMILY_SM80, FAMILY_SIMT, FAMILY_INVALID } family;
 
 /* FA_KERNEL, read on every call (a few hundred ns) so that tests and
  * benchmarks can switch families inside one process. */
@@ -22,6 +23,8 @@ static family forced_family(void)
     const char *s = getenv("FA_KERNEL");
     if (s == NULL || *s == '\0' || strcmp(s, "auto") == 0)
         return FAMILY_AUTO;
+    if (strcmp(s, "sm80") == 0)
+        return FAMILY_SM80;
     if (strcmp(s, "simt") == 0)
         return FAMILY_SIMT;
     return FAMILY_INVALID;
@@ -36,8 +39,14 @@ extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
         return FA_OK;
 
     switch (forced_family()) {
+    case FAMILY_AUTO: {
+        /* Tensor cores where they apply (fp16/bf16, Nk >= 1), else the CUDA-core kernel. */
+        const int status = fa_sm80_forward(p, stream);
+        return status == FA_ERR_UNSUPPORTED ? fa_simt_forward(p, stream) : status;
+    }
+    case FAMILY_SM80:
+        return fa_sm80_forward(p, stream);
     case FAMILY_SIMT:
-    case FAMILY_AUTO:
         return fa_simt_forward(p, stream);
     default:
         return FA_ERR_KERNEL_CHOICE;

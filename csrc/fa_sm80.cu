@@ -25,15 +25,18 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
-#include "fa.h"
+#include "fa_kernels.h"
 
-/* Tile choices per compiled head-dim width, all to be measured on the H200. Warps = BM / 16.
- * Shared memory is (BM + 2·STAGES·BN) · D · 2 bytes. */
-struct sm80_tile { int d, bm, bn, stages; };
+/* Tile choices per compiled head-dim width, all to be measured on the H200. Warps = BM / 16;
+ * shared memory (BM + 2·stages·BN) · D · 2 bytes; min_ctas: CTAs per SM that the registers must
+ * allow (__launch_bounds__). d=64 fits 128 registers without spills, so two 8-warp CTAs share an
+ * SM; d=128 spills at 128 (nvcc 13.0), so it runs one 8-warp CTA per SM at ~170 registers;
+ * d=256 (4 warps, ~240 registers) gets two per SM without a cap. */
+struct sm80_tile { int d, bm, bn, stages, min_ctas; };
 static constexpr sm80_tile k_sm80_tiles[] = {
-    { 64, 128, 64, 2},   /* 8 warps,  48 KB */
-    {128, 128, 64, 2},   /* 8 warps,  96 KB: two CTAs per H200 SM */
-    {256,  64, 32, 2},   /* 4 warps,  96 KB: also fits sm_86/89 (99 KB); BN=64 would need 160 KB */
+    { 64, 128, 64, 2, 2},   /* 8 warps,  48 KB */
+    {128, 128, 64, 2, 1},   /* 8 warps,  96 KB */
+    {256,  64, 32, 2, 1},   /* 4 warps,  96 KB: also fits sm_86/89 (99 KB); BN=64 would need 160 KB */
 };
 
 /* Kernel arguments: the caller's params plus scalars derived once on the host. */
@@ -67,6 +70,15 @@ template <int D>
 __device__ __forceinline__ uint32_t swz(int r, int c)
 {
     return (uint32_t)(r * D * 2 + ((c ^ (r % 8)) << 4));
+}
+
+/* Address for ldmatrix.x4 of the 16×16 block at rows r0.., chunks c0, c0+1 (r0 % 8 == 0, c0
+ * even), from lane_off = swz<D>(lane % 16, lane / 16). The swizzle only flips bits 4-6 of the
+ * offset, so c0's low chunk bits XOR into lane_off and the rest is an immediate. */
+template <int D>
+__device__ __forceinline__ uint32_t frag_addr(uint32_t tile, uint32_t lane_off, int r0, int c0)
+{
+    return tile + r0 * D * 2 + (c0 & ~7) * 16 + (lane_off ^ ((c0 & 7) << 4));
 }
 
 /* 16-byte async copy; bytes < 16 zero-fills the rest of the chunk (0: all zeros). */
@@ -146,6 +158,15 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float c[4], const uint32
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+/* 2^x on the SFU (relative error ~2^-22, subnormal results flushed: they only feed sums of
+ * terms >= 1); −inf gives +0. exp2f would add a subnormal-range fix-up per element. */
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* Rounds (lo, hi) to a packed pair; lo is the lower column, in the low 16 bits. */
 template <typename T>
 __device__ uint32_t pack2(float lo, float hi);
@@ -192,7 +213,7 @@ __device__ __forceinline__ void load_tile(uint32_t s_tile, const uint16_t *g, in
     for (int i = 0; i < ROWS / STEP; i++) {
         const int r = threadIdx.x / CHUNKS + i * STEP;
         const int n = r < rows ? nc : 0;
-        const uint16_t *src = g + r * row_stride + 8 * c;
+        const uint16_t *src = n ? g + r * row_stride + 8 * c : g;
         uint32_t w[4] = {0, 0, 0, 0};
 #pragma unroll
         for (int e = 0; e < 8; e++)
@@ -219,17 +240,9 @@ __device__ __forceinline__ void load_kv(sm80_smem<T, D, BM, BN, STAGES> &s, cons
 
 /* ---- Kernel -------------------------------------------------------------------------------- */
 
-/* CTAs per SM that registers must allow. On sm_90 (228 KB of smem) two CTAs of every table row
- * fit, so registers are capped to match (128 for 8 warps, no spills with nvcc 13.0); on sm_80
- * (164 KB) one d=128 CTA fills the smem, and a cap would only cost spills. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define SM80_MIN_CTAS 2
-#else
-#define SM80_MIN_CTAS 1
-#endif
-
-template <typename T, int D, int BM, int BN, int STAGES>
-__global__ void __launch_bounds__(BM / 16 * 32, SM80_MIN_CTAS)
+/* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: BM / 16 warps. */
+template <typename T, int D, int BM, int BN, int STAGES, int MIN_CTAS>
+__global__ void __launch_bounds__(BM / 16 * 32, MIN_CTAS)
 fa_sm80_kernel(const __grid_constant__ sm80_args a)
 {
     constexpr int THREADS = BM / 16 * 32;
@@ -273,9 +286,9 @@ fa_sm80_kernel(const __grid_constant__ sm80_args a)
 
     const int row0 = m0 + 16 * warp;                    /* first query row of this warp */
     const bool warp_live = row0 < Nq;                   /* else the warp only helps load */
-    /* ldmatrix.x4 of a 16×16 block at (r0, 8·c0): lane gives row r0 + lane%16, chunk c0 + lane/16,
-     * i.e. matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). */
-    const int ld_row = lane % 16, ld_chunk = lane / 16;
+    /* ldmatrix.x4 of a 16×16 block: lane gives row lane%16, chunk lane/16 of it, i.e. matrices
+     * (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). */
+    const uint32_t lane_off = swz<D>(lane % 16, lane / 16);
     const uint32_t s_q = smem_u32(s.q);
 
     float r_o[D / 8][4];                                /* O: 16 × D of this warp, C layout */
@@ -296,9 +309,9 @@ fa_sm80_kernel(const __grid_constant__ sm80_args a)
         cp_async_commit();                              /* possibly empty: keeps the count */
 
         const int key0 = kb * BN;
-        /* Causal: a block that starts past the warp's last row is all masked for it. Both key0
-         * and row0 are multiples of 16, so a block that is not skipped shows key0 to every row:
-         * each row max below is finite (no −inf − −inf). */
+        /* Warps past Nq idle; causal: a block starting past the warp's last row is all masked
+         * for it. Both key0 and row0 are multiples of 16, so a block that is not skipped shows
+         * key0 to every row: each row max below is finite (no −inf − −inf). */
         if (!warp_live || (p.causal && key0 > row0 + 15))
             continue;
         const uint32_t s_k = smem_u32(s.k[kb % STAGES]), s_v = smem_u32(s.v[kb % STAGES]);
@@ -313,11 +326,11 @@ fa_sm80_kernel(const __grid_constant__ sm80_args a)
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
             uint32_t r_q[4];
-            ldsm_x4(r_q, s_q + swz<D>(16 * warp + ld_row, 2 * kk + ld_chunk));
+            ldsm_x4(r_q, frag_addr<D>(s_q, lane_off, 16 * warp, 2 * kk));
 #pragma unroll
             for (int np = 0; np < BN / 16; np++) {
                 uint32_t r_k[4];
-                ldsm_x4(r_k, s_k + swz<D>(16 * np + ld_row, 2 * kk + ld_chunk));
+                ldsm_x4(r_k, frag_addr<D>(s_k, lane_off, 16 * np, 2 * kk));
                 mma16816<T>(r_s[2 * np], r_q, r_k[0], r_k[2]);
                 mma16816<T>(r_s[2 * np + 1], r_q, r_k[1], r_k[3]);
             }
@@ -357,7 +370,7 @@ fa_sm80_kernel(const __grid_constant__ sm80_args a)
         /* alpha = exp2(m_i − m_new) (0 on the first block: m_i = −inf); O, l_i rescaled. */
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const float alpha = exp2f(m_i[r] - m_new[r]);
+            const float alpha = ex2(m_i[r] - m_new[r]);
             m_i[r] = m_new[r];
             l_i[r] *= alpha;
 #pragma unroll
@@ -372,7 +385,7 @@ fa_sm80_kernel(const __grid_constant__ sm80_args a)
         for (int n = 0; n < BN / 8; n++) {
 #pragma unroll
             for (int e = 0; e < 4; e++) {
-                r_s[n][e] = exp2f(r_s[n][e] - m_i[e / 2]);
+                r_s[n][e] = ex2(r_s[n][e] - m_i[e / 2]);
                 l_i[e / 2] += r_s[n][e];
             }
         }
@@ -393,7 +406,7 @@ fa_sm80_kernel(const __grid_constant__ sm80_args a)
 #pragma unroll
             for (int n2 = 0; n2 < D / 16; n2++) {
                 uint32_t r_v[4];
-                ldsm_x4_trans(r_v, s_v + swz<D>(16 * kk + ld_row, 2 * n2 + ld_chunk));
+                ldsm_x4_trans(r_v, frag_addr<D>(s_v, lane_off, 16 * kk, 2 * n2));
                 mma16816<T>(r_o[2 * n2], r_p, r_v[0], r_v[1]);
                 mma16816<T>(r_o[2 * n2 + 1], r_p, r_v[2], r_v[3]);
             }
@@ -470,21 +483,24 @@ static int sm80_launch(sm80_args *a, cudaStream_t stream)
     constexpr sm80_tile tile = k_sm80_tiles[I];
     constexpr int THREADS = tile.bm / 16 * 32;
     typedef sm80_smem<T, tile.d, tile.bm, tile.bn, tile.stages> smem_t;
-    void (*kernel)(const sm80_args) = fa_sm80_kernel<T, tile.d, tile.bm, tile.bn, tile.stages>;
+    void (*kernel)(const sm80_args) =
+        fa_sm80_kernel<T, tile.d, tile.bm, tile.bn, tile.stages, tile.min_ctas>;
     const size_t smem = sizeof(smem_t);
 
-    /* Raise the dynamic shared memory limit once per device (bit dev of s_raised; devices past
-     * 31 are simply raised every call). Racing threads both set the same value: harmless. */
+    /* Once per device (bit dev of s_raised; devices past 31 are checked every call): the
+     * device must be sm_80+ with enough shared memory, and the dynamic limit is raised.
+     * Racing threads both set the same value: harmless. */
     static unsigned s_raised;
     int dev;
     if (cudaGetDevice(&dev) != cudaSuccess)
         return FA_ERR_CUDA;
     if (dev >= 32 || !((__atomic_load_n(&s_raised, __ATOMIC_ACQUIRE) >> dev) & 1u)) {
-        int optin;
-        if (cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        int major, optin;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess
+            || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
             return FA_ERR_CUDA;
-        if (smem > (size_t)optin)
-            return FA_ERR_UNSUPPORTED;                  /* pre-sm_80 parts with small smem */
+        if (major < 8 || smem > (size_t)optin)
+            return FA_ERR_UNSUPPORTED;                  /* the SIMT kernel takes over */
         if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
             return FA_ERR_CUDA;
         if (dev < 32)
@@ -508,8 +524,9 @@ extern "C" int fa_sm80_forward(const fa_params *p, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32)
         return FA_ERR_UNSUPPORTED;                      /* fp32 has its own kernel */
-    /* Row and key positions are int in the kernel (element offsets are 64-bit). */
-    if (p->Nq > INT32_MAX - 256 || p->Nk > INT32_MAX - 256)
+    /* Row and key positions are int in the kernel (element offsets are 64-bit). Nk == 0 (no
+     * key for any row) is left to the SIMT kernel. */
+    if (p->Nk < 1 || p->Nq > INT32_MAX - 256 || p->Nk > INT32_MAX - 256)
         return FA_ERR_UNSUPPORTED;
 
     sm80_args a = {};

@@ -16,7 +16,10 @@
 #include <torch/library.h>
 
 #include <cmath>
+#include <cstdarg>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <optional>
 #include <tuple>
 
@@ -28,6 +31,30 @@
 #include "fa.h"
 
 namespace {
+
+// Error messages are formatted with vsnprintf and handed to TORCH_CHECK as one
+// string, so this library runs no iostream code of its own: with a toolchain
+// that links libstdc++ statically, c10::str's ostringstream crashed beside
+// libtorch's shared libstdc++ (seen on the H200 build machine).
+__attribute__((format(printf, 1, 2))) std::string format(const char *fmt, ...)
+{
+    char buf[512];
+    va_list args;
+    va_start(args, fmt);
+    std::vsnprintf(buf, sizeof(buf), fmt, args);
+    va_end(args);
+    return buf;
+}
+
+#define FA_CHECK(cond, ...) TORCH_CHECK(cond, format(__VA_ARGS__))
+
+std::string shape(const at::Tensor &t)
+{
+    std::string s = "(";
+    for (int64_t i = 0; i < t.dim(); i++)
+        s += (i ? ", " : "") + std::to_string(t.size(i));
+    return s + ")";
+}
 
 fa_dtype to_fa_dtype(at::ScalarType t)
 {
@@ -44,34 +71,37 @@ void check_inputs(const char *op, const at::Tensor &q, const at::Tensor &k, cons
 {
     const std::pair<const char *, const at::Tensor *> args[] = {{"q", &q}, {"k", &k}, {"v", &v}};
     for (const auto &[name, t] : args)
-        TORCH_CHECK(t->dim() == 4, op, ": ", name, " must be a 4-D tensor (B, H, N, d), got ", t->dim(),
-                    "-D with shape ", t->sizes());
+        FA_CHECK(t->dim() == 4, "%s: %s must be a 4-D tensor (B, H, N, d), got %d-D with shape %s", op, name,
+                 (int)t->dim(), shape(*t).c_str());
     for (const auto &[name, t] : args) {
-        TORCH_CHECK(t->device() == q.device(), op, ": q, k and v must be on the same device, got q on ",
-                    q.device(), " and ", name, " on ", t->device());
-        TORCH_CHECK(t->scalar_type() == q.scalar_type(), op, ": q, k and v must have the same dtype, got q ",
-                    q.scalar_type(), " and ", name, " ", t->scalar_type());
+        FA_CHECK(t->device() == q.device(), "%s: q, k and v must be on the same device, got q on %s and %s on %s",
+                 op, q.device().str().c_str(), name, t->device().str().c_str());
+        FA_CHECK(t->scalar_type() == q.scalar_type(), "%s: q, k and v must have the same dtype, got q %s and %s %s",
+                 op, c10::toString(q.scalar_type()), name, c10::toString(t->scalar_type()));
     }
     const auto dt = q.scalar_type();
-    TORCH_CHECK(dt == at::kFloat || dt == at::kHalf || dt == at::kBFloat16, op,
-                ": q, k and v must be float32, float16 or bfloat16, got ", dt);
-    TORCH_CHECK(q.device().is_cpu() || q.device().is_cuda(), op,
-                ": q, k and v must be CPU or CUDA tensors, got ", q.device());
+    FA_CHECK(dt == at::kFloat || dt == at::kHalf || dt == at::kBFloat16,
+             "%s: q, k and v must be float32, float16 or bfloat16, got %s", op, c10::toString(dt));
+    FA_CHECK(q.device().is_cpu() || q.device().is_cuda(), "%s: q, k and v must be CPU or CUDA tensors, got %s", op,
+             q.device().str().c_str());
 
-    TORCH_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0), op,
-                ": batch size B must match, got q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
-    TORCH_CHECK(k.size(3) == q.size(3) && v.size(3) == q.size(3), op,
-                ": head dim d (last dimension) must match, got q ", q.sizes(), ", k ", k.sizes(), ", v ", v.sizes());
-    TORCH_CHECK(v.size(2) == k.size(2), op, ": k and v must have the same sequence length Nk, got k ", k.sizes(),
-                ", v ", v.sizes());
-    TORCH_CHECK(v.size(1) == k.size(1), op, ": k and v must have the same number of heads Hkv, got k ", k.sizes(),
-                ", v ", v.sizes());
+    const std::string shapes = "q " + shape(q) + ", k " + shape(k) + ", v " + shape(v);
+    FA_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0), "%s: batch size B must match, got %s", op,
+             shapes.c_str());
+    FA_CHECK(k.size(3) == q.size(3) && v.size(3) == q.size(3), "%s: head dim d (last dimension) must match, got %s",
+             op, shapes.c_str());
+    FA_CHECK(v.size(2) == k.size(2), "%s: k and v must have the same sequence length Nk, got %s", op,
+             shapes.c_str());
+    FA_CHECK(v.size(1) == k.size(1), "%s: k and v must have the same number of heads Hkv, got %s", op,
+             shapes.c_str());
     const int64_t Hq = q.size(1), Hkv = k.size(1), d = q.size(3);
-    TORCH_CHECK(Hq == 0 || (Hkv >= 1 && Hq % Hkv == 0), op, ": the number of query heads Hq = ", Hq,
-                " must be a multiple of the number of key/value heads Hkv = ", Hkv);
-    TORCH_CHECK(d >= 1 && d <= FA_MAX_HEAD_DIM, op, ": head dim d must be in 1..", FA_MAX_HEAD_DIM, ", got ", d);
-    TORCH_CHECK(!scale.has_value() || std::isfinite(*scale), op, ": scale must be a finite number, got ",
-                scale.value_or(0.0));
+    FA_CHECK(Hq == 0 || (Hkv >= 1 && Hq % Hkv == 0),
+             "%s: the number of query heads Hq = %lld must be a multiple of the number of key/value heads Hkv = %lld",
+             op, (long long)Hq, (long long)Hkv);
+    FA_CHECK(d >= 1 && d <= FA_MAX_HEAD_DIM, "%s: head dim d must be in 1..%d, got %lld", op, FA_MAX_HEAD_DIM,
+             (long long)d);
+    FA_CHECK(!scale.has_value() || std::isfinite(*scale), "%s: scale must be a finite number, got %g", op,
+             scale.value_or(0.0));
 }
 
 // The kernels need the last dimension contiguous; batch/head/row strides are free.
@@ -118,7 +148,7 @@ std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q_in, c
     } else {
         status = fa_forward_cpu(&p);
     }
-    TORCH_CHECK(status == FA_OK, op, ": ", fa_strerror(status), " (status ", status, ")");
+    FA_CHECK(status == FA_OK, "%s: %s (status %d)", op, fa_strerror(status), status);
     return {o, lse};
 }
 

@@ -27,6 +27,23 @@ def pytest_collection_modifyitems(config, items):
 
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
+# Every kernel family: the CPU backend, CUDA's automatic choice, and each CUDA family forced
+# through FA_KERNEL (see csrc/fa_cuda.cu).
+KERNELS = DEVICES + [pytest.param(f"cuda-{family}", marks=pytest.mark.gpu) for family in ("sm80", "simt")]
+FAMILY_DTYPES = {"sm80": (torch.float16, torch.bfloat16)}
+
+
+def use_kernel(kernel, dtype, monkeypatch):
+    """Selects a KERNELS entry: sets FA_KERNEL and returns the torch device.
+    Skips dtypes the forced family does not run."""
+    device, _, family = kernel.partition("-")
+    if family:
+        if dtype not in FAMILY_DTYPES.get(family, (dtype,)):
+            pytest.skip(f"the {family} kernel does not run {dtype}")
+        monkeypatch.setenv("FA_KERNEL", family)
+    else:
+        monkeypatch.delenv("FA_KERNEL", raising=False)
+    return device
 
 
 def reference(q, k, v, causal=False, scale=None):

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import torch_flashattn
-from conftest import DEVICES, assert_accurate, randn, reference_lse
+from conftest import DEVICES, KERNELS, assert_accurate, randn, reference_lse, use_kernel
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 HEAD_DIMS = [1, 40, 64, 80, 128, 256]
@@ -11,12 +11,13 @@ HEAD_DIMS = [1, 40, 64, 80, 128, 256]
 SEQ_LENS = [(1, 1), (17, 17), (97, 128), (128, 97), (1025, 1025), (1, 1025), (1025, 17)]
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", HEAD_DIMS)
 @pytest.mark.parametrize("nq,nk", SEQ_LENS)
 @pytest.mark.parametrize("causal", [False, True])
-def test_forward_matches_sdpa(device, dtype, d, nq, nk, causal):
+def test_forward_matches_sdpa(kernel, dtype, d, nq, nk, causal, monkeypatch):
+    device = use_kernel(kernel, dtype, monkeypatch)
     torch.manual_seed(nq * 1000 + nk + d)
     hq, hkv = (4, 2) if d % 2 == 0 else (3, 3)   # GQA on most shapes, plain MHA on the others
     q = randn(2, hq, nq, d, dtype=dtype, device=device)
@@ -26,11 +27,12 @@ def test_forward_matches_sdpa(device, dtype, d, nq, nk, causal):
     assert_accurate(out, q, k, v, causal, what=f"{dtype} d={d} Nq={nq} Nk={nk} causal={causal}")
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("nq,nk,d", [(97, 128, 64), (128, 97, 40), (1, 1025, 128), (300, 300, 256)])
-def test_lse(device, dtype, causal, nq, nk, d):
+def test_lse(kernel, dtype, causal, nq, nk, d, monkeypatch):
+    device = use_kernel(kernel, dtype, monkeypatch)
     torch.manual_seed(0)
     q = randn(1, 4, nq, d, dtype=dtype, device=device)
     k = randn(1, 1, nk, d, dtype=dtype, device=device)
@@ -45,18 +47,21 @@ def test_lse(device, dtype, causal, nq, nk, d):
     assert torch.equal(out, torch_flashattn.attention(q, k, v, causal=causal, scale=0.3))
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("scale", [0.0, 0.05, -0.5, 2.0])
-def test_scale(device, scale):
+def test_scale(kernel, dtype, scale, monkeypatch):
+    device = use_kernel(kernel, dtype, monkeypatch)
     torch.manual_seed(1)
-    q, k, v = (randn(1, 2, 65, 64, device=device) for _ in range(3))
+    q, k, v = (randn(1, 2, 65, 64, dtype=dtype, device=device) for _ in range(3))
     out = torch_flashattn.attention(q, k, v, scale=scale)
     assert_accurate(out, q, k, v, scale=scale, what=f"scale={scale}")
 
 
-@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_strided_views(device, dtype):
+def test_strided_views(kernel, dtype, monkeypatch):
+    device = use_kernel(kernel, dtype, monkeypatch)
     """Views with a contiguous last dim run as they are; others are copied first."""
     torch.manual_seed(2)
     B, N, H, d = 2, 130, 4, 64
