@@ -7,6 +7,22 @@ def _n(n):
     return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
 
 
+def summary(result):
+    """Per (ours, baseline) pair: geometric mean, min and max of the speed ratio over the points
+    where both ran, as {(a, b): (geomean, min, max, count)}."""
+    import math
+    names = result["providers"]
+    out = {}
+    for a in (n for n in names if n.startswith("fa")):
+        for b in (n for n in names if n.startswith("sdpa")):
+            ratios = [p["results"][a]["tflops"] / p["results"][b]["tflops"] for p in result["points"]
+                      if "tflops" in p["results"][a] and "tflops" in p["results"][b]]
+            if ratios:
+                geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
+                out[(a, b)] = (geo, min(ratios), max(ratios), len(ratios))
+    return out
+
+
 def _num(x):
     return f"{x:.0f}" if x >= 1000 else f"{x:.3g}"
 
@@ -51,6 +67,9 @@ def markdown(result):
         "| " + " | ".join(header) + " |",
         "| " + " | ".join("---" for _ in header) + " |",
         *("| " + " | ".join(row) + " |" for row in rows),
+        "",
+        *(f"Speed `{a}/{b}`: geometric mean **{g:.2f}×** over {n} points (min {lo:.2f}, max {hi:.2f})."
+          for (a, b), (g, lo, hi, n) in summary(result).items()),
         "",
         *(f"- `{n}`: {result['provider_notes'][n]}" for n in names),
     ]
