@@ -100,11 +100,15 @@ class Provider:
 
 
 # Names starting with "fa" are ours; with "sdpa", the baselines the ratio columns compare against.
-# Adding one is a line, e.g. a kernel family forced through FA_KERNEL:
-#   "fa-naive": Provider(fa_op("naive_forward"), "torch.ops.fa.naive_forward (materialises N×N)"),
-#   "fa-v2": Provider(fa_op("forward"), "FA_KERNEL=v2", context=lambda: env(FA_KERNEL="v2")),
+# Each CUDA kernel family forced through FA_KERNEL is a provider of its own ("fa-sm80", "fa-simt").
 PROVIDERS = {
     "fa": Provider(fa_op("forward"), "torch.ops.fa.forward"),
+    "fa-sm80": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=sm80", ("cuda",),
+                        lambda: env(FA_KERNEL="sm80")),
+    "fa-fp32": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=fp32", ("cuda",),
+                        lambda: env(FA_KERNEL="fp32")),
+    "fa-simt": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=simt", ("cuda",),
+                        lambda: env(FA_KERNEL="simt")),
     "sdpa-flash": Provider(sdpa, "SDPA, flash backend (FlashAttention-2)", ("cuda",),
                            backend(SDPBackend.FLASH_ATTENTION)),
     "sdpa-cudnn": Provider(sdpa, "SDPA, cuDNN backend", ("cuda",), backend(SDPBackend.CUDNN_ATTENTION)),
@@ -114,10 +118,12 @@ PROVIDERS = {
                          backend(SDPBackend.FLASH_ATTENTION)),
     "sdpa-math": Provider(sdpa, "SDPA, math backend", context=backend(SDPBackend.MATH)),
     "naive": Provider(naive, "torch matmul, softmax, matmul; N×N scores materialised"),
+    "naive-cuda": Provider(fa_op("naive_forward"), "torch.ops.fa.naive_forward: three CUDA kernels, "
+                           "N×N fp32 scores materialised", ("cuda",)),
 }
 DEFAULT_PROVIDERS = {
     "cpu": ["fa", "sdpa-cpu", "naive"],
-    "cuda": ["fa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "naive"],
+    "cuda": ["fa", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "sdpa-math", "naive-cuda"],
 }
 
 

@@ -27,6 +27,7 @@
 #ifndef FA_H
 #define FA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -97,6 +98,12 @@ int fa_forward_cpu(const fa_params *p);
  * Asynchronous: a kernel fault surfaces at the next synchronizing call. */
 struct CUstream_st;
 int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream);
+
+/* The benchmarks' baseline, not FlashAttention: three plain CUDA kernels
+ * (S = Q Kᵀ · scale, row softmax, O = P V) that store the (B, Hq, Nq, Nk) fp32
+ * score matrix in scratch, a device buffer of fa_naive_scratch_bytes(p) bytes. */
+size_t fa_naive_scratch_bytes(const fa_params *p);
+int fa_naive_forward(const fa_params *p, float *scratch, struct CUstream_st *stream);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@ const char *fa_strerror(int status)
     case FA_ERR_OUT_OF_MEMORY: return "out of host memory";
     case FA_ERR_NO_CUDA:       return "built without CUDA";
     case FA_ERR_CUDA:          return "a CUDA call failed";
-    case FA_ERR_KERNEL_CHOICE: return "FA_KERNEL must be auto, sm80 or simt";
+    case FA_ERR_KERNEL_CHOICE: return "FA_KERNEL must be auto, sm80, fp32 or simt";
     default:                   return "unknown status";
     }
 }
@@ -67,6 +67,20 @@ int fa_check_params(const fa_params *p)
 int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
 {
     (void)p;
+    (void)stream;
+    return FA_ERR_NO_CUDA;
+}
+
+size_t fa_naive_scratch_bytes(const fa_params *p)
+{
+    (void)p;
+    return 0;
+}
+
+int fa_naive_forward(const fa_params *p, float *scratch, struct CUstream_st *stream)
+{
+    (void)p;
+    (void)scratch;
     (void)stream;
     return FA_ERR_NO_CUDA;
 }

@@ -23,6 +23,9 @@ int fa_simt_forward(const fa_params *p, cudaStream_t stream);
 /* fa_sm80.cu: tensor cores (mma.sync), fp16 and bf16, sm_80 and later, Nk >= 1. */
 int fa_sm80_forward(const fa_params *p, cudaStream_t stream);
 
+/* fa_fp32.cu: exact fp32 on CUDA cores (FFMA, no TF32), register-blocked tiles, Nk >= 1. */
+int fa_fp32_forward(const fa_params *p, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

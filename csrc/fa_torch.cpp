@@ -2,6 +2,7 @@
 //
 //   fa::forward(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> Tensor
 //   fa::forward_lse(...same...) -> (Tensor out, Tensor lse)
+//   fa::naive_forward(...same...) -> Tensor        (CUDA only: the benchmark's N×N baseline)
 //
 // Same semantics as F.scaled_dot_product_attention(q, k, v, is_causal=causal,
 // scale=scale, enable_gqa=True). This file validates the tensors (messages
@@ -110,46 +111,63 @@ at::Tensor last_dim_contiguous(const at::Tensor &t)
     return t.stride(3) == 1 || t.size(3) == 1 ? t : t.contiguous();
 }
 
-std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q_in, const at::Tensor &k_in,
-                                       const at::Tensor &v_in, std::optional<double> scale, bool causal,
-                                       bool want_lse)
+// One call's tensors and the params struct that points into them.
+struct Call {
+    at::Tensor q, k, v, o, lse;
+    fa_params p;
+};
+
+Call prepare(const char *op, const at::Tensor &q_in, const at::Tensor &k_in, const at::Tensor &v_in,
+             std::optional<double> scale, bool causal, bool want_lse)
 {
     check_inputs(op, q_in, k_in, v_in, scale);
-    const at::Tensor q = last_dim_contiguous(q_in), k = last_dim_contiguous(k_in), v = last_dim_contiguous(v_in);
+    Call c;
+    c.q = last_dim_contiguous(q_in);
+    c.k = last_dim_contiguous(k_in);
+    c.v = last_dim_contiguous(v_in);
+    const at::Tensor &q = c.q, &k = c.k, &v = c.v;
     const int64_t B = q.size(0), Hq = q.size(1), Nq = q.size(2), d = q.size(3);
-    at::Tensor o = at::empty({B, Hq, Nq, d}, q.options());
-    at::Tensor lse = want_lse ? at::empty({B, Hq, Nq}, q.options().dtype(at::kFloat)) : at::Tensor();
+    c.o = at::empty({B, Hq, Nq, d}, q.options());
+    if (want_lse)
+        c.lse = at::empty({B, Hq, Nq}, q.options().dtype(at::kFloat));
 
-    fa_params p;
+    fa_params &p = c.p;
     std::memset(&p, 0, sizeof(p));
     p.q = q.data_ptr();
     p.k = k.data_ptr();
     p.v = v.data_ptr();
-    p.o = o.data_ptr();
-    p.lse = want_lse ? lse.data_ptr<float>() : nullptr;
+    p.o = c.o.data_ptr();
+    p.lse = want_lse ? c.lse.data_ptr<float>() : nullptr;
     p.q_batch_stride = q.stride(0); p.q_head_stride = q.stride(1); p.q_row_stride = q.stride(2);
     p.k_batch_stride = k.stride(0); p.k_head_stride = k.stride(1); p.k_row_stride = k.stride(2);
     p.v_batch_stride = v.stride(0); p.v_head_stride = v.stride(1); p.v_row_stride = v.stride(2);
-    p.o_batch_stride = o.stride(0); p.o_head_stride = o.stride(1); p.o_row_stride = o.stride(2);
+    p.o_batch_stride = c.o.stride(0); p.o_head_stride = c.o.stride(1); p.o_row_stride = c.o.stride(2);
     p.B = B; p.Hq = Hq; p.Hkv = k.size(1); p.Nq = Nq; p.Nk = k.size(2); p.d = d;
     p.scale = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
     p.causal = causal ? 1 : 0;
     p.dtype = to_fa_dtype(q.scalar_type());
     p.num_threads = at::get_num_threads();
+    return c;
+}
 
+std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q, const at::Tensor &k,
+                                       const at::Tensor &v, std::optional<double> scale, bool causal,
+                                       bool want_lse)
+{
+    Call c = prepare(op, q, k, v, scale, causal, want_lse);
     int status;
-    if (q.is_cuda()) {
+    if (c.q.is_cuda()) {
 #ifdef FA_WITH_CUDA
-        const c10::cuda::CUDAGuard guard(q.device());
-        status = fa_forward_cuda(&p, c10::cuda::getCurrentCUDAStream().stream());
+        const c10::cuda::CUDAGuard guard(c.q.device());
+        status = fa_forward_cuda(&c.p, c10::cuda::getCurrentCUDAStream().stream());
 #else
         status = FA_ERR_NO_CUDA;
 #endif
     } else {
-        status = fa_forward_cpu(&p);
+        status = fa_forward_cpu(&c.p);
     }
     FA_CHECK(status == FA_OK, "%s: %s (status %d)", op, fa_strerror(status), status);
-    return {o, lse};
+    return {c.o, c.lse};
 }
 
 at::Tensor forward(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, std::optional<double> scale,
@@ -164,12 +182,28 @@ std::tuple<at::Tensor, at::Tensor> forward_lse(const at::Tensor &q, const at::Te
     return run("fa.forward_lse", q, k, v, scale, causal, true);
 }
 
+#ifdef FA_WITH_CUDA
+// The benchmark's baseline: same schema, N×N fp32 scores materialised in a scratch tensor.
+at::Tensor naive_forward(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                         std::optional<double> scale, bool causal)
+{
+    Call c = prepare("fa.naive_forward", q, k, v, scale, causal, false);
+    const c10::cuda::CUDAGuard guard(c.q.device());
+    const int64_t n_floats = static_cast<int64_t>(fa_naive_scratch_bytes(&c.p) / sizeof(float));
+    at::Tensor scratch = at::empty({n_floats}, c.q.options().dtype(at::kFloat));
+    const int status = fa_naive_forward(&c.p, scratch.data_ptr<float>(), c10::cuda::getCurrentCUDAStream().stream());
+    FA_CHECK(status == FA_OK, "fa.naive_forward: %s (status %d)", fa_strerror(status), status);
+    return c.o;
+}
+#endif
+
 }  // namespace
 
 TORCH_LIBRARY(fa, m)
 {
     m.def("forward(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> Tensor");
     m.def("forward_lse(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> (Tensor, Tensor)");
+    m.def("naive_forward(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(fa, CPU, m)
@@ -183,6 +217,7 @@ TORCH_LIBRARY_IMPL(fa, CUDA, m)
 {
     m.impl("forward", &forward);
     m.impl("forward_lse", &forward_lse);
+    m.impl("naive_forward", &naive_forward);
 }
 #endif
 

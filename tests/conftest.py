@@ -29,8 +29,8 @@ def pytest_collection_modifyitems(config, items):
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 # Every kernel family: the CPU backend, CUDA's automatic choice, and each CUDA family forced
 # through FA_KERNEL (see csrc/fa_cuda.cu).
-KERNELS = DEVICES + [pytest.param(f"cuda-{family}", marks=pytest.mark.gpu) for family in ("sm80", "simt")]
-FAMILY_DTYPES = {"sm80": (torch.float16, torch.bfloat16)}
+KERNELS = DEVICES + [pytest.param(f"cuda-{family}", marks=pytest.mark.gpu) for family in ("sm80", "fp32", "simt")]
+FAMILY_DTYPES = {"sm80": (torch.float16, torch.bfloat16), "fp32": (torch.float32,)}
 
 
 def use_kernel(kernel, dtype, monkeypatch):

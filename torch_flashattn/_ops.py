@@ -22,3 +22,8 @@ def _forward_fake(q, k, v, scale=None, causal=False):
 @torch.library.register_fake("fa::forward_lse")
 def _forward_lse_fake(q, k, v, scale=None, causal=False):
     return _out_like(q, k, v), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+@torch.library.register_fake("fa::naive_forward")
+def _naive_forward_fake(q, k, v, scale=None, causal=False):
+    return _out_like(q, k, v)

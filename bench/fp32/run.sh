@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# run.sh — builds bench/fp32/selftest for the H200 (sm_90a) and runs, in one go:
+#   1. the checks and timings of csrc/fa_fp32.cu and csrc/fa_naive.cu (simt timed for reference),
+#   2. the same with FA_FP32_D64_MIN_CTAS=1 (d=64: one unrolled 255-register CTA per SM instead
+#      of two 128-register ones), to pick the d=64 tile from a measurement,
+#   3. compute-sanitizer memcheck and racecheck on the small cases,
+#   4. SDPA's efficient backend on fp32, same shapes, for the ratio (if torch is importable).
+# Logs go to $OUT (default bench/fp32/out). From the repository root:
+#     bash bench/fp32/run.sh
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-bench/fp32/out}
+mkdir -p "$OUT"
+BIN=$(mktemp -d)
+NVCC=(nvcc -std=c++17 -O3 -DNDEBUG -lineinfo -gencode arch=compute_90a,code=sm_90a -Xptxas -v -Icsrc)
+
+build() {   # build NAME EXTRA_FLAGS...
+    local name=$1; shift
+    local simt=(-DWITH_SIMT csrc/fa_simt.cu)
+    "${NVCC[@]}" "$@" "${simt[@]}" bench/fp32/selftest.cu csrc/fa_fp32.cu csrc/fa_naive.cu \
+        -o "$BIN/$name" > "$OUT/build_$name.log" 2>&1 ||
+    "${NVCC[@]}" "$@" bench/fp32/selftest.cu csrc/fa_fp32.cu csrc/fa_naive.cu \
+        -o "$BIN/$name" > "$OUT/build_$name.log" 2>&1   # without the simt reference
+}
+( time build selftest ) 2> "$OUT/build_time.log" &
+build selftest_d64c1 -DFA_FP32_D64_MIN_CTAS=1 &
+wait
+cat "$OUT/build_time.log"
+grep -A2 "fp32_forward_kernel" "$OUT/build_selftest.log" | grep -E "entry|spill|registers"
+grep -E "spill|error" "$OUT/build_selftest_d64c1.log" | head -10
+[ -x "$BIN/selftest" ] || { echo "build failed"; cat "$OUT/build_selftest.log"; exit 1; }
+
+echo "== fp32 + naive: checks and timings"
+"$BIN/selftest" 2>&1 | tee "$OUT/selftest.log"
+status=${PIPESTATUS[0]}
+
+echo "== d=64 with one 255-register CTA per SM"
+[ -x "$BIN/selftest_d64c1" ] && "$BIN/selftest_d64c1" --check --bench --d64 --no-baselines 2>&1 |
+    grep -E "FAIL|passed|^fp32 |^kernel" | tee "$OUT/selftest_d64c1.log"
+
+echo "== compute-sanitizer (small cases)"
+if command -v compute-sanitizer > /dev/null; then
+    timeout 300 compute-sanitizer --tool memcheck "$BIN/selftest" --check --small 2>&1 | tail -4 | tee "$OUT/memcheck.log"
+    timeout 300 compute-sanitizer --tool racecheck "$BIN/selftest" --check --small 2>&1 | tail -4 | tee "$OUT/racecheck.log"
+fi
+
+echo "== SDPA efficient backend, fp32"
+timeout 300 python3 - <<'PY' 2>&1 | tee "$OUT/sdpa_efficient.log"
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+def median_ms(fn, reps=15):
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(reps):
+        t0, t1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        t0.record(); fn(); t1.record(); t1.synchronize()
+        times.append(t0.elapsed_time(t1))
+    return sorted(times)[reps // 2]
+
+print(f"{'kernel':7s} {'d':>4s} {'N':>6s} {'B':>3s} {'H':>3s} {'causal':>6s}  {'ms':>10s} {'TFLOP/s':>9s}")
+for d in (64, 128):
+    for n in (1024, 4096, 16384):
+        b, h = 16384 // n, 2048 // d
+        q, k, v = (torch.randn(b, h, n, d, device="cuda") for _ in range(3))
+        for causal in (0, 1):
+            with sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION):
+                ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal)))
+            flop = 4 * b * h * n * n * d * (0.5 if causal else 1.0)
+            print(f"{'sdpa-ef':7s} {d:4d} {n:6d} {b:3d} {h:3d} {causal:6d}  {ms:10.3f} {flop / ms * 1e-9:9.2f}", flush=True)
+PY
+rm -rf "$BIN"
+exit $status

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One call on the GPU machine: build, then the stages named on the command line, logs under $OUT.
+#
+#   bench/h200.sh test sanitize bench memory        # stages: test sanitize bench memory sm80tune fp32test
+#
+# test: the whole pytest suite; sanitize: tests/sanitize.sh; bench: the full FlashAttention grid
+# (bench/results/gpu.*); memory: bench/memory.py; sm80tune / fp32test: the standalone kernel harnesses.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export MAX_JOBS=${MAX_JOBS:-16} PYTHONUNBUFFERED=1
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+stamp build
+python3 -m pip install --no-build-isolation --no-deps -e . -q 2>&1 | grep -v -i warning | tail -5
+status=0
+for stage in "$@"; do
+    stamp "$stage"
+    case $stage in
+    test) python3 -m pytest -q -n 8 tests 2>&1 | tee "$OUT/pytest.log" | tail -15 ;;
+    sanitize) tests/sanitize.sh 2>&1 | tee "$OUT/sanitize.log" | tail -20 ;;
+    bench) python3 -m bench.attention --preset gpu --out "$OUT/gpu" 2>&1 | tail -120 ;;
+    memory) python3 -m bench.memory --out "$OUT/memory" 2>&1 | tail -12 ;;
+    sm80tune) bash bench/sm80/run.sh 2>&1 | tee "$OUT/sm80tune.log" | tail -60 ;;
+    fp32test) bash bench/fp32/run.sh 2>&1 | tee "$OUT/fp32test.log" | tail -60 ;;
+    *) echo "unknown stage $stage"; status=2 ;;
+    esac
+    [ "${PIPESTATUS[0]}" -ne 0 ] && status=1
+done
+stamp done
+exit $status

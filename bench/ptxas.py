@@ -1,0 +1,61 @@
+# Register, spill and shared-memory report of every compiled CUDA kernel (`nvcc -Xptxas -v`), for
+# each architecture the build targets. Needs nvcc only, no GPU.
+#
+#   python3 -m bench.ptxas                    # -> bench/results/ptxas.md
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SOURCES = ["csrc/fa_simt.cu", "csrc/fa_sm80.cu", "csrc/fa_fp32.cu", "csrc/fa_naive.cu"]
+
+
+def demangle(names):
+    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
+    return out[:len(names)]
+
+
+def report(src, archs):
+    rows = []
+    for arch in archs:
+        cmd = ["nvcc", "-O3", "-DNDEBUG", "-std=c++17", "-Xptxas", "-v", f"-gencode=arch=compute_{arch},code=sm_{arch}",
+               "-Icsrc", "-c", src, "-o", os.devnull]
+        text = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO).stderr
+        kernel = None
+        for line in text.splitlines():
+            m = re.search(r"Compiling entry function '(\w+)'", line)
+            if m:
+                kernel = m.group(1)
+            m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+            if m and kernel:
+                stack, st, ld = m.groups()
+            m = re.search(r"Used (\d+) registers.*?(?:(\d+) bytes smem)?", line)
+            if m and kernel and "Used" in line:
+                smem = re.search(r"(\d+) bytes smem", line)
+                rows.append((arch, kernel, m.group(1), stack, st, ld, smem.group(1) if smem else "0 (dynamic)"))
+                kernel = None
+    names = demangle([r[1] for r in rows])
+    return [(r[0], n, *r[2:]) for r, n in zip(rows, names)]
+
+
+def main():
+    archs = [a for a in os.environ.get("FA_CUDA_ARCHS", "80;90a").split(";") if a]
+    lines = ["`nvcc -O3 -Xptxas -v` per kernel (dynamic shared memory is set at launch and not listed).", "",
+             "| source | arch | kernel | registers | stack | spill st | spill ld | static smem |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for src in SOURCES:
+        if not (REPO / src).exists():
+            continue
+        for arch, kernel, regs, stack, st, ld, smem in report(src, archs):
+            kernel = re.sub(r"\(.*", "", kernel)
+            lines.append(f"| {src} | sm_{arch} | `{kernel}` | {regs} | {stack} | {st} | {ld} | {smem} |")
+    out = REPO / "bench/results/ptxas.md"
+    out.write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
