@@ -1,15 +1,21 @@
 /*
  * fa_sm80.cu — FlashAttention-2 forward for fp16 and bf16 on tensor cores (sm_80 and later).
  *
- * One CTA owns BM query rows of one (batch, head); each warp owns 16 of them. The CTA walks the
- * key/value blocks of BN rows through a cp.async ring of STAGES buffers and keeps, per row, the
- * running max m_i, the running sum l_i and the fp32 accumulator O in registers:
+ * One CTA owns BM query rows of one (batch, head); each of its warps owns 16·WM consecutive rows
+ * (WM m16 tiles, so every K and V fragment read from shared memory feeds WM MMAs). The CTA walks
+ * the key/value blocks of BN rows through cp.async rings of STAGES buffers and keeps, per row,
+ * the running max m_i (raw score units), the running sum l_i and the fp32 accumulator O in
+ * registers; c = scale · log2(e):
  *
- *     S = Q Kᵀ · scale · log2(e)              mma.m16n8k16, fp32 accumulate
+ *     S = Q Kᵀ                                  mma.m16n8k16, fp32 accumulate
  *     m_new = max(m_i, rowmax(S))
- *     P = exp2(S − m_new),  l_i = l_i · exp2(m_i − m_new) + rowsum(P)
- *     O = O · exp2(m_i − m_new) + P V         P stays in registers as the A operand
- *     O /= l_i,  lse = (m_i + log2 l_i) · ln 2  at the end
+ *     P = exp2(S·c − m_new·c)                   one FFMA and one ex2 per element
+ *     l_i = l_i · exp2((m_i − m_new)·c) + rowsum(P)
+ *     O = O · exp2((m_i − m_new)·c) + P V       P stays in registers as the A operand
+ *     O /= l_i,  lse = (m_i·c + log2 l_i) · ln 2  at the end
+ *
+ * K and V of a block are separate cp.async groups: block j's S = Q Kᵀ needs only K_j, and its
+ * V_j keeps landing meanwhile; the loads of the next STAGES − 1 blocks overlap both.
  *
  * Head dims are padded to a compiled tile width (64, 128 or 256): the extra columns of Q, K and V
  * are zero-filled in shared memory and never stored, so they cost MMA work but not correctness.
@@ -19,30 +25,43 @@
  * Reached through fa_sm80_forward() (called by the CUDA dispatcher after fa_check_params). Builds
  * with plain nvcc; includes CUDA headers and fa.h only:
  *     nvcc -std=c++17 -O3 -gencode arch=compute_80,code=sm_80 -c csrc/fa_sm80.cu -Icsrc
+ * bench/sm80/tune.cu includes this file to build, check and time other tile shapes.
  */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <float.h>
 #include <stdint.h>
 
 #include "fa_kernels.h"
 
-/* Tile choices per compiled head-dim width, all to be measured on the H200. Warps = BM / 16;
- * shared memory (BM + 2·stages·BN) · D · 2 bytes; min_ctas: CTAs per SM that the registers must
- * allow (__launch_bounds__). d=64 fits 128 registers without spills, so two 8-warp CTAs share an
- * SM; d=128 spills at 128 (nvcc 13.0), so it runs one 8-warp CTA per SM at ~170 registers;
- * d=256 (4 warps, ~240 registers) gets two per SM without a cap. */
-struct sm80_tile { int d, bm, bn, stages, min_ctas; };
-static constexpr sm80_tile k_sm80_tiles[] = {
-    { 64, 128, 64, 2, 2},   /* 8 warps,  48 KB */
-    {128, 128, 64, 2, 1},   /* 8 warps,  96 KB */
-    {256,  64, 32, 2, 1},   /* 4 warps,  96 KB: also fits sm_86/89 (99 KB); BN=64 would need 160 KB */
+/* A tile shape: D the compiled head-dim width; BM query rows per CTA over WARPS warps (WM = BM /
+ * 16 / WARPS m16 tiles per warp); BN keys per block; STAGES buffers per K and V ring; MIN_CTAS
+ * CTAs per SM that the registers must allow (__launch_bounds__); Q_IN_REGS: each warp keeps its
+ * Q fragments in registers for the whole key loop instead of re-reading them from shared memory.
+ * Shared memory: (BM + 2·STAGES·BN) · D · 2 bytes. */
+template <int D_, int BM_, int BN_, int WARPS_, int STAGES_, int MIN_CTAS_, bool Q_IN_REGS_>
+struct sm80_tile {
+    static constexpr int D = D_, BM = BM_, BN = BN_, WARPS = WARPS_, STAGES = STAGES_;
+    static constexpr int MIN_CTAS = MIN_CTAS_, THREADS = 32 * WARPS_, WM = BM_ / (16 * WARPS_);
+    static constexpr bool Q_IN_REGS = Q_IN_REGS_;
+    static_assert(D % 64 == 0 && BN % 16 == 0 && WM >= 1 && BM == 16 * WM * WARPS && STAGES >= 1,
+                  "tile shape");
 };
+
+/* The production tiles, one per head-dim width, from bench/sm80/tune.cu on the H200 (bf16,
+ * B·N = 16k, H·d = 2048, N 1k..16k, causal and not; geomean TFLOP/s, 2026-11-30, bench/LOG.md).
+ * 4 warps of 32 rows for d <= 128; d = 256 keeps 16 rows per warp (its O alone is 128 registers).
+ * All fit sm_86/89's 99 KB. */
+typedef sm80_tile< 64, 128, 128, 4, 2, 2, false> sm80_tile_d64;    /* 80 KB: 280; 128x64 s2 242, 8 warps 161 */
+typedef sm80_tile<128, 128,  64, 4, 2, 2, false> sm80_tile_d128;   /* 96 KB: 311; s1 301, BN=32 265, 8 warps 209 */
+typedef sm80_tile<256,  64,  64, 4, 1, 2, false> sm80_tile_d256;   /* 96 KB: 261; 128x64 8 warps 242-245, 64x32 238 */
 
 /* Kernel arguments: the caller's params plus scalars derived once on the host. */
 typedef struct {
     fa_params p;
-    float scale_log2;        /* p.scale · log2(e): scores go straight into exp2 */
+    float scale_log2;        /* |p.scale| · log2(e), at least FLT_MIN: −inf · it stays −inf */
+    int neg_scale;           /* p.scale < 0: Q is negated in shared memory, so S·scale_log2 is right */
     int64_t n_q_tiles;       /* ceil(Nq / BM) */
     int64_t q_per_kv;        /* Hq / Hkv */
     int64_t first_block;     /* index of this launch's first CTA in the flattened grid */
@@ -51,11 +70,13 @@ typedef struct {
 } sm80_args;
 
 /* Shared memory of one CTA. Element (r, c) of a tile lives in 16-byte chunk (c/8) ^ (r%8). */
-template <typename T, int D, int BM, int BN, int STAGES>
+template <typename T, class C>
 struct sm80_smem {
-    T q[BM][D];              /* Q tile; at the end each warp stages its O rows here */
-    T k[STAGES][BN][D];      /* K ring, one key block per stage */
-    T v[STAGES][BN][D];      /* V ring, same stage as K */
+    T q[C::BM][C::D];                /* Q tile; at the end each warp stages its O rows here */
+    T k[C::STAGES][C::BN][C::D];     /* K ring: key block j in stage j % STAGES */
+    T v[C::STAGES][C::BN][C::D];     /* V ring, same stage as K */
+    uint16_t *o;                     /* o[b, h] and lse[b, h], parked here by thread 0: the key */
+    float *lse;                      /* loop needs every register */
 };
 
 /* ---- PTX wrappers ------------------------------------------------------------------------- */
@@ -73,8 +94,9 @@ __device__ __forceinline__ uint32_t swz(int r, int c)
 }
 
 /* Address for ldmatrix.x4 of the 16×16 block at rows r0.., chunks c0, c0+1 (r0 % 8 == 0, c0
- * even), from lane_off = swz<D>(lane % 16, lane / 16). The swizzle only flips bits 4-6 of the
- * offset, so c0's low chunk bits XOR into lane_off and the rest is an immediate. */
+ * even), from lane_off = swz<D>(row, chunk) of the lane's row 0..15 and chunk 0 or 1 in the
+ * block. The swizzle only flips bits 4-6 of the offset, so c0's low chunk bits XOR into
+ * lane_off and the rest is an immediate. */
 template <int D>
 __device__ __forceinline__ uint32_t frag_addr(uint32_t tile, uint32_t lane_off, int r0, int c0)
 {
@@ -185,6 +207,7 @@ __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
     return *reinterpret_cast<uint32_t *>(&x);
 }
 
+
 /* ---- Tile loads ---------------------------------------------------------------------------- */
 
 /* Copies rows 0..ROWS-1, columns 0..D-1 of a global tile into a swizzled shared tile; rows >= rows
@@ -223,38 +246,48 @@ __device__ __forceinline__ void load_tile(uint32_t s_tile, const uint16_t *g, in
     }
 }
 
-/* Issues the loads of key block kb (rows kb·BN..) of K and V into stage kb % STAGES. */
-template <typename T, int D, int BM, int BN, int STAGES>
-__device__ __forceinline__ void load_kv(sm80_smem<T, D, BM, BN, STAGES> &s, const sm80_args &a,
-                                        const uint16_t *g_k, const uint16_t *g_v, int kb)
+/* Flips the sign of the chunks of a tile that this thread loaded with load_tile (its own copies
+ * must have landed: they are then visible to it without a barrier). */
+template <int ROWS, int D, int THREADS>
+__device__ __forceinline__ void negate_tile(uint32_t s_tile)
 {
-    constexpr int THREADS = BM / 16 * 32;
-    const int stage = kb % STAGES;
-    const int64_t row0 = (int64_t)kb * BN;
-    const int rows = (int)(a.p.Nk - row0);
-    load_tile<BN, D, THREADS>(smem_u32(s.k[stage]), g_k + row0 * a.p.k_row_stride,
-                              a.p.k_row_stride, rows, (int)a.p.d, a.vec_load);
-    load_tile<BN, D, THREADS>(smem_u32(s.v[stage]), g_v + row0 * a.p.v_row_stride,
-                              a.p.v_row_stride, rows, (int)a.p.d, a.vec_load);
+    constexpr int CHUNKS = D / 8, STEP = THREADS / CHUNKS;
+#pragma unroll
+    for (int i = 0; i < ROWS / STEP; i++) {
+        const uint32_t addr = s_tile + swz<D>(threadIdx.x / CHUNKS + i * STEP, threadIdx.x % CHUNKS);
+        const uint4 x = ld_shared_v4(addr);
+        st_shared_v4(addr, make_uint4(x.x ^ 0x80008000u, x.y ^ 0x80008000u,
+                                      x.z ^ 0x80008000u, x.w ^ 0x80008000u));
+    }
+}
+
+/* Issues the loads of key block kb (rows kb·BN..) of K or V (g: (Nk, d)) into s_tile. */
+template <class C>
+__device__ __forceinline__ void load_block(uint32_t s_tile, const uint16_t *g, int64_t row_stride,
+                                           int kb, const sm80_args &a)
+{
+    const int64_t row0 = (int64_t)kb * C::BN;
+    load_tile<C::BN, C::D, C::THREADS>(s_tile, g + row0 * row_stride, row_stride,
+                                       (int)(a.p.Nk - row0), (int)a.p.d, a.vec_load);
 }
 
 /* ---- Kernel -------------------------------------------------------------------------------- */
 
-/* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: BM / 16 warps. */
-template <typename T, int D, int BM, int BN, int STAGES, int MIN_CTAS>
-__global__ void __launch_bounds__(BM / 16 * 32, MIN_CTAS)
+/* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: C::WARPS warps. */
+template <typename T, class C>
+__global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
 fa_sm80_kernel(const __grid_constant__ sm80_args a)
 {
-    constexpr int THREADS = BM / 16 * 32;
-    static_assert(BM % 16 == 0 && BN % 16 == 0 && D % 64 == 0 && STAGES >= 2, "tile shape");
-    typedef sm80_smem<T, D, BM, BN, STAGES> smem_t;
+    constexpr int D = C::D, BM = C::BM, BN = C::BN, WM = C::WM, STAGES = C::STAGES;
+    constexpr int THREADS = C::THREADS, WROWS = 16 * WM;        /* query rows per warp */
     extern __shared__ __align__(128) uint8_t smem_raw[];
-    smem_t &s = *reinterpret_cast<smem_t *>(smem_raw);
+    sm80_smem<T, C> &s = *reinterpret_cast<sm80_smem<T, C> *>(smem_raw);
 
     const fa_params &p = a.p;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;               /* fragment row group, column pair */
     const int d = (int)p.d, Nq = (int)p.Nq, Nk = (int)p.Nk;
+    const float c = a.scale_log2;
 
     /* CTA → (b·Hq + h, query tile). A head's tiles are consecutive so its K/V stays in L2;
      * causal runs them last-first: the heaviest tiles (most keys) start earliest. */
@@ -262,201 +295,260 @@ fa_sm80_kernel(const __grid_constant__ sm80_args a)
     const int64_t bh = blk / a.n_q_tiles, rank = blk % a.n_q_tiles;
     const int m0 = (int)(p.causal ? a.n_q_tiles - 1 - rank : rank) * BM;
     const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / a.q_per_kv;
+    if (threadIdx.x == 0) {                             /* published by the loop's first barrier */
+        s.o = (uint16_t *)p.o + b * p.o_batch_stride + h * p.o_head_stride;
+        s.lse = p.lse ? p.lse + bh * p.Nq : nullptr;
+    }
 
-    /* g_q: rows m0.. of q[b, h] (Nq, d); g_k, g_v: k[b, hk], v[b, hk] (Nk, d); g_o: o[b, h] */
+    /* g_q: rows m0.. of q[b, h] (Nq, d); g_k, g_v: k[b, hk], v[b, hk] (Nk, d) */
     const uint16_t *g_q = (const uint16_t *)p.q + b * p.q_batch_stride + h * p.q_head_stride
                         + (int64_t)m0 * p.q_row_stride;
     const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride;
     const uint16_t *g_v = (const uint16_t *)p.v + b * p.v_batch_stride + hk * p.v_head_stride;
-    uint16_t *g_o = (uint16_t *)p.o + b * p.o_batch_stride + h * p.o_head_stride;
 
     /* Causal: keys past the tile's last row are masked for all its rows, so those blocks are
      * never loaded. Every block below kv_end holds at least one key < Nk. */
     const int kv_end = p.causal ? min(Nk, m0 + BM) : Nk;
     const int n_blocks = (kv_end + BN - 1) / BN;
 
-    /* Prologue: Q with key block 0 as group 0, then blocks 1..STAGES-2, one group each. */
+    /* Prologue. cp.async groups are committed in the order K0 (with Q), V0, K1, V1, ...; the
+     * K ring runs one block ahead of the V ring: K0..K(STAGES−1) and V0..V(STAGES−2) here. */
     load_tile<BM, D, THREADS>(smem_u32(s.q), g_q, p.q_row_stride, Nq - m0, d, a.vec_load);
+    load_block<C>(smem_u32(s.k[0]), g_k, p.k_row_stride, 0, a);
+    cp_async_commit();
 #pragma unroll
-    for (int kb = 0; kb < STAGES - 1; kb++) {
-        if (kb < n_blocks)
-            load_kv(s, a, g_k, g_v, kb);
+    for (int j = 1; j < STAGES; j++) {
+        if (j - 1 < n_blocks)
+            load_block<C>(smem_u32(s.v[j - 1]), g_v, p.v_row_stride, j - 1, a);
+        cp_async_commit();
+        if (j < n_blocks)
+            load_block<C>(smem_u32(s.k[j]), g_k, p.k_row_stride, j, a);
         cp_async_commit();
     }
+    if (a.neg_scale) {                                  /* rare: wait for Q, then flip it */
+        cp_async_wait<0>();
+        negate_tile<BM, D, THREADS>(smem_u32(s.q));
+    }
 
-    const int row0 = m0 + 16 * warp;                    /* first query row of this warp */
+    const int row0 = m0 + WROWS * warp;                 /* first query row of this warp */
     const bool warp_live = row0 < Nq;                   /* else the warp only helps load */
-    /* ldmatrix.x4 of a 16×16 block: lane gives row lane%16, chunk lane/16 of it, i.e. matrices
-     * (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). */
+    /* ldmatrix.x4 of a 16×16 block: for Q and V, lane gives row lane%16, chunk lane/16 of it,
+     * i.e. matrices (rows 0-7, cols 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15); for K, row
+     * lane%8 + 8·(lane/16), chunk (lane/8)%2: (0-7, 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15),
+     * so that each MMA's B pair is two adjacent registers. */
     const uint32_t lane_off = swz<D>(lane % 16, lane / 16);
-    const uint32_t s_q = smem_u32(s.q);
+    const uint32_t lane_off_k = swz<D>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
+    const uint32_t s_q = smem_u32(s.q[WROWS * warp]);   /* this warp's rows of the Q tile */
 
-    float r_o[D / 8][4];                                /* O: 16 × D of this warp, C layout */
+    float r_o[WM][D / 8][4] = {};                       /* O: WROWS × D of this warp, C layout */
+    float m_i[WM][2], l_i[WM][2];                       /* rows 16mt + g, +8; l_i: this thread's columns */
 #pragma unroll
-    for (int n = 0; n < D / 8; n++)
-        r_o[n][0] = r_o[n][1] = r_o[n][2] = r_o[n][3] = 0.f;
-    float m_i[2] = {-INFINITY, -INFINITY};              /* rows g, g+8; log2 units */
-    float l_i[2] = {0.f, 0.f};                          /* partial: this thread's columns only */
+    for (int mt = 0; mt < WM; mt++)
+        m_i[mt][0] = m_i[mt][1] = -INFINITY, l_i[mt][0] = l_i[mt][1] = 0.f;
+    uint32_t r_q[C::Q_IN_REGS ? WM : 1][C::Q_IN_REGS ? D / 16 : 1][4];   /* Q A fragments */
 
     for (int kb = 0; kb < n_blocks; kb++) {
-        /* Groups committed so far cover blocks ..kb+STAGES-2; all but STAGES-2 done: kb landed. */
-        cp_async_wait<STAGES - 2>();
-        /* Barrier: every thread's copies of block kb (and Q) are visible, and every warp has
-         * finished block kb-1, whose stage the loads below overwrite. */
+        /* After K_kb, the groups V_kb .. K_(kb+STAGES−1) may still be in flight. */
+        cp_async_wait<2 * STAGES - 2>();
+        /* Barrier: every thread's copies of K_kb (and Q) are visible, and every warp has
+         * finished block kb−1, whose V stage the load below overwrites. */
         __syncthreads();
         if (kb + STAGES - 1 < n_blocks)
-            load_kv(s, a, g_k, g_v, kb + STAGES - 1);
+            load_block<C>(smem_u32(s.v[(kb + STAGES - 1) % STAGES]), g_v, p.v_row_stride,
+                          kb + STAGES - 1, a);
         cp_async_commit();                              /* possibly empty: keeps the count */
 
-        const int key0 = kb * BN;
         /* Warps past Nq idle; causal: a block starting past the warp's last row is all masked
-         * for it. Both key0 and row0 are multiples of 16, so a block that is not skipped shows
-         * key0 to every row: each row max below is finite (no −inf − −inf). */
-        if (!warp_live || (p.causal && key0 > row0 + 15))
-            continue;
+         * for it. Block 0 shows key 0 to every row, so after it every m_i is finite and no
+         * exp2 below sees −inf − −inf. */
+        const int key0 = kb * BN;
+        const bool active = warp_live && !(p.causal && key0 > row0 + WROWS - 1);
         const uint32_t s_k = smem_u32(s.k[kb % STAGES]), s_v = smem_u32(s.v[kb % STAGES]);
-
-        /* S = Q Kᵀ: 16 × BN per warp. K rows are the n index, so plain ldmatrix of K gives the
-         * col-major B fragment: matrices (keys 0-7, k lo), (8-15, lo), (0-7, hi), (8-15, hi)
-         * are b0 of n-tile 0, b0 of n-tile 1, b1 of n-tile 0, b1 of n-tile 1. */
-        float r_s[BN / 8][4];
+        uint32_t r_p[WM][BN / 16][4];                   /* P as A fragments, keys 16kk.. */
+        if (active) {
+            if constexpr (C::Q_IN_REGS) {
+                if (kb == 0) {                          /* Q is visible since the barrier above */
 #pragma unroll
-        for (int n = 0; n < BN / 8; n++)
-            r_s[n][0] = r_s[n][1] = r_s[n][2] = r_s[n][3] = 0.f;
+                    for (int mt = 0; mt < WM; mt++)
 #pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t r_q[4];
-            ldsm_x4(r_q, frag_addr<D>(s_q, lane_off, 16 * warp, 2 * kk));
-#pragma unroll
-            for (int np = 0; np < BN / 16; np++) {
-                uint32_t r_k[4];
-                ldsm_x4(r_k, frag_addr<D>(s_k, lane_off, 16 * np, 2 * kk));
-                mma16816<T>(r_s[2 * np], r_q, r_k[0], r_k[2]);
-                mma16816<T>(r_s[2 * np + 1], r_q, r_k[1], r_k[3]);
-            }
-        }
-
-        /* S · scale · log2(e), then −inf where key >= Nk or (causal) key > row; only blocks on
-         * the Nk tail or crossing the warp's diagonal pay for the mask. */
-        const bool need_mask = key0 + BN > Nk || (p.causal && key0 + BN - 1 > row0);
-#pragma unroll
-        for (int n = 0; n < BN / 8; n++) {
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                float x = r_s[n][e] * a.scale_log2;
-                if (need_mask) {
-                    const int key = key0 + 8 * n + 2 * t + e % 2;
-                    const int row = row0 + g + 8 * (e / 2);
-                    if (key >= Nk || (p.causal && key > row))
-                        x = -INFINITY;
+                        for (int kk = 0; kk < D / 16; kk++)
+                            ldsm_x4(r_q[mt][kk], frag_addr<D>(s_q, lane_off, 16 * mt, 2 * kk));
                 }
-                r_s[n][e] = x;
+            }
+
+            /* S = Q Kᵀ: WROWS × BN per warp. K rows are the n index, so plain ldmatrix of K
+             * gives the col-major B fragment: matrices (keys 0-7, k lo), (0-7, hi), (8-15, lo),
+             * (8-15, hi) are b0, b1 of n-tile 0 and b0, b1 of n-tile 1. */
+            float r_s[WM][BN / 8][4] = {};
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                uint32_t r_qk[WM][4];
+#pragma unroll
+                for (int mt = 0; mt < WM; mt++) {
+                    if constexpr (C::Q_IN_REGS) {
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            r_qk[mt][e] = r_q[mt][kk][e];
+                    } else {
+                        ldsm_x4(r_qk[mt], frag_addr<D>(s_q, lane_off, 16 * mt, 2 * kk));
+                    }
+                }
+#pragma unroll
+                for (int np = 0; np < BN / 16; np++) {
+                    uint32_t r_k[4];
+                    ldsm_x4(r_k, frag_addr<D>(s_k, lane_off_k, 16 * np, 2 * kk));
+#pragma unroll
+                    for (int mt = 0; mt < WM; mt++) {
+                        mma16816<T>(r_s[mt][2 * np], r_qk[mt], r_k[0], r_k[1]);
+                        mma16816<T>(r_s[mt][2 * np + 1], r_qk[mt], r_k[2], r_k[3]);
+                    }
+                }
+            }
+
+            /* S = −inf where key >= Nk or (causal) key > row; only blocks on the Nk tail or
+             * crossing the warp's diagonal pay for the mask. */
+            if (key0 + BN > Nk || (p.causal && key0 + BN - 1 > row0)) {
+#pragma unroll
+                for (int mt = 0; mt < WM; mt++)
+#pragma unroll
+                    for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++) {
+                            const int key = key0 + 8 * n + 2 * t + e % 2;
+                            const int row = row0 + 16 * mt + g + 8 * (e / 2);
+                            if (key >= Nk || (p.causal && key > row))
+                                r_s[mt][n][e] = -INFINITY;
+                        }
+            }
+
+            /* m_new = max(m_i, rowmax(S)); a row lives on the 4 lanes of a quad (same g). */
+            float m_new[WM][2];
+            bool moved = false;
+#pragma unroll
+            for (int mt = 0; mt < WM; mt++) {
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    float x = m_i[mt][r];
+#pragma unroll
+                    for (int n = 0; n < BN / 8; n++)
+                        x = fmaxf(x, fmaxf(r_s[mt][n][2 * r], r_s[mt][n][2 * r + 1]));
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+                    x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+                    m_new[mt][r] = x;
+                    moved |= x != m_i[mt][r];
+                }
+            }
+
+            /* alpha = exp2((m_i − m_new)·c), 0 on the first block (m_i = −inf); O and l_i are
+             * rescaled. Skipped when no row of the warp has a new max (most blocks after the
+             * first few): alpha would be exactly 1. */
+            if (__any_sync(0xffffffffu, moved)) {
+#pragma unroll
+                for (int mt = 0; mt < WM; mt++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        const float alpha = ex2((m_i[mt][r] - m_new[mt][r]) * c);
+                        l_i[mt][r] *= alpha;
+#pragma unroll
+                        for (int n = 0; n < D / 8; n++) {
+                            r_o[mt][n][2 * r] *= alpha;
+                            r_o[mt][n][2 * r + 1] *= alpha;
+                        }
+                    }
+            }
+
+            /* P = exp2(S·c − m_new·c); l_i += rowsum(P) over this thread's columns (fp32,
+             * before rounding). The C fragments of S n-tiles 2kk, 2kk+1 are exactly the A
+             * fragment of P for keys 16kk..16kk+15: a0 = (g, 2t..) of tile 2kk, a1 = its row
+             * g+8, a2, a3 = tile 2kk+1. */
+#pragma unroll
+            for (int mt = 0; mt < WM; mt++) {
+                const float mc[2] = {m_new[mt][0] * c, m_new[mt][1] * c};
+                m_i[mt][0] = m_new[mt][0], m_i[mt][1] = m_new[mt][1];
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++) {
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        r_s[mt][n][e] = ex2(fmaf(r_s[mt][n][e], c, -mc[e / 2]));
+                        l_i[mt][e / 2] += r_s[mt][n][e];
+                    }
+                    r_p[mt][n / 2][2 * (n % 2)] = pack2<T>(r_s[mt][n][0], r_s[mt][n][1]);
+                    r_p[mt][n / 2][2 * (n % 2) + 1] = pack2<T>(r_s[mt][n][2], r_s[mt][n][3]);
+                }
             }
         }
 
-        /* m_new = max(m_i, rowmax(S)); a row lives on the 4 lanes of a quad (same g). */
-        float m_new[2] = {m_i[0], m_i[1]};
-#pragma unroll
-        for (int n = 0; n < BN / 8; n++) {
-            m_new[0] = fmaxf(m_new[0], fmaxf(r_s[n][0], r_s[n][1]));
-            m_new[1] = fmaxf(m_new[1], fmaxf(r_s[n][2], r_s[n][3]));
-        }
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            m_new[r] = fmaxf(m_new[r], __shfl_xor_sync(0xffffffffu, m_new[r], 1));
-            m_new[r] = fmaxf(m_new[r], __shfl_xor_sync(0xffffffffu, m_new[r], 2));
-        }
+        /* After V_kb, the groups K_(kb+1) .. V_(kb+STAGES−1) may still be in flight. */
+        cp_async_wait<2 * STAGES - 2>();
+        /* Barrier: every thread's copies of V_kb are visible, and every warp has finished
+         * S = Q K_kbᵀ, whose K stage the load below overwrites. */
+        __syncthreads();
+        if (kb + STAGES < n_blocks)
+            load_block<C>(smem_u32(s.k[kb % STAGES]), g_k, p.k_row_stride, kb + STAGES, a);
+        cp_async_commit();
 
-        /* alpha = exp2(m_i − m_new) (0 on the first block: m_i = −inf); O, l_i rescaled. */
+        /* O += P V. V is (key, col) row-major; ldmatrix.trans of 8 keys × 8 cols gives
+         * b = (keys 2t.., col g): matrices (keys 0-7, cols lo), (8-15, lo), (0-7, hi),
+         * (8-15, hi) are b0, b1 of n-tile 2n2 and b0, b1 of n-tile 2n2+1. */
+        if (active) {
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const float alpha = ex2(m_i[r] - m_new[r]);
-            m_i[r] = m_new[r];
-            l_i[r] *= alpha;
+            for (int kk = 0; kk < BN / 16; kk++)
 #pragma unroll
-            for (int n = 0; n < D / 8; n++) {
-                r_o[n][2 * r] *= alpha;
-                r_o[n][2 * r + 1] *= alpha;
-            }
-        }
-
-        /* P = exp2(S − m_new); l_i += rowsum(P) over this thread's columns (fp32, before rounding). */
+                for (int n2 = 0; n2 < D / 16; n2++) {
+                    uint32_t r_v[4];
+                    ldsm_x4_trans(r_v, frag_addr<D>(s_v, lane_off, 16 * kk, 2 * n2));
 #pragma unroll
-        for (int n = 0; n < BN / 8; n++) {
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                r_s[n][e] = ex2(r_s[n][e] - m_i[e / 2]);
-                l_i[e / 2] += r_s[n][e];
-            }
-        }
-
-        /* O += P V. The C fragments of S n-tiles 2kk, 2kk+1 are exactly the A fragment of P for
-         * keys 16kk..16kk+15: a0 = (g, 2t..) of tile 2kk, a1 = its row g+8, a2, a3 = tile 2kk+1.
-         * V is (key, col) row-major; ldmatrix.trans of 8 keys × 8 cols gives b = (keys 2t.., col g):
-         * matrices (keys 0-7, cols lo), (8-15, lo), (0-7, hi), (8-15, hi) are b0, b1 of n-tile
-         * 2n2 and b0, b1 of n-tile 2n2+1. */
-#pragma unroll
-        for (int kk = 0; kk < BN / 16; kk++) {
-            const uint32_t r_p[4] = {
-                pack2<T>(r_s[2 * kk][0], r_s[2 * kk][1]),
-                pack2<T>(r_s[2 * kk][2], r_s[2 * kk][3]),
-                pack2<T>(r_s[2 * kk + 1][0], r_s[2 * kk + 1][1]),
-                pack2<T>(r_s[2 * kk + 1][2], r_s[2 * kk + 1][3]),
-            };
-#pragma unroll
-            for (int n2 = 0; n2 < D / 16; n2++) {
-                uint32_t r_v[4];
-                ldsm_x4_trans(r_v, frag_addr<D>(s_v, lane_off, 16 * kk, 2 * n2));
-                mma16816<T>(r_o[2 * n2], r_p, r_v[0], r_v[1]);
-                mma16816<T>(r_o[2 * n2 + 1], r_p, r_v[2], r_v[3]);
-            }
+                    for (int mt = 0; mt < WM; mt++) {
+                        mma16816<T>(r_o[mt][2 * n2], r_p[mt][kk], r_v[0], r_v[1]);
+                        mma16816<T>(r_o[mt][2 * n2 + 1], r_p[mt][kk], r_v[2], r_v[3]);
+                    }
+                }
         }
     }
 
     if (!warp_live)
         return;                                         /* no CTA barrier follows */
+    float *const g_lse = s.lse;                         /* lse[b, h]: (Nq), or NULL */
 
-    /* l = rowsum over the quad; l >= 1 since each row's max term is exp2(0). O /= l. */
-    float inv_l[2];
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        l_i[r] += __shfl_xor_sync(0xffffffffu, l_i[r], 1);
-        l_i[r] += __shfl_xor_sync(0xffffffffu, l_i[r], 2);
-        inv_l[r] = 1.f / l_i[r];
-    }
-
-    /* lse = ln Σ exp(scaled scores) = (m_i + log2 l) · ln 2; lse: (B, Hq, Nq) contiguous. */
-    if (p.lse && t == 0) {
+    for (int mt = 0; mt < WM; mt++) {
+        /* l = rowsum over the quad; l > 0 since each row's max term is exp2(~0). O /= l. */
+        float inv_l[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const int row = row0 + g + 8 * r;
-            if (row < Nq)
-                p.lse[bh * p.Nq + row] = (m_i[r] + log2f(l_i[r])) * 0.69314718055994531f;
+            float l = l_i[mt][r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            inv_l[r] = 1.f / l;
+            /* lse = ln Σ exp(scaled scores) = (m_i·c + log2 l) · ln 2; lse: (B, Hq, Nq). */
+            const int row = row0 + 16 * mt + g + 8 * r;
+            if (g_lse && t == 0 && row < Nq)
+                g_lse[row] = (m_i[mt][r] * c + log2f(l)) * 0.69314718055994531f;
         }
-    }
 
-    /* Stage this warp's O rows in its own Q rows (only this warp ever read them): C fragment
-     * (g + 8r, 8n + 2t..) goes to chunk n of row g + 8r, bytes 4t..4t+3. */
+        /* Stage this warp's O rows in its own Q rows (only this warp ever read them): C
+         * fragment (g + 8r, 8n + 2t..) goes to chunk n of row 16mt + g + 8r, bytes 4t..4t+3. */
 #pragma unroll
-    for (int n = 0; n < D / 8; n++) {
+        for (int n = 0; n < D / 8; n++)
 #pragma unroll
-        for (int r = 0; r < 2; r++)
-            st_shared_u32(s_q + swz<D>(16 * warp + g + 8 * r, n) + 4 * t,
-                          pack2<T>(r_o[n][2 * r] * inv_l[r], r_o[n][2 * r + 1] * inv_l[r]));
+            for (int r = 0; r < 2; r++)
+                st_shared_u32(s_q + swz<D>(16 * mt + g + 8 * r, n) + 4 * t,
+                              pack2<T>(r_o[mt][n][2 * r] * inv_l[r], r_o[mt][n][2 * r + 1] * inv_l[r]));
     }
     /* Warp barrier: the lanes below read chunks that other lanes of the warp wrote. */
     __syncwarp();
 
     /* o[b, h, row, 8c..8c+7]: 16-byte stores where aligned and whole, else element by element. */
+    uint16_t *const g_o = s.o;                          /* o[b, h]: (Nq, d) */
 #pragma unroll
-    for (int i = 0; i < 16 * (D / 8) / 32; i++) {
+    for (int i = 0; i < WROWS * (D / 8) / 32; i++) {
         const int idx = lane + 32 * i;
-        const int r = idx / (D / 8), c = idx % (D / 8);
-        const int row = row0 + r, n = min(8, d - 8 * c);
+        const int r = idx / (D / 8), ch = idx % (D / 8);
+        const int row = row0 + r, n = min(8, d - 8 * ch);
         if (row >= Nq || n <= 0)
             continue;
-        const uint4 x = ld_shared_v4(s_q + swz<D>(16 * warp + r, c));
-        uint16_t *dst = g_o + row * p.o_row_stride + 8 * c;
+        const uint4 x = ld_shared_v4(s_q + swz<D>(r, ch));
+        uint16_t *dst = g_o + row * p.o_row_stride + 8 * ch;
         if (a.vec_store && n == 8) {
             *reinterpret_cast<uint4 *>(dst) = x;
         } else {
@@ -476,16 +568,37 @@ static int aligned16(const void *ptr, int64_t s0, int64_t s1, int64_t s2)
     return (uintptr_t)ptr % 16 == 0 && s0 % 8 == 0 && s1 % 8 == 0 && s2 % 8 == 0;
 }
 
-/* Launches the instantiation of tile row I of k_sm80_tiles for element type T. */
-template <typename T, int I>
+/* Fills the kernel arguments (all but the tile-dependent n_q_tiles and first_block), or returns
+ * FA_ERR_UNSUPPORTED for what this kernel family does not run. */
+static int sm80_prepare(const fa_params *p, sm80_args *a)
+{
+    if (p->dtype == FA_FLOAT32)
+        return FA_ERR_UNSUPPORTED;                      /* fp32 has its own kernel */
+    /* Row and key positions are int in the kernel (element offsets are 64-bit). Nk == 0 (no
+     * key for any row) is left to the SIMT kernel. */
+    if (p->Nk < 1 || p->Nq > INT32_MAX - 256 || p->Nk > INT32_MAX - 256)
+        return FA_ERR_UNSUPPORTED;
+
+    *a = sm80_args{};
+    a->p = *p;
+    /* Scale 0 would give −inf · 0 = NaN for masked keys; FLT_MIN gives the same exp2 terms
+     * (|S| · FLT_MIN rounds away against 1). */
+    a->scale_log2 = fmaxf(fabsf(p->scale) * 1.4426950408889634f, FLT_MIN);
+    a->neg_scale = p->scale < 0.f;
+    a->q_per_kv = p->Hq / p->Hkv;
+    a->vec_load = aligned16(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride)
+               && aligned16(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride)
+               && aligned16(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride);
+    a->vec_store = aligned16(p->o, p->o_batch_stride, p->o_head_stride, p->o_row_stride);
+    return FA_OK;
+}
+
+/* Launches the tile shape C for element type T. */
+template <typename T, class C>
 static int sm80_launch(sm80_args *a, cudaStream_t stream)
 {
-    constexpr sm80_tile tile = k_sm80_tiles[I];
-    constexpr int THREADS = tile.bm / 16 * 32;
-    typedef sm80_smem<T, tile.d, tile.bm, tile.bn, tile.stages> smem_t;
-    void (*kernel)(const sm80_args) =
-        fa_sm80_kernel<T, tile.d, tile.bm, tile.bn, tile.stages, tile.min_ctas>;
-    const size_t smem = sizeof(smem_t);
+    void (*kernel)(const sm80_args) = fa_sm80_kernel<T, C>;
+    const size_t smem = sizeof(sm80_smem<T, C>);
 
     /* Once per device (bit dev of s_raised; devices past 31 are checked every call): the
      * device must be sm_80+ with enough shared memory, and the dynamic limit is raised.
@@ -508,40 +621,33 @@ static int sm80_launch(sm80_args *a, cudaStream_t stream)
     }
 
     /* 1-D grid over (b·Hq + h) × query tile, split into launches of at most 2³¹−1 CTAs. */
-    a->n_q_tiles = (a->p.Nq + tile.bm - 1) / tile.bm;
+    a->n_q_tiles = (a->p.Nq + C::BM - 1) / C::BM;
     const int64_t total = a->n_q_tiles * a->p.B * a->p.Hq;
     for (int64_t first = 0; first < total; first += INT32_MAX) {
         a->first_block = first;
         const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
-        kernel<<<(unsigned)n, THREADS, smem, stream>>>(*a);
+        kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(*a);
         if (cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;
     }
     return FA_OK;
 }
 
+#ifndef FA_SM80_NO_ENTRY    /* bench/sm80/tune.cu: tile variants built without the entry point */
 extern "C" int fa_sm80_forward(const fa_params *p, cudaStream_t stream)
 {
-    if (p->dtype == FA_FLOAT32)
-        return FA_ERR_UNSUPPORTED;                      /* fp32 has its own kernel */
-    /* Row and key positions are int in the kernel (element offsets are 64-bit). Nk == 0 (no
-     * key for any row) is left to the SIMT kernel. */
-    if (p->Nk < 1 || p->Nq > INT32_MAX - 256 || p->Nk > INT32_MAX - 256)
-        return FA_ERR_UNSUPPORTED;
-
-    sm80_args a = {};
-    a.p = *p;
-    a.scale_log2 = p->scale * 1.4426950408889634f;
-    a.q_per_kv = p->Hq / p->Hkv;
-    a.vec_load = aligned16(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride)
-              && aligned16(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride)
-              && aligned16(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride);
-    a.vec_store = aligned16(p->o, p->o_batch_stride, p->o_head_stride, p->o_row_stride);
-
+    sm80_args a;
+    const int st = sm80_prepare(p, &a);
+    if (st != FA_OK)
+        return st;
     const int bf16 = p->dtype == FA_BFLOAT16;
     if (p->d <= 64)
-        return bf16 ? sm80_launch<__nv_bfloat16, 0>(&a, stream) : sm80_launch<__half, 0>(&a, stream);
+        return bf16 ? sm80_launch<__nv_bfloat16, sm80_tile_d64>(&a, stream)
+                    : sm80_launch<__half, sm80_tile_d64>(&a, stream);
     if (p->d <= 128)
-        return bf16 ? sm80_launch<__nv_bfloat16, 1>(&a, stream) : sm80_launch<__half, 1>(&a, stream);
-    return bf16 ? sm80_launch<__nv_bfloat16, 2>(&a, stream) : sm80_launch<__half, 2>(&a, stream);
+        return bf16 ? sm80_launch<__nv_bfloat16, sm80_tile_d128>(&a, stream)
+                    : sm80_launch<__half, sm80_tile_d128>(&a, stream);
+    return bf16 ? sm80_launch<__nv_bfloat16, sm80_tile_d256>(&a, stream)
+                : sm80_launch<__half, sm80_tile_d256>(&a, stream);
 }
+#endif
