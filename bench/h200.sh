@@ -18,7 +18,7 @@ status=0
 for stage in "$@"; do
     stamp "$stage"
     case $stage in
-    test) python3 -m pytest -q -n 8 tests 2>&1 | tee "$OUT/pytest.log" | tail -15 ;;
+    test) python3 -m pytest -q -n 16 tests 2>&1 | tee "$OUT/pytest.log" | tail -15 ;;
     sanitize) tests/sanitize.sh 2>&1 | tee "$OUT/sanitize.log" | tail -20 ;;
     bench) python3 -m bench.attention --preset gpu --out "$OUT/gpu" 2>&1 | tail -120 ;;
     memory) python3 -m bench.memory --out "$OUT/memory" 2>&1 | tail -12 ;;

@@ -49,6 +49,11 @@ enum { NT = 256 };
 
 /* CTAs per SM for d ≤ 64: 2 (128 registers, S loop not unrolled) or 1 (255 registers, unrolled).
  * bench/fp32/run.sh times both; the library keeps the default. */
+#ifndef FA_FP32_D128_BM            /* the d=128 tile; bench/fp32/run.sh also times others */
+#define FA_FP32_D128_BM 128
+#define FA_FP32_D128_BN 64
+#define FA_FP32_D128_MIN_CTAS 1
+#endif
 #ifndef FA_FP32_D64_MIN_CTAS
 #define FA_FP32_D64_MIN_CTAS 2
 #endif
@@ -366,6 +371,6 @@ extern "C" int fa_fp32_forward(const fa_params *p, cudaStream_t stream)
     if (p->d <= 64)
         return launch<64, 128, 64, FA_FP32_D64_MIN_CTAS>(p, stream);
     if (p->d <= 128)
-        return launch<128, 128, 64, 1>(p, stream);
+        return launch<128, FA_FP32_D128_BM, FA_FP32_D128_BN, FA_FP32_D128_MIN_CTAS>(p, stream);
     return launch<256, 64, 32, 1>(p, stream);
 }

@@ -419,6 +419,7 @@ int main(int argc, char **argv)
         timing |= strcmp(argv[i], "--bench") == 0;
         small |= strcmp(argv[i], "--small") == 0;
         only_d = strcmp(argv[i], "--d64") == 0 ? 64 : only_d;
+        only_d = strcmp(argv[i], "--d128") == 0 ? 128 : only_d;
         baselines &= strcmp(argv[i], "--no-baselines") != 0;
     }
     if (!check && !timing)
