@@ -29,7 +29,7 @@ def rewrite(text, name, table):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m bench.readme_table",
                                  description="Rewrite README sections from benchmark JSON results.")
-    ap.add_argument("results", nargs="+", type=Path, help="bench/results/<name>.json files")
+    ap.add_argument("results", nargs="+", type=Path, help="bench/results/<name>.json (or .md) files")
     ap.add_argument("--readme", type=Path, default=REPO / "README.md")
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a section is out of date")
     args = ap.parse_args(argv)
@@ -39,7 +39,10 @@ def main(argv=None):
     old = args.readme.read_text()
     new = old
     for path in args.results:
-        new = rewrite(new, path.stem, report.markdown(json.loads(path.read_text())))
+        # A JSON result is rendered by bench/report.py; a markdown result (bench/memory.py,
+        # bench/ptxas.py) is taken as it is.
+        table = path.read_text() if path.suffix == ".md" else report.markdown(json.loads(path.read_text()))
+        new = rewrite(new, path.stem, table)
     if args.check:
         if new != old:
             sys.exit(f"{args.readme} is out of date: run python3 -m bench.readme_table "
