@@ -23,15 +23,9 @@
 #include <stdint.h>
 
 #include "fa.h"
+#include "fa_dtype.cuh"
 
 enum { TILE = 16, SOFTMAX_THREADS = 256 };
-
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ void from_float(float *dst, float x) { *dst = x; }
-__device__ __forceinline__ void from_float(__half *dst, float x) { *dst = __float2half_rn(x); }
-__device__ __forceinline__ void from_float(__nv_bfloat16 *dst, float x) { *dst = __float2bfloat16_rn(x); }
 
 /* s: (B·Hq, Nq, Nk) fp32. One CTA of 16 × 16 threads per 16 × 16 tile of S. */
 template <typename T>

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "fa_dtype.cuh"
 #include "fa_kernels.h"
 
 enum {
@@ -38,13 +39,6 @@ typedef struct {
     float s_k[BN][DMAX + 1];
     float s_v[BN][DMAX];
 } simt_smem;
-
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ void from_float(float *dst, float x) { *dst = x; }
-__device__ __forceinline__ void from_float(__half *dst, float x) { *dst = __float2half_rn(x); }
-__device__ __forceinline__ void from_float(__nv_bfloat16 *dst, float x) { *dst = __float2bfloat16_rn(x); }
 
 __device__ __forceinline__ float warp_max(float x)
 {

@@ -1,6 +1,6 @@
 #!/bin/bash
-# Builds bench/sm80/tune.cu (one nvcc per tile variant, in parallel, plus the production unit and
-# the v0 baseline), prints registers and spills per kernel, measures SDPA flash/cudnn on the same
+# Builds bench/sm80/tune.cu (one nvcc per tile variant, in parallel, plus the production unit),
+# prints registers and spills per kernel, measures SDPA flash/cudnn on the same
 # grid when torch is there, and runs the checks and timings. On the H200, from the repo root:
 #
 #     bash bench/sm80/run.sh 2>&1 | tee $OUT/tune.log
@@ -22,9 +22,6 @@ for i in $(seq 0 $((N_VARIANTS - 1))); do
 done
 nvcc "${FLAGS[@]}" -c bench/sm80/tune.cu -o "$BUILD/main.o" 2> "$BUILD/main.log" &
 pids+=($!)
-nvcc "${FLAGS[@]}" -Dfa_sm80_forward=fa_sm80_v0_forward -c bench/sm80/fa_sm80_v0.cu -o "$BUILD/v0.o" \
-    2> "$BUILD/v0.log" &
-pids+=($!)
 status=0
 for pid in "${pids[@]}"; do
     wait "$pid" || status=1
@@ -33,13 +30,13 @@ if [ "$status" -ne 0 ]; then
     grep -h -B2 -A2 error "$BUILD"/*.log >&2
     exit 1
 fi
-objs=("$BUILD/main.o" "$BUILD/v0.o")
+objs=("$BUILD/main.o")
 for i in $(seq 0 $((N_VARIANTS - 1))); do objs+=("$BUILD/part$i.o"); done
 nvcc -gencode arch=compute_90a,code=sm_90a "${objs[@]}" -o "$BUILD/tune"
 echo "build: $(( $(date +%s) - start )) s, $N_VARIANTS variants"
 
 # Registers and spills of every kernel (function name shortened to its template arguments).
-for log in "$BUILD"/main.log "$BUILD"/v0.log "$BUILD"/part*.log; do
+for log in "$BUILD"/main.log "$BUILD"/part*.log; do
     awk -v f="$(basename "$log" .log)" '
         /Compiling entry function/ { match($0, /function .[^'"'"']*/); name = substr($0, RSTART + 10, RLENGTH - 10)
                                      sub(/^_Z14fa_sm80_kernelI/, "", name) }

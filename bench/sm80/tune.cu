@@ -1,6 +1,6 @@
 /*
  * tune.cu — builds, checks and times tile variants of the tensor-core kernel (csrc/fa_sm80.cu)
- * in one GPU run, next to the production tiles and the pre-rewrite kernel (fa_sm80_v0.cu).
+ * in one GPU run, next to the production tiles (the first kernel's figures are in bench/LOG.md).
  *
  * Every variant of TUNE_VARIANTS is compiled in its own translation unit (-DTUNE_PART=i, without
  * the production entry point) so that nvcc runs them in parallel; the unit without TUNE_PART
@@ -41,7 +41,7 @@
     X(6, sm80_tile<128, 128,  64, 8, 2, 1, false>)  /* 16 rows/warp, 8 warps */             \
     X(7, sm80_tile<128,  64,  64, 2, 1, 4, false>)  /* 2 warps, 4 CTAs/SM: 48 KB each */    \
     X(8, sm80_tile<256, 128,  64, 8, 1, 1, false>)  /* FA2's A100 tile: 128 KB */           \
-    X(9, sm80_tile<256,  64,  32, 4, 2, 2, false>)  /* the v0 tile */                       \
+    X(9, sm80_tile<256,  64,  32, 4, 2, 2, false>)  /* the first kernel's tile */                 \
     X(10, sm80_tile<256, 128, 64, 8, 2, 1, false>)  /* two stages: 192 KB */                \
     X(11, sm80_tile<256, 128, 32, 8, 2, 1, false>)  /* 128 KB */
 
@@ -71,7 +71,6 @@ extern "C" int TUNE_CAT(tune_run_, TUNE_PART)(const fa_params *p, cudaStream_t s
 
 #define TUNE_DECLARE(I, ...) extern "C" int tune_run_##I(const fa_params *p, cudaStream_t stream);
 TUNE_VARIANTS(TUNE_DECLARE)
-extern "C" int fa_sm80_v0_forward(const fa_params *p, cudaStream_t stream);
 
 #define CUDA_OK(call)                                                                     \
     do {                                                                                  \
@@ -102,13 +101,6 @@ static candidate make_candidate(const char *tag, int (*run)(const fa_params *, c
 static std::vector<candidate> all_candidates(void)
 {
     std::vector<candidate> v;
-    const int widths[3] = {64, 128, 256};
-    for (int w : widths) {
-        candidate c;
-        snprintf(c.name, sizeof c.name, "v0 (before rewrite)");
-        c.run = fa_sm80_v0_forward, c.width = w;
-        v.push_back(c);
-    }
     v.push_back(make_candidate<sm80_tile_d64>("prod", fa_sm80_forward));
     v.push_back(make_candidate<sm80_tile_d128>("prod", fa_sm80_forward));
     v.push_back(make_candidate<sm80_tile_d256>("prod", fa_sm80_forward));
