@@ -18,15 +18,21 @@ def compile_and_run(cmd, exe):
     return run
 
 
+SANITIZE = ["-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+
+
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
-def test_plain_c_program(tmp_path):
+@pytest.mark.parametrize("flags", [["-O2"], SANITIZE], ids=["O2", "asan-ubsan"])
+def test_plain_c_program(tmp_path, flags):
+    """The C backend through fa.h alone, also under AddressSanitizer and UBSan: any invalid
+    access or undefined behaviour aborts the program."""
     exe = str(tmp_path / "test_capi")
-    cmd = ["gcc", "-std=c11", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-psabi", "-fopenmp", f"-I{CSRC}",
+    cmd = ["gcc", "-std=c11", *flags, "-Wall", "-Wextra", "-Werror", "-Wno-psabi", "-fopenmp", f"-I{CSRC}",
            os.path.join(HERE, "test_capi.c"), os.path.join(CSRC, "fa_cpu.c"), os.path.join(CSRC, "fa_common.c"),
            "-lm", "-o", exe]
     run = compile_and_run(cmd, exe)
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "FAIL" not in run.stdout and run.stdout.count("ok") >= 14, run.stdout
+    assert "FAIL" not in run.stdout and run.stdout.count("ok") >= 30, run.stdout
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")

@@ -1,9 +1,11 @@
 /*
  * test_capi.c — calls the C backend through fa.h alone, with no torch: a plain
  * C11 program built by tests/test_c_api.py (gcc ... csrc/fa_cpu.c
- * csrc/fa_common.c -fopenmp -lm). Checks fa_forward_cpu against a naive
- * double-precision softmax(Q Kᵀ · scale) V with GQA, causal masking, Nq != Nk
- * and a strided (B, N, H, d) layout, and checks the error statuses.
+ * csrc/fa_common.c -fopenmp -lm), plainly and under ASan/UBSan. Checks
+ * fa_forward_cpu against a naive double-precision softmax(Q Kᵀ · scale) V over
+ * a sweep of tile-edge shapes (GQA, causal, Nq != Nk, Nk = 0, d 1..256) and a
+ * strided (B, N, H, d) layout, with poisoned outputs and a guard element past
+ * the end, and checks the error statuses.
  * Prints one line per check and exits non-zero on any failure.
  */
 #include <math.h>
@@ -61,8 +63,54 @@ static double max_error(const fa_params *p)
     return worst;
 }
 
+/* One contiguous fp32 problem of the given shape, both masks: status and error against max_error. */
+static void sweep_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t Nq, int64_t Nk, int64_t d)
+{
+    const size_t nq = (size_t)(B * Hq * Nq * d), nk = (size_t)(B * Hkv * Nk * d);
+    float *q = malloc(sizeof(float) * (nq + 1)), *k = malloc(sizeof(float) * (nk + 1));
+    float *v = malloc(sizeof(float) * (nk + 1)), *o = malloc(sizeof(float) * (nq + 1));
+    float *lse = malloc(sizeof(float) * (size_t)(B * Hq * Nq + 1));
+    for (size_t i = 0; i < nq; i++) q[i] = frand();
+    for (size_t i = 0; i < nk; i++) k[i] = frand(), v[i] = frand();
+    fa_params p;
+    memset(&p, 0, sizeof p);
+    p.q = q; p.k = k; p.v = v; p.o = o; p.lse = lse;
+    p.q_row_stride = p.k_row_stride = p.v_row_stride = p.o_row_stride = d;
+    p.q_head_stride = p.o_head_stride = Nq * d;
+    p.k_head_stride = p.v_head_stride = Nk * d;
+    p.q_batch_stride = p.o_batch_stride = Hq * Nq * d;
+    p.k_batch_stride = p.v_batch_stride = Hkv * Nk * d;
+    p.B = B; p.Hq = Hq; p.Hkv = Hkv; p.Nq = Nq; p.Nk = Nk; p.d = d;
+    p.scale = 0.7f / sqrtf((float)d);
+    p.num_threads = 2;
+    char what[160];
+    for (int causal = 0; causal <= 1; causal++) {
+        p.causal = causal;
+        for (size_t i = 0; i <= nq; i++) o[i] = NAN;    /* poison, one element past the end too */
+        const int st = fa_forward_cpu(&p);
+        const double err = Nk > 0 ? max_error(&p) : 0.0;
+        int zeros = 1;   /* Nk == 0: O = 0 */
+        for (size_t i = 0; Nk == 0 && i < nq; i++) zeros &= o[i] == 0.0f;
+        snprintf(what, sizeof what, "B=%lld Hq=%lld Hkv=%lld Nq=%lld Nk=%lld d=%lld causal=%d: status %d, "
+                 "max error %.2e", (long long)B, (long long)Hq, (long long)Hkv, (long long)Nq, (long long)Nk,
+                 (long long)d, causal, st, err);
+        check(st == FA_OK && err < 1e-5 && zeros && isnan(o[nq]), what);
+    }
+    free(q); free(k); free(v); free(o); free(lse);
+}
+
 int main(void)
 {
+    /* Tile edges (63, 64, 65, 128, 129), one row or key, Nq far from Nk both ways, d that the
+     * micro-kernel pads (1, 33, 100) and the largest d, Nk = 0. */
+    const int64_t shapes[][6] = {
+        {1, 1, 1, 1, 1, 1},     {1, 2, 1, 64, 64, 64},    {2, 3, 1, 65, 63, 33},
+        {1, 2, 2, 129, 128, 100}, {1, 1, 1, 1, 300, 256}, {1, 2, 1, 300, 1, 256},
+        {1, 4, 2, 200, 17, 128},  {1, 2, 1, 5, 0, 64},
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        sweep_case(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4], shapes[i][5]);
+
     /* q stored as (B, Nq, Hq, d) and seen as (B, Hq, Nq, d); k, v as (B, Hkv, Nk, d). */
     const int64_t B = 2, Hq = 4, Hkv = 2, Nq = 77, Nk = 130, d = 40;
     float *q = malloc(sizeof(float) * B * Nq * Hq * d);

@@ -1,0 +1,95 @@
+"""Randomized differential tests: random shapes, dtypes, masks, scales and memory layouts against the
+upcast SDPA reference, with FlashAttention's accuracy rule (conftest.assert_accurate).
+
+Sizes lean towards tile edges. Each case is drawn from its own seed, so a failure names the case and
+prints a snippet that rebuilds it. The profile is set by the environment:
+
+    FA_RANDOM_CASES   cases per kernel (default 120: the fast CPU profile CI runs)
+    FA_RANDOM_MAX_N   largest Nq / Nk drawn (default 600)
+
+    FA_RANDOM_CASES=400 FA_RANDOM_MAX_N=4096 pytest -q tests/test_random.py    # the large GPU profile
+"""
+import math
+import os
+import random
+
+import pytest
+import torch
+
+import torch_flashattn
+from conftest import KERNELS, assert_accurate, use_kernel
+
+N_CASES = int(os.environ.get("FA_RANDOM_CASES", "120"))
+MAX_N = int(os.environ.get("FA_RANDOM_MAX_N", "600"))
+EDGES = [1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 1023, 1024, 1025, 4095, 4096]
+HEAD_DIMS = [1, 8, 16, 32, 40, 63, 64, 65, 80, 96, 127, 128, 129, 160, 200, 255, 256]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+LAYOUTS = ["contiguous", "bnhd", "sliced", "expanded"]
+
+
+def draw_size(rng, lo):
+    if rng.random() < 0.5:
+        sizes = [n for n in EDGES if lo <= n <= MAX_N]
+        if sizes:
+            return rng.choice(sizes)
+    return rng.randint(lo, MAX_N)
+
+
+def draw_case(seed):
+    rng = random.Random(seed)
+    hkv = rng.randint(1, 3)
+    d = rng.choice(HEAD_DIMS) if rng.random() < 0.5 else rng.randint(1, 256)
+    return dict(seed=seed, B=rng.randint(1, 3), Hkv=hkv, Hq=hkv * rng.choice([1, 1, 2, 3, 4]),
+                Nq=draw_size(rng, 1), Nk=draw_size(rng, 0 if rng.random() < 0.05 else 1), d=d,
+                dtype=rng.choice(DTYPES), causal=rng.random() < 0.5,
+                scale=None if rng.random() < 0.5 else rng.choice([0.0, -0.3, 2.0, rng.uniform(0.01, 1.0)]),
+                layout=rng.choice(LAYOUTS))
+
+
+def make_inputs(c, device):
+    """q, k, v of the case's shapes in its memory layout."""
+    g = torch.Generator(device="cpu").manual_seed(c["seed"])
+    B, Hq, Hkv, Nq, Nk, d = c["B"], c["Hq"], c["Hkv"], c["Nq"], c["Nk"], c["d"]
+
+    def rand(*shape):
+        return torch.randn(*shape, generator=g).to(device=device, dtype=c["dtype"])
+
+    if c["layout"] == "bnhd":        # (B, N, H, d) storage seen as (B, H, N, d)
+        return (rand(B, Nq, Hq, d).transpose(1, 2), rand(B, Nk, Hkv, d).transpose(1, 2),
+                rand(B, Nk, Hkv, d).transpose(1, 2))
+    if c["layout"] == "sliced":      # every other row, and a head dim cut out of a wider buffer
+        return (rand(B, Hq, 2 * Nq, d + 3)[:, :, ::2, 1:d + 1], rand(B, Hkv, Nk, d + 5)[..., :d],
+                rand(B, Hkv, 2 * Nk, d)[:, :, 1::2])
+    if c["layout"] == "expanded":    # one K/V head broadcast to all Hkv with stride 0
+        return (rand(B, Hq, Nq, d), rand(B, 1, Nk, d).expand(B, Hkv, Nk, d),
+                rand(B, 1, Nk, d).expand(B, Hkv, Nk, d))
+    return rand(B, Hq, Nq, d), rand(B, Hkv, Nk, d), rand(B, Hkv, Nk, d)
+
+
+def reproducer(c, kernel):
+    return (f"\nreproduce: pytest -q 'tests/test_random.py::test_random[{kernel}-{c['seed']}]'\n"
+            f"case: {c}\n"
+            "or: from test_random import draw_case, make_inputs; "
+            f"q, k, v = make_inputs(draw_case({c['seed']}), '{kernel.split('-')[0]}')")
+
+
+@pytest.mark.parametrize("seed", range(N_CASES))
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_random(kernel, seed, monkeypatch):
+    c = draw_case(seed)
+    device = use_kernel(kernel, c["dtype"], monkeypatch)
+    q, k, v = make_inputs(c, device)
+    what = f"case {seed}" + reproducer(c, kernel)
+    try:
+        out, lse = torch_flashattn.attention_lse(q, k, v, causal=c["causal"], scale=c["scale"])
+    except RuntimeError as e:
+        raise AssertionError(f"{what}\nraised: {e}") from e
+    assert_accurate(out, q, k, v, c["causal"], c["scale"], what=what)
+    if c["Nk"] > 0 and c["Nq"] > 0:
+        scale = 1 / math.sqrt(c["d"]) if c["scale"] is None else c["scale"]
+        kk = k.double().repeat_interleave(c["Hq"] // c["Hkv"], dim=1)
+        s = (q.double() @ kk.transpose(-1, -2)) * scale
+        if c["causal"]:
+            s = s.masked_fill(torch.ones(c["Nq"], c["Nk"], dtype=torch.bool, device=s.device).triu(1), -math.inf)
+        err = (lse.double() - torch.logsumexp(s, dim=-1)).abs().max().item()
+        assert err < 1e-3, f"{what}\nlse max error {err:.3e}"
