@@ -14,8 +14,10 @@ import torch
 from . import _C  # noqa: F401  (registers torch.ops.fa.*)
 from . import _ops  # noqa: F401  (registers the fake kernels)
 from ._version import __version__
+from .sdpa import patch_sdpa, reset_stats, scaled_dot_product_attention, stats
 
-__all__ = ["attention", "attention_lse", "has_cuda_kernels", "__version__"]
+__all__ = ["attention", "attention_lse", "scaled_dot_product_attention", "patch_sdpa", "stats", "reset_stats",
+           "has_cuda_kernels", "__version__"]
 
 
 def attention(q, k, v, *, causal=False, scale=None):

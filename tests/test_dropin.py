@@ -1,0 +1,144 @@
+"""The SDPA-compatible entry point, the scoped swap of F.scaled_dot_product_attention, and the
+Hugging Face transformers backend (skipped when transformers is not installed)."""
+import copy
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_flashattn
+from conftest import DEVICES, assert_accurate, randn
+
+
+@pytest.fixture(autouse=True)
+def fresh_stats():
+    torch_flashattn.reset_stats()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_signature_runs_fa(device, causal):
+    torch.manual_seed(0)
+    q, k, v = randn(2, 4, 50, 32, device=device), randn(2, 2, 50, 32, device=device), randn(2, 2, 50, 32, device=device)
+    out = torch_flashattn.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=0.3, enable_gqa=True)
+    assert_accurate(out, q, k, v, causal, 0.3, what="4-D GQA")
+    q3, k3, v3 = q[:, 0], k[:, 0], v[:, 0]   # (B, L, E): one head
+    out3 = torch_flashattn.scaled_dot_product_attention(q3, k3, v3, is_causal=causal)
+    torch.testing.assert_close(out3, F.scaled_dot_product_attention(q3, k3, v3, is_causal=causal))
+    assert torch_flashattn.stats() == {"fa": 2, "sdpa": 0, "fallback_reasons": {}}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sdpa_fallbacks_are_exact(device):
+    """Calls the kernel does not cover go to PyTorch's SDPA, with the same result, and are counted."""
+    torch.manual_seed(1)
+    q, k, v = (randn(2, 4, 20, 16, device=device) for _ in range(3))
+    mask = torch.rand(20, 20, device=device) > 0.3
+    cases = {
+        "attn_mask": dict(args=(q, k, v), kw=dict(attn_mask=mask)),
+        "dtype torch.float64": dict(args=(q.double(), k.double(), v.double()), kw={}),
+        "head dims differ or exceed 256": dict(args=(q, k, randn(2, 4, 20, 8, device=device)), kw={}),
+        "not 3-D or 4-D": dict(args=(q[None], k[None], v[None]), kw={}),
+    }
+    for reason, c in cases.items():
+        got = torch_flashattn.scaled_dot_product_attention(*c["args"], **c["kw"])
+        torch.testing.assert_close(got, F.scaled_dot_product_attention(*c["args"], **c["kw"]))
+        assert torch_flashattn.stats()["fallback_reasons"].get(reason) == 1, (reason, torch_flashattn.stats())
+    # Dropout is random: same shape, and counted as a fallback.
+    assert torch_flashattn.scaled_dot_product_attention(q, k, v, dropout_p=0.5).shape == q.shape
+    # Inputs that need a gradient get one, through SDPA.
+    qg = q.clone().requires_grad_()
+    torch_flashattn.scaled_dot_product_attention(qg, k, v).sum().backward()
+    assert qg.grad is not None
+    with torch.no_grad():   # ... but not under no_grad
+        torch_flashattn.scaled_dot_product_attention(qg, k, v)
+    s = torch_flashattn.stats()
+    assert s["fallback_reasons"]["dropout_p > 0"] == 1 and s["fallback_reasons"]["requires_grad (no backward pass)"] == 1
+    assert s["fa"] == 1 and s["sdpa"] == 6
+
+
+def test_sdpa_errors_match_pytorch():
+    q, k = randn(1, 4, 8, 16), randn(1, 2, 8, 16)
+    with pytest.raises(RuntimeError) as ours:
+        torch_flashattn.scaled_dot_product_attention(q, k, k)      # Hq != Hkv without enable_gqa
+    with pytest.raises(RuntimeError) as theirs:
+        F.scaled_dot_product_attention(q, k, k)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_sdpa_compiles_fullgraph():
+    q, k, v = (randn(1, 2, 33, 16) for _ in range(3))
+    fn = torch.compile(lambda q, k, v: torch_flashattn.scaled_dot_product_attention(q, k, v, is_causal=True),
+                       fullgraph=True)
+    torch.testing.assert_close(fn(q, k, v), F.scaled_dot_product_attention(q, k, v, is_causal=True))
+
+
+class TinyAttention(torch.nn.Module):
+    """Calls F.scaled_dot_product_attention through the module attribute, as models do."""
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def test_patch_sdpa_scoped():
+    original = F.scaled_dot_product_attention
+    m = TinyAttention()
+    q, k, v = (randn(1, 2, 40, 16) for _ in range(3))
+    expected = m(q, k, v)
+    with torch_flashattn.patch_sdpa():
+        assert F.scaled_dot_product_attention is torch_flashattn.scaled_dot_product_attention
+        got = m(q, k, v)
+    assert F.scaled_dot_product_attention is original
+    assert torch_flashattn.stats()["fa"] == 1
+    torch.testing.assert_close(got, expected)
+    with pytest.raises(KeyError):
+        with torch_flashattn.patch_sdpa():
+            raise KeyError("inside")
+    assert F.scaled_dot_product_attention is original
+
+
+# ---- Hugging Face transformers ---------------------------------------------------------------
+
+def tiny_llama_pair():
+    transformers = pytest.importorskip("transformers")
+    import torch_flashattn.hf
+
+    name = torch_flashattn.hf.register()
+    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                                   initializer_range=0.5)
+    torch.manual_seed(0)
+    ref = transformers.LlamaForCausalLM(copy.deepcopy(cfg)).eval()   # configs are shared objects: copy
+    ref.set_attn_implementation("sdpa")
+    ours = transformers.LlamaForCausalLM(copy.deepcopy(cfg)).eval()
+    ours.load_state_dict(ref.state_dict())
+    ours.set_attn_implementation(name)
+    return ref, ours
+
+
+def test_transformers_prefill_and_padding():
+    ref, ours = tiny_llama_pair()
+    ids = torch.randint(0, 128, (2, 37), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        torch.testing.assert_close(ours(ids).logits, ref(ids).logits, atol=1e-4, rtol=1e-4)
+        assert torch_flashattn.stats()["fa"] == 2           # one call per layer
+        mask = torch.ones(2, 37, dtype=torch.long)
+        mask[1, :5] = 0                                      # left padding: an explicit mask, so SDPA
+        keep = mask.bool()
+        torch.testing.assert_close(ours(ids, attention_mask=mask).logits[keep],
+                                   ref(ids, attention_mask=mask).logits[keep], atol=1e-4, rtol=1e-4)
+    assert torch_flashattn.stats()["fallback_reasons"] == {"attn_mask": 2}
+
+
+def test_transformers_greedy_generation_with_cache():
+    ref, ours = tiny_llama_pair()
+    ids = torch.randint(0, 128, (1, 21), generator=torch.Generator().manual_seed(2))
+    kw = dict(max_new_tokens=12, do_sample=False, output_logits=True, return_dict_in_generate=True,
+              attention_mask=torch.ones_like(ids), pad_token_id=0)
+    with torch.no_grad():
+        a, b = ref.generate(ids, **kw), ours.generate(ids, **kw)
+    assert torch.equal(a.sequences, b.sequences)
+    for x, y in zip(a.logits, b.logits):
+        torch.testing.assert_close(y, x, atol=1e-4, rtol=1e-4)
+    # Prefill and every decoding step (one query against the cache) ran the kernel.
+    assert torch_flashattn.stats()["fa"] == 2 * 12 and torch_flashattn.stats()["sdpa"] == 0

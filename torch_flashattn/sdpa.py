@@ -1,0 +1,105 @@
+"""A drop-in for ``torch.nn.functional.scaled_dot_product_attention``.
+
+``scaled_dot_product_attention`` has SDPA's exact signature and semantics. It runs ``fa::forward``
+whenever the call is one this op computes exactly, and otherwise calls PyTorch's own SDPA, so the
+result is always correct. ``stats()`` tells which path ran and why; ``patch_sdpa()`` routes
+``F.scaled_dot_product_attention`` to this function inside a ``with`` block.
+
+    >>> import torch_flashattn
+    >>> with torch_flashattn.patch_sdpa():
+    ...     logits = model(tokens)          # the model's F.scaled_dot_product_attention calls go to fa
+    >>> torch_flashattn.stats()
+    {'fa': 24, 'sdpa': 0, 'fallback_reasons': {}}
+"""
+import collections
+import contextlib
+import logging
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["scaled_dot_product_attention", "patch_sdpa", "stats", "reset_stats"]
+
+log = logging.getLogger("torch_flashattn")
+
+# PyTorch's SDPA as it was at import, for fallbacks (also while patch_sdpa() is active).
+_torch_sdpa = F.scaled_dot_product_attention
+
+_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_counts = collections.Counter()
+_reasons = collections.Counter()
+
+
+def stats():
+    """Calls served so far: ``{"fa": n, "sdpa": n, "fallback_reasons": {reason: n}}``."""
+    return {"fa": _counts["fa"], "sdpa": _counts["sdpa"], "fallback_reasons": dict(_reasons)}
+
+
+def reset_stats():
+    _counts.clear()
+    _reasons.clear()
+
+
+def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa):
+    """Why fa::forward cannot compute this call exactly, or None when it can."""
+    if attn_mask is not None:
+        return "attn_mask"
+    if dropout_p > 0.0:
+        return "dropout_p > 0"
+    if torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad):
+        return "requires_grad (no backward pass)"
+    if not (query.dim() == key.dim() == value.dim() and query.dim() in (3, 4)):
+        return "not 3-D or 4-D"
+    if query.dtype not in _DTYPES or not (query.dtype == key.dtype == value.dtype):
+        return f"dtype {query.dtype}"
+    if query.device.type not in ("cpu", "cuda") or not (query.device == key.device == value.device):
+        return f"device {query.device}"
+    if not (query.shape[-1] == key.shape[-1] == value.shape[-1]) or not 1 <= query.shape[-1] <= 256:
+        return "head dims differ or exceed 256"
+    if query.dim() == 4 and query.shape[1] != key.shape[1] and not enable_gqa:
+        return "Hq != Hkv without enable_gqa"   # SDPA raises its own error for this
+    if key.shape[-2] != value.shape[-2] or query.shape[:-3] != key.shape[:-3]:
+        return "shapes differ"                  # SDPA raises its own error for this
+    return None
+
+
+def _count(path, reason=None):
+    if torch.compiler.is_compiling():   # counters are eager-mode bookkeeping; keep traced graphs whole
+        return
+    _counts[path] += 1
+    if reason is not None:
+        _reasons[reason] += 1
+        log.debug("scaled_dot_product_attention: PyTorch SDPA (%s)", reason)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False):
+    """``F.scaled_dot_product_attention`` with the same signature and results.
+
+    Runs the FlashAttention kernel (``fa::forward``) for inference-style calls: no ``attn_mask``, no
+    dropout, no inputs that require grad, float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or
+    (B, L, E) tensors with one head dim ≤ 256. Anything else goes to PyTorch's SDPA. ``is_causal`` is
+    SDPA's top-left mask in both cases.
+    """
+    reason = _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa)
+    if reason is not None:
+        _count("sdpa", reason)
+        return _torch_sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
+                           scale=scale, enable_gqa=enable_gqa)
+    _count("fa")
+    if query.dim() == 3:   # (B, L, E): one head
+        return torch.ops.fa.forward(query[:, None], key[:, None], value[:, None], scale, is_causal)[:, 0]
+    return torch.ops.fa.forward(query, key, value, scale, is_causal)
+
+
+@contextlib.contextmanager
+def patch_sdpa():
+    """Inside the block, ``torch.nn.functional.scaled_dot_product_attention`` is this module's
+    function; the original is restored on exit, also on an exception. Code that imported the
+    function by name before the block (``from torch.nn.functional import ...``) keeps its own
+    reference and is not affected."""
+    F.scaled_dot_product_attention = scaled_dot_product_attention
+    try:
+        yield
+    finally:
+        F.scaled_dot_product_attention = _torch_sdpa
