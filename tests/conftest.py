@@ -67,10 +67,13 @@ def reference_lse(q, k, causal=False, scale=None):
 
 def pytorch_same_dtype(q, k, v, causal=False, scale=None):
     """PyTorch's own SDPA in the inputs' dtype: the error our kernel is held to. Its default
-    backend first; where that returns non-finite values (seen on CUDA with torch 2.11 for
-    scale <= 0), the math backend in the same dtype."""
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
-    if not torch.isfinite(out).all():
+    backend first; where that raises or returns non-finite values (seen on CUDA with torch 2.11:
+    fp32 with d > 128 on unaligned rows, and scale <= 0), the math backend in the same dtype."""
+    try:
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
+    except RuntimeError:   # torch 2.11's CUDA efficient backend has no fp32 kernel for some d > 128 layouts
+        out = None
+    if out is None or not torch.isfinite(out).all():
         with sdpa_kernel(SDPBackend.MATH):
             out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale, enable_gqa=True)
     return out
