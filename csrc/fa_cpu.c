@@ -136,12 +136,14 @@ static inline v16f vmax(v16f a, v16f b) { return vselect(a > b, a, b); }
 
 /* 2^x for x <= 0, to ~1 ulp: x = n + f with n an integer and |f| <= 1/2;
  * 2^f from its Taylor series to degree 7 (truncation error < 5e-9), 2^n put
- * straight into the exponent bits. x below −126 (and −inf) gives 0. */
+ * straight into the exponent bits. x below −126 (and −inf) gives 0; NaN stays
+ * NaN, so a NaN score poisons its row as it does in SDPA. */
 static inline v16f exp2_neg(v16f x)
 {
-    const v16i normal = x >= -126.0f;
-    const v16f xc = vselect(normal, x, (v16f){0} - 126.0f);
-    const v16i n = __builtin_convertvector(xc - 0.5f, v16i);   /* truncation = nearest, as xc <= 0 */
+    const v16i tiny = x < -126.0f;
+    const v16f xc = vselect(tiny, (v16f){0} - 126.0f, x);
+    const v16f xn = vselect(xc == xc, xc, (v16f){0});              /* n from a number, never NaN */
+    const v16i n = __builtin_convertvector(xn - 0.5f, v16i);       /* truncation = nearest, as x <= 0 */
     const v16f y = (xc - __builtin_convertvector(n, v16f)) * 0.6931471805599453f;
     v16f t = y * (1.0f / 5040.0f) + 1.0f / 720.0f;
     t = t * y + 1.0f / 120.0f;
@@ -149,9 +151,9 @@ static inline v16f exp2_neg(v16f x)
     t = t * y + 1.0f / 6.0f;
     t = t * y + 0.5f;
     t = t * y + 1.0f;
-    t = t * y + 1.0f;                                            /* e^y = 2^f */
+    t = t * y + 1.0f;                                               /* e^y = 2^f */
     const v16f pow2n = (v16f)((n + 127) << 23);
-    return (v16f)((v16i)(t * pow2n) & normal);
+    return vselect(tiny, (v16f){0}, t * pow2n);
 }
 
 /* ------------------------------------------------------------------------ */
