@@ -48,7 +48,7 @@ typedef enum {
     FA_ERR_BAD_SIZE,         /* a size is negative */
     FA_ERR_HEAD_DIM,         /* d outside 1..FA_MAX_HEAD_DIM */
     FA_ERR_GQA,              /* Hkv < 1 or Hkv does not divide Hq */
-    FA_ERR_BAD_STRIDE,       /* a negative stride */
+    FA_ERR_BAD_STRIDE,       /* a negative stride, or o strides that make output rows overlap */
     FA_ERR_DTYPE,            /* dtype is not one of fa_dtype */
     FA_ERR_SCALE,            /* scale is NaN or infinite */
     FA_ERR_UNSUPPORTED,      /* valid, but this backend cannot run it */

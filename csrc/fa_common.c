@@ -17,7 +17,7 @@ const char *fa_strerror(int status)
     case FA_ERR_BAD_SIZE:      return "a size is negative";
     case FA_ERR_HEAD_DIM:      return "head dim d must be in 1..256";
     case FA_ERR_GQA:           return "Hkv must be >= 1 and divide Hq";
-    case FA_ERR_BAD_STRIDE:    return "a stride is negative";
+    case FA_ERR_BAD_STRIDE:    return "a stride is negative, or output rows overlap";
     case FA_ERR_DTYPE:         return "unknown dtype";
     case FA_ERR_SCALE:         return "scale must be finite";
     case FA_ERR_UNSUPPORTED:   return "not supported by this backend";
@@ -52,6 +52,11 @@ int fa_check_params(const fa_params *p)
     for (int i = 0; i < 12; i++)
         if (strides[i] < 0)
             return FA_ERR_BAD_STRIDE;
+    /* Inputs may repeat rows (stride 0, as expand() makes); output rows must not overlap, or
+     * threads would race on them. */
+    if ((p->Nq > 1 && p->o_row_stride < p->d) || (p->Hq > 1 && p->o_head_stride < p->d) ||
+        (p->B > 1 && p->o_batch_stride < p->d))
+        return FA_ERR_BAD_STRIDE;
     /* Pointers are only dereferenced when there is something to read/write. */
     const int has_output = p->B > 0 && p->Hq > 0 && p->Nq > 0;
     if (has_output && p->o == NULL)

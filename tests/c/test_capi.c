@@ -152,6 +152,12 @@ int main(void)
     bad = p; bad.k = NULL;  check(fa_forward_cpu(&bad) == FA_ERR_NULL_POINTER, "k = NULL -> FA_ERR_NULL_POINTER");
     bad = p; bad.q_row_stride = -1;
     check(fa_forward_cpu(&bad) == FA_ERR_BAD_STRIDE, "negative stride -> FA_ERR_BAD_STRIDE");
+    bad = p; bad.o_row_stride = 0;
+    check(fa_forward_cpu(&bad) == FA_ERR_BAD_STRIDE, "output row stride 0 -> FA_ERR_BAD_STRIDE");
+    bad = p; bad.o_head_stride = d - 1;
+    check(fa_forward_cpu(&bad) == FA_ERR_BAD_STRIDE, "overlapping output heads -> FA_ERR_BAD_STRIDE");
+    bad = p; bad.k_head_stride = 0; bad.k_row_stride = 0;   /* repeated input rows are fine */
+    check(fa_check_params(&bad) == FA_OK, "input strides 0 (expanded) -> FA_OK");
     bad = p; bad.scale = NAN; check(fa_forward_cpu(&bad) == FA_ERR_SCALE, "scale = NaN -> FA_ERR_SCALE");
     bad = p; bad.dtype = (fa_dtype)7; check(fa_forward_cpu(&bad) == FA_ERR_DTYPE, "dtype 7 -> FA_ERR_DTYPE");
     check(fa_forward_cpu(NULL) == FA_ERR_NULL_POINTER, "params = NULL -> FA_ERR_NULL_POINTER");
