@@ -56,6 +56,7 @@ typedef enum {
     FA_ERR_NO_CUDA,          /* built without CUDA */
     FA_ERR_CUDA,             /* a CUDA runtime call or kernel launch failed */
     FA_ERR_KERNEL_CHOICE,    /* FA_KERNEL names no known kernel family */
+    FA_ERR_SEQLEN,           /* a cache_seqlens entry (plus the appended keys) is outside 0..Nmax */
     FA_NUM_STATUS
 } fa_status;
 
@@ -98,6 +99,24 @@ int fa_forward_cpu(const fa_params *p);
  * Asynchronous: a kernel fault surfaces at the next synchronizing call. */
 struct CUstream_st;
 int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream);
+
+/* Attention over a KV cache (decoding, chunked prefill). The caches are p.k and
+ * p.v, (B, Hkv, Nmax, d) with p.Nk = Nmax; sequence b holds cache_seqlens[b]
+ * valid keys. When k_new / v_new are given, their Nnew rows are first written
+ * into the caches in place at rows cache_seqlens[b] .. + Nnew, and attention
+ * then covers L_b = cache_seqlens[b] + Nnew keys. causal is bottom-right
+ * aligned here: query i of Nq sees keys j <= L_b − Nq + i. A query that sees
+ * no key (L_b = 0, or L_b < Nq when causal) gets O = 0 and lse = −inf. */
+typedef struct {
+    fa_params p;                     /* q, o, lse, scale, causal, dtype; k, v: the caches */
+    const int32_t *cache_seqlens;    /* (B) on the host for the CPU backend; NULL: Nmax − Nnew each */
+    const void *k_new, *v_new;       /* (B, Hkv, Nnew, d) or both NULL */
+    int64_t kn_batch_stride, kn_head_stride, kn_row_stride;
+    int64_t vn_batch_stride, vn_head_stride, vn_row_stride;
+    int64_t Nnew;
+} fa_kvcache_params;
+
+int fa_forward_kvcache_cpu(const fa_kvcache_params *kp);
 
 /* The benchmarks' baseline, not FlashAttention: three plain CUDA kernels
  * (S = Q Kᵀ · scale, row softmax, O = P V) that store the (B, Hq, Nq, Nk) fp32

@@ -25,6 +25,7 @@ const char *fa_strerror(int status)
     case FA_ERR_NO_CUDA:       return "built without CUDA";
     case FA_ERR_CUDA:          return "a CUDA call failed";
     case FA_ERR_KERNEL_CHOICE: return "FA_KERNEL must be auto, sm80, fp32 or simt";
+    case FA_ERR_SEQLEN:        return "cache_seqlens[b] + Nnew must be in 0..Nmax";
     default:                   return "unknown status";
     }
 }

@@ -231,17 +231,21 @@ static int scratch_alloc(scratch *t, int64_t dp)
 
 enum { QV = BM / 16 };  /* vectors per row of BM queries */
 
-/* Attention for query rows [i0, i0 + bm) of head h in batch b. */
+/* Attention for query rows [i0, i0 + bm) of head h in batch b, over the first n_keys keys of its
+ * K/V. When causal, row i sees keys j <= i + diag: diag = 0 is SDPA's top-left mask, diag =
+ * n_keys − Nq the bottom-right one of a KV cache. Rows that see no key get O = 0, lse = −inf. */
 FA_MULTIVERSION
-static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64_t b, int64_t h, int64_t i0)
+static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64_t b, int64_t h, int64_t i0,
+                         int64_t n_keys, int64_t diag)
 {
-    const int64_t d = p->d, Nk = p->Nk;
+    const int64_t d = p->d, Nk = n_keys;
     const int bm = (int)(p->Nq - i0 < BM ? p->Nq - i0 : BM);
     const size_t es = dtype_size(p->dtype);
     const int64_t hk = h / (p->Hq / p->Hkv);          /* GQA: the kv head of query head h */
     const char *g_q = (const char *)p->q + (b * p->q_batch_stride + h * p->q_head_stride) * es;
-    const char *g_k = (const char *)p->k + (b * p->k_batch_stride + hk * p->k_head_stride) * es;
-    const char *g_v = (const char *)p->v + (b * p->v_batch_stride + hk * p->v_head_stride) * es;
+    /* k, v may be NULL when there are no keys at all. */
+    const char *g_k = Nk > 0 ? (const char *)p->k + (b * p->k_batch_stride + hk * p->k_head_stride) * es : NULL;
+    const char *g_v = Nk > 0 ? (const char *)p->v + (b * p->v_batch_stride + hk * p->v_head_stride) * es : NULL;
     char *g_o = (char *)p->o + (b * p->o_batch_stride + h * p->o_head_stride) * es;
 
     /* Qᵀ = (Q[i0 : i0+bm] · scale · log2(e))ᵀ; columns bm..BM are zero. */
@@ -260,8 +264,9 @@ static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64
     }
     memset(t->o, 0, (size_t)BM * dp * sizeof(float));
 
-    /* Top-left causal: row i sees keys j <= i, so this block needs keys < i0 + bm. */
-    const int64_t j_end = p->causal && i0 + bm < Nk ? i0 + bm : Nk;
+    /* Causal: row i sees keys j <= i + diag, so this block needs keys < i0 + bm + diag. */
+    int64_t j_end = p->causal && i0 + bm + diag < Nk ? i0 + bm + diag : Nk;
+    j_end = j_end < 0 ? 0 : j_end;
     for (int64_t j0 = 0; j0 < j_end; j0 += BN) {
         const int bn = (int)(Nk - j0 < BN ? Nk - j0 : BN);
         for (int j = 0; j < bn; j++) {
@@ -272,10 +277,10 @@ static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64
         /* Sᵀ = K_j Q_iᵀ   (rows past bn are computed from stale K rows and never read) */
         gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, BM, d, NULL);
 
-        /* Causal: query i0 + q does not see key j0 + k > i0 + q. */
-        if (p->causal && j0 + bn - 1 > i0)
+        /* Causal: query i0 + q does not see key j0 + k > i0 + q + diag. */
+        if (p->causal && j0 + bn - 1 > i0 + diag)
             for (int k = 0; k < bn; k++)
-                for (int64_t q = 0; q < j0 + k - i0 && q < BM; q++)
+                for (int64_t q = 0; q < j0 + k - i0 - diag && q < BM; q++)
                     t->st[k * BM + q] = -INFINITY;
 
         /* m_new = max(m_i, rowmax(S)) — a column max of Sᵀ */
@@ -311,49 +316,35 @@ static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64
 
     /* O = O_i / l_i,  lse = (m_i + log2 l_i) · ln 2 */
     for (int r = 0; r < bm; r++) {
-        store_row(g_o + (i0 + r) * p->o_row_stride * es, t->o + r * dp, d, p->dtype, 1.0f / t->l[r]);
+        const int sees_none = Nk == 0 || (p->causal && i0 + r + diag < 0);
+        store_row(g_o + (i0 + r) * p->o_row_stride * es, t->o + r * dp, d, p->dtype,
+                  sees_none ? 0.0f : 1.0f / t->l[r]);
         if (p->lse != NULL)
-            p->lse[(b * p->Hq + h) * p->Nq + i0 + r] = (t->m[r] + log2f(t->l[r])) * 0.6931471805599453f;
+            p->lse[(b * p->Hq + h) * p->Nq + i0 + r] =
+                sees_none ? -INFINITY : (t->m[r] + log2f(t->l[r])) * 0.6931471805599453f;
     }
 }
 
-/* Nk == 0: every row attends to nothing; like SDPA, O = 0 (and lse = -inf). */
-static void write_empty_keys(const fa_params *p)
+/* Runs attend_block over every (batch, head, query block) in parallel. n_keys[b] (NULL: p->Nk for
+ * all) and diag_of(b) = n_keys − Nq when bottom_right, else 0. */
+static int threads_for(const fa_params *p)
 {
-    const size_t es = dtype_size(p->dtype);
-    for (int64_t b = 0; b < p->B; b++)
-        for (int64_t h = 0; h < p->Hq; h++)
-            for (int64_t i = 0; i < p->Nq; i++) {
-                char *o = (char *)p->o + (b * p->o_batch_stride + h * p->o_head_stride + i * p->o_row_stride) * es;
-                memset(o, 0, p->d * es);   /* +0.0 is all-zero bits in every dtype */
-                if (p->lse != NULL)
-                    p->lse[(b * p->Hq + h) * p->Nq + i] = -INFINITY;
-            }
+#ifdef _OPENMP
+    return p->num_threads > 0 ? p->num_threads : omp_get_max_threads();
+#else
+    (void)p;
+    return 1;
+#endif
 }
 
-int fa_forward_cpu(const fa_params *p)
+static int run_blocks(const fa_params *p, const int64_t *n_keys, int bottom_right)
 {
-    const int status = fa_check_params(p);
-    if (status != FA_OK)
-        return status;
-    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
-        return FA_OK;
-    if (p->Nk == 0) {
-        write_empty_keys(p);
-        return FA_OK;
-    }
-
     const int64_t dp = (p->d + NR - 1) / NR * NR;     /* d padded for the micro-kernel */
     const int64_t n_qblocks = (p->Nq + BM - 1) / BM;
     const int64_t n_items = p->B * p->Hq * n_qblocks;
     int failed = 0;
-    int n_threads = p->num_threads;
-#ifdef _OPENMP
-    if (n_threads <= 0)
-        n_threads = omp_get_max_threads();
-#endif
 
-#pragma omp parallel num_threads(n_threads)
+#pragma omp parallel num_threads(threads_for(p))
     {
         scratch t;
         const int ok = scratch_alloc(&t, dp);
@@ -367,11 +358,78 @@ int fa_forward_cpu(const fa_params *p)
             if (!ok)
                 continue;
             const int64_t qb = n_qblocks - 1 - w % n_qblocks;
-            const int64_t bh = w / n_qblocks;
-            attend_block(p, &t, dp, bh / p->Hq, bh % p->Hq, qb * BM);
+            const int64_t bh = w / n_qblocks, b = bh / p->Hq;
+            const int64_t nk = n_keys != NULL ? n_keys[b] : p->Nk;
+            attend_block(p, &t, dp, b, bh % p->Hq, qb * BM, nk, bottom_right ? nk - p->Nq : 0);
         }
         if (ok)
             free(t.base);
     }
     return failed ? FA_ERR_OUT_OF_MEMORY : FA_OK;
+}
+
+int fa_forward_cpu(const fa_params *p)
+{
+    const int status = fa_check_params(p);
+    if (status != FA_OK)
+        return status;
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
+        return FA_OK;
+    return run_blocks(p, NULL, 0);
+}
+
+int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
+{
+    if (kp == NULL)
+        return FA_ERR_NULL_POINTER;
+    const fa_params *p = &kp->p;
+    int status = fa_check_params(p);
+    if (status != FA_OK)
+        return status;
+    if (kp->Nnew < 0)
+        return FA_ERR_BAD_SIZE;
+    if ((kp->k_new == NULL) != (kp->v_new == NULL) || (kp->Nnew > 0 && kp->k_new == NULL))
+        return FA_ERR_NULL_POINTER;
+    const int64_t strides[6] = {kp->kn_batch_stride, kp->kn_head_stride, kp->kn_row_stride,
+                                kp->vn_batch_stride, kp->vn_head_stride, kp->vn_row_stride};
+    for (int i = 0; i < 6; i++)
+        if (strides[i] < 0)
+            return FA_ERR_BAD_STRIDE;
+    if (p->B == 0)
+        return FA_OK;
+    const int64_t nnew = kp->k_new != NULL ? kp->Nnew : 0;
+
+    /* Every check before any write: start[b] + Nnew must fit the cache. */
+    int64_t *n_keys = (int64_t *)malloc(sizeof(int64_t) * p->B);
+    if (n_keys == NULL)
+        return FA_ERR_OUT_OF_MEMORY;
+    for (int64_t b = 0; b < p->B; b++) {
+        const int64_t start = kp->cache_seqlens != NULL ? kp->cache_seqlens[b] : p->Nk - nnew;
+        if (start < 0 || start + nnew > p->Nk) {
+            free(n_keys);
+            return FA_ERR_SEQLEN;
+        }
+        n_keys[b] = start + nnew;
+    }
+
+    /* Append: cache[b, h, start + j] = new[b, h, j] for j < Nnew. */
+    const size_t es = dtype_size(p->dtype), row_bytes = (size_t)p->d * es;
+#pragma omp parallel for collapse(2) num_threads(threads_for(p))
+    for (int64_t b = 0; b < p->B; b++)
+        for (int64_t h = 0; h < p->Hkv; h++)
+            for (int64_t j = 0; j < nnew; j++) {
+                const int64_t row = n_keys[b] - nnew + j;
+                memcpy((char *)p->k + (b * p->k_batch_stride + h * p->k_head_stride + row * p->k_row_stride) * es,
+                       (const char *)kp->k_new +
+                           (b * kp->kn_batch_stride + h * kp->kn_head_stride + j * kp->kn_row_stride) * es,
+                       row_bytes);
+                memcpy((char *)p->v + (b * p->v_batch_stride + h * p->v_head_stride + row * p->v_row_stride) * es,
+                       (const char *)kp->v_new +
+                           (b * kp->vn_batch_stride + h * kp->vn_head_stride + j * kp->vn_row_stride) * es,
+                       row_bytes);
+            }
+
+    status = p->Hq == 0 || p->Nq == 0 ? FA_OK : run_blocks(p, n_keys, 1);
+    free(n_keys);
+    return status;
 }

@@ -3,6 +3,8 @@
 //   fa::forward(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> Tensor
 //   fa::forward_lse(...same...) -> (Tensor out, Tensor lse)
 //   fa::naive_forward(...same...) -> Tensor        (CUDA only: the benchmark's N×N baseline)
+//   fa::forward_kvcache(q, k_cache!, v_cache!, cache_seqlens?, k_new?, v_new?, scale?, causal) -> Tensor
+//                                                   (CPU for now: attention over a KV cache)
 //
 // Same semantics as F.scaled_dot_product_attention(q, k, v, is_causal=causal,
 // scale=scale, enable_gqa=True). This file validates the tensors (messages
@@ -182,6 +184,55 @@ std::tuple<at::Tensor, at::Tensor> forward_lse(const at::Tensor &q, const at::Te
     return run("fa.forward_lse", q, k, v, scale, causal, true);
 }
 
+// Attention over a KV cache, appending k_new / v_new into it first (fa.h: fa_kvcache_params).
+at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
+                           const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
+                           const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal)
+{
+    const char *op = "fa.forward_kvcache";
+    check_inputs(op, q, k_cache, v_cache, scale);
+    FA_CHECK(k_cache.stride(3) == 1 && v_cache.stride(3) == 1,
+             "%s: k_cache and v_cache must have a contiguous last dimension (they are written in place)", op);
+    const int64_t B = q.size(0), Hkv = k_cache.size(1), d = q.size(3);
+    if (cache_seqlens.has_value()) {
+        const at::Tensor &s = *cache_seqlens;
+        FA_CHECK(s.scalar_type() == at::kInt && s.dim() == 1 && s.size(0) == B && s.device() == q.device(),
+                 "%s: cache_seqlens must be an int32 tensor of shape (B,) = (%lld,) on %s, got %s %s on %s", op,
+                 (long long)B, q.device().str().c_str(), c10::toString(s.scalar_type()), shape(s).c_str(),
+                 s.device().str().c_str());
+    }
+    FA_CHECK(k_new.has_value() == v_new.has_value(), "%s: k_new and v_new must be given together", op);
+    at::Tensor kn, vn;
+    if (k_new.has_value()) {
+        kn = last_dim_contiguous(*k_new);
+        vn = last_dim_contiguous(*v_new);
+        for (const at::Tensor *t : {&kn, &vn}) {
+            FA_CHECK(t->dim() == 4 && t->size(0) == B && t->size(1) == Hkv && t->size(3) == d &&
+                         t->size(2) == kn.size(2) && t->scalar_type() == q.scalar_type() && t->device() == q.device(),
+                     "%s: k_new and v_new must both be (B, Hkv, Nnew, d) = (%lld, %lld, Nnew, %lld) of q's dtype and "
+                     "device, got k_new %s, v_new %s", op, (long long)B, (long long)Hkv, (long long)d,
+                     shape(kn).c_str(), shape(vn).c_str());
+        }
+    }
+
+    Call c = prepare(op, q, k_cache, v_cache, scale, causal, false);
+    fa_kvcache_params kp;
+    std::memset(&kp, 0, sizeof(kp));
+    kp.p = c.p;
+    const at::Tensor seqlens = cache_seqlens.has_value() ? cache_seqlens->contiguous() : at::Tensor();
+    kp.cache_seqlens = cache_seqlens.has_value() ? seqlens.data_ptr<int32_t>() : nullptr;
+    if (kn.defined()) {
+        kp.k_new = kn.data_ptr();
+        kp.v_new = vn.data_ptr();
+        kp.kn_batch_stride = kn.stride(0); kp.kn_head_stride = kn.stride(1); kp.kn_row_stride = kn.stride(2);
+        kp.vn_batch_stride = vn.stride(0); kp.vn_head_stride = vn.stride(1); kp.vn_row_stride = vn.stride(2);
+        kp.Nnew = kn.size(2);
+    }
+    const int status = fa_forward_kvcache_cpu(&kp);
+    FA_CHECK(status == FA_OK, "%s: %s (status %d)", op, fa_strerror(status), status);
+    return c.o;
+}
+
 #ifdef FA_WITH_CUDA
 // The benchmark's baseline: same schema, N×N fp32 scores materialised in a scratch tensor.
 at::Tensor naive_forward(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
@@ -204,12 +255,15 @@ TORCH_LIBRARY(fa, m)
     m.def("forward(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> Tensor");
     m.def("forward_lse(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> (Tensor, Tensor)");
     m.def("naive_forward(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> Tensor");
+    m.def("forward_kvcache(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor? cache_seqlens=None, "
+          "Tensor? k_new=None, Tensor? v_new=None, float? scale=None, bool causal=False) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(fa, CPU, m)
 {
     m.impl("forward", &forward);
     m.impl("forward_lse", &forward_lse);
+    m.impl("forward_kvcache", &forward_kvcache);
 }
 
 #ifdef FA_WITH_CUDA

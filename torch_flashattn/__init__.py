@@ -16,7 +16,7 @@ from . import _ops  # noqa: F401  (registers the fake kernels)
 from ._version import __version__
 from .sdpa import patch_sdpa, reset_stats, scaled_dot_product_attention, stats
 
-__all__ = ["attention", "attention_lse", "scaled_dot_product_attention", "patch_sdpa", "stats", "reset_stats",
+__all__ = ["attention", "attention_lse", "attention_kvcache", "scaled_dot_product_attention", "patch_sdpa", "stats", "reset_stats",
            "has_cuda_kernels", "__version__"]
 
 
@@ -53,6 +53,27 @@ def attention_lse(q, k, v, *, causal=False, scale=None):
         sees (natural log; ``-inf`` when Nk == 0).
     """
     return torch.ops.fa.forward_lse(q, k, v, scale, causal)
+
+
+def attention_kvcache(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None, v_new=None, causal=False,
+                      scale=None):
+    """Attention of a few new queries over a KV cache, appending new keys first (CPU tensors for now).
+
+    Args:
+        q: (B, Hq, Nq, d) queries, usually Nq small (decoding, chunked prefill).
+        k_cache, v_cache: (B, Hkv, Nmax, d) caches with a contiguous last dimension. Written in place
+            when k_new / v_new are given.
+        cache_seqlens: int32 (B,), the number of valid keys in each cache before the append; default
+            Nmax − Nnew for every sequence.
+        k_new, v_new: (B, Hkv, Nnew, d), written into the caches at rows cache_seqlens[b] .. + Nnew.
+        causal: bottom-right aligned: query i of Nq sees keys j <= L_b − Nq + i, where L_b is the
+            valid length after the append (the query tokens are the last Nq of the sequence).
+        scale: multiplies q kᵀ; default 1/sqrt(d).
+
+    Returns:
+        (B, Hq, Nq, d). A query that sees no key returns zeros.
+    """
+    return torch.ops.fa.forward_kvcache(q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale, causal)
 
 
 def has_cuda_kernels():

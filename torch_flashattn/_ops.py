@@ -27,3 +27,9 @@ def _forward_lse_fake(q, k, v, scale=None, causal=False):
 @torch.library.register_fake("fa::naive_forward")
 def _naive_forward_fake(q, k, v, scale=None, causal=False):
     return _out_like(q, k, v)
+
+
+@torch.library.register_fake("fa::forward_kvcache")
+def _forward_kvcache_fake(q, k_cache, v_cache, cache_seqlens=None, k_new=None, v_new=None, scale=None,
+                          causal=False):
+    return _out_like(q, k_cache, v_cache)
