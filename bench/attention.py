@@ -103,6 +103,8 @@ class Provider:
 # Each CUDA kernel family forced through FA_KERNEL is a provider of its own ("fa-sm80", "fa-simt").
 PROVIDERS = {
     "fa": Provider(fa_op("forward"), "torch.ops.fa.forward"),
+    "fa-sm90": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=sm90", ("cuda",),
+                        lambda: env(FA_KERNEL="sm90")),
     "fa-sm80": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=sm80", ("cuda",),
                         lambda: env(FA_KERNEL="sm80")),
     "fa-fp32": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=fp32", ("cuda",),

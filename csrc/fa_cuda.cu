@@ -2,6 +2,7 @@
  * fa_cuda.cu — fa_forward_cuda: checks the parameters and picks a kernel
  * family (fa_kernels.h). The environment variable FA_KERNEL forces one:
  *
+ *     FA_KERNEL=sm90   the Hopper kernel, fp16/bf16 on compute capability 9.0 (fa_sm90.cu)
  *     FA_KERNEL=sm80   the tensor-core kernel, fp16/bf16 (fa_sm80.cu)
  *     FA_KERNEL=fp32   the exact fp32 kernel (fa_fp32.cu)
  *     FA_KERNEL=simt   the CUDA-core kernel, every dtype (fa_simt.cu)
@@ -15,7 +16,7 @@
 
 #include "fa_kernels.h"
 
-typedef enum { FAMILY_AUTO, FAMILY_SM80, FAMILY_FP32, FAMILY_SIMT, FAMILY_INVALID } family;
+typedef enum { FAMILY_AUTO, FAMILY_SM90, FAMILY_SM80, FAMILY_FP32, FAMILY_SIMT, FAMILY_INVALID } family;
 
 /* FA_KERNEL, read on every call (a few hundred ns) so that tests and
  * benchmarks can switch families inside one process. */
@@ -24,6 +25,8 @@ static family forced_family(void)
     const char *s = getenv("FA_KERNEL");
     if (s == NULL || *s == '\0' || strcmp(s, "auto") == 0)
         return FAMILY_AUTO;
+    if (strcmp(s, "sm90") == 0)
+        return FAMILY_SM90;
     if (strcmp(s, "sm80") == 0)
         return FAMILY_SM80;
     if (strcmp(s, "fp32") == 0)
@@ -43,11 +46,21 @@ extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
 
     switch (forced_family()) {
     case FAMILY_AUTO: {
-        /* Tensor cores for fp16/bf16, the tiled fp32 kernel for fp32, and the CUDA-core kernel
-         * for what neither takes (Nk == 0, devices below sm_80). */
-        int status = p->dtype == FA_FLOAT32 ? fa_fp32_forward(p, stream) : fa_sm80_forward(p, stream);
+        /* fp16/bf16: the Hopper kernel on compute capability 9.0, else (or for what it does not
+         * take) the sm_80 kernel; fp32: the tiled fp32 kernel; the CUDA-core kernel for what
+         * none takes (Nk == 0, devices below sm_80). */
+        int status = FA_ERR_UNSUPPORTED;
+        if (p->dtype == FA_FLOAT32) {
+            status = fa_fp32_forward(p, stream);
+        } else {
+            status = fa_sm90_forward(p, stream);
+            if (status == FA_ERR_UNSUPPORTED)
+                status = fa_sm80_forward(p, stream);
+        }
         return status == FA_ERR_UNSUPPORTED ? fa_simt_forward(p, stream) : status;
     }
+    case FAMILY_SM90:
+        return fa_sm90_forward(p, stream);
     case FAMILY_SM80:
         return fa_sm80_forward(p, stream);
     case FAMILY_FP32:

@@ -20,6 +20,10 @@ extern "C" {
 /* fa_simt.cu: CUDA cores, fp32 arithmetic; every dtype, every d, Nk >= 0. */
 int fa_simt_forward(const fa_params *p, cudaStream_t stream);
 
+/* fa_sm90.cu: Hopper tensor cores (wgmma, TMA), fp16 and bf16, compute capability 9.0 only,
+ * Nk >= 1, scale >= 0, 16-byte aligned rows. */
+int fa_sm90_forward(const fa_params *p, cudaStream_t stream);
+
 /* fa_sm80.cu: tensor cores (mma.sync), fp16 and bf16, sm_80 and later, Nk >= 1. */
 int fa_sm80_forward(const fa_params *p, cudaStream_t stream);
 

@@ -1,0 +1,552 @@
+/*
+ * fa_sm90.cu — FlashAttention forward for fp16 and bf16 on Hopper (sm_90a): wgmma, TMA and warp
+ * specialization.
+ *
+ * One CTA owns BM = 128 query rows of one (batch, head) and has three warpgroups:
+ *
+ *   producer   (warpgroup 0, 24 registers): one thread issues the TMA loads of the Q tile and of
+ *              the K and V blocks into STAGES-deep rings; each load completes on an mbarrier
+ *              (full_*), and a stage is reused once both consumers have released it (empty_*).
+ *   consumers  (warpgroups 1, 2, 240 registers): 64 query rows each, O and the softmax state in
+ *              registers; c = scale · log2(e):
+ *
+ *     S = Q Kᵀ                                  wgmma m64nBNk16, Q and K from shared memory
+ *     m_new = max(m_i, rowmax(S))
+ *     P = exp2(S·c − m_new·c)                   one FFMA and one ex2 per element
+ *     l_i = l_i · exp2((m_i − m_new)·c) + rowsum(P)
+ *     O = O · exp2((m_i − m_new)·c) + P V       wgmma m64nDk16, P from registers, V transposed
+ *     O /= l_i,  lse = (m_i·c + log2 l_i) · ln 2  at the end; O leaves through a TMA store
+ *
+ * Shared tiles are 64-column panels of 128-byte rows in TMA's 128-byte swizzle (16-byte chunk c
+ * of row r at chunk c ^ (r mod 8)), which is also the layout wgmma's descriptors read. TMA
+ * zero-fills rows past Nq/Nk and columns past d, so tails and head dims below the compiled width
+ * (64, 128, 256) need no special loads; only the scores of tail and diagonal blocks are masked.
+ *
+ * Reached through fa_sm90_forward() (the CUDA dispatcher, after fa_check_params); anything it does
+ * not take (negative scale, rows not 16-byte aligned, zero strides) answers FA_ERR_UNSUPPORTED
+ * and runs on the sm_80 kernel. The tensor maps are encoded on the host through the driver entry
+ * point, so nothing links against libcuda. Builds with plain nvcc:
+ *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/fa_sm90.cu -Icsrc
+ */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <float.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fa_kernels.h"
+#include "fa_wgmma.cuh"
+
+/* A tile shape: D the compiled head-dim width (D/64 panels), BN keys per block, STAGES buffers
+ * per K and V ring. BM = 128 query rows: two consumer warpgroups of 64. Shared memory:
+ * (BM + 2·STAGES·BN) · D · 2 bytes. */
+template <int D_, int BN_, int STAGES_>
+struct sm90_tile {
+    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, BM = 128, PANELS = D_ / 64;
+    static constexpr int THREADS = 384;
+    static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256, "tile shape");
+};
+
+/* The production tiles, one per head-dim width (bench/LOG.md). */
+typedef sm90_tile< 64, 128, 4> sm90_tile_d64;     /* 144 KB */
+typedef sm90_tile<128, 128, 2> sm90_tile_d128;    /* 160 KB */
+typedef sm90_tile<256,  64, 2> sm90_tile_d256;    /* 192 KB */
+
+/* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
+ * params with scalars derived on the host. */
+typedef struct {
+    CUtensorMap tm_q, tm_k, tm_v, tm_o;  /* boxes: Q 64 × BM, K and V 64 × BN, O 64 × 64 */
+    fa_params p;
+    float scale_log2;                    /* scale · log2(e), at least FLT_MIN */
+    int64_t n_q_tiles;                   /* ceil(Nq / BM) */
+    int64_t q_per_kv;                    /* Hq / Hkv */
+    int64_t first_block;                 /* index of this launch's first CTA in the flattened grid */
+} sm90_args;
+
+/* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
+ * its columns 64p..64p+63, rows 128 bytes apart. */
+template <class C>
+struct sm90_smem {
+    alignas(1024) uint16_t q[C::PANELS][C::BM][64];            /* Q; then each consumer's O */
+    alignas(1024) uint16_t k[C::STAGES][C::PANELS][C::BN][64]; /* K ring: block j in stage j % STAGES */
+    alignas(1024) uint16_t v[C::STAGES][C::PANELS][C::BN][64]; /* V ring, same stage as K */
+    uint64_t full_q;                                           /* Q landed (TMA bytes) */
+    uint64_t full_k[C::STAGES], full_v[C::STAGES];             /* stage landed (TMA bytes) */
+    uint64_t empty_k[C::STAGES], empty_v[C::STAGES];           /* stage released by all 8 consumer warps */
+};
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FA_SM90_DEVICE 1    /* the sm_90a pass; other targets compile an empty kernel */
+#endif
+
+/* ---- PTX wrappers ------------------------------------------------------------------------- */
+
+#ifdef FA_SM90_DEVICE
+__device__ __forceinline__ uint32_t smem_u32(const void *ptr)
+{
+    return (uint32_t)__cvta_generic_to_shared(ptr);
+}
+
+__device__ __forceinline__ void mbar_init(uint64_t *bar, int count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_u32(bar)), "r"(count) : "memory");
+}
+
+/* The producer's arrival: the phase completes when `bytes` of TMA data have also landed. */
+__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
+                 :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_u32(bar)) : "memory");
+}
+
+/* Waits for the completion of the barrier's phase of the given parity. A fresh barrier counts
+ * its phase "before 0" (parity 1) as complete, so the first wait on an empty ring passes. */
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
+    } while (!done);
+}
+
+/* TMA: box (col, row, head, batch) of the tensor map into shared memory, completing on bar. */
+__device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int col, int row,
+                                         int head, int batch, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3, %4, %5}], [%6];\n"
+                 :: "r"(smem_u32(dst)), "l"(map), "r"(col), "r"(row), "r"(head), "r"(batch),
+                    "r"(smem_u32(bar)) : "memory");
+}
+
+/* TMA store of a box from shared memory; rows and columns past the tensor's end are dropped. */
+__device__ __forceinline__ void tma_store(const CUtensorMap *map, const void *src, int col, int row,
+                                          int head, int batch)
+{
+    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n"
+                 :: "l"(map), "r"(col), "r"(row), "r"(head), "r"(batch), "r"(smem_u32(src)) : "memory");
+}
+
+/* wgmma descriptor of a 128-byte-swizzled operand: start address, LBO (bytes between 64-column
+ * panels; read only for MN-major operands) and SBO = 1024 (bytes between groups of 8 rows). */
+__device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo)
+{
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(lbo >> 4) << 16
+         | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
+}
+
+__device__ __forceinline__ void wgmma_fence(void)
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void wgmma_commit(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+
+template <int N>
+__device__ __forceinline__ void wgmma_wait(void)
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+
+/* Ties accumulator registers to this point, so that no read of them is scheduled before the
+ * wgmma.wait_group that makes them valid. */
+template <int N>
+__device__ __forceinline__ void reg_fence(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(r[i]) :: "memory");
+}
+
+/* Barrier over one consumer warpgroup (ids 1, 2; 0 is __syncthreads). */
+__device__ __forceinline__ void warpgroup_bar(int id)
+{
+    asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory");
+}
+
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
+template <typename T>
+__device__ uint32_t pack2(float lo, float hi);
+
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi)
+{
+    __half2 x = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&x);
+}
+
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
+{
+    __nv_bfloat162 x = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t *>(&x);
+}
+#endif /* FA_SM90_DEVICE */
+
+/* ---- Kernel -------------------------------------------------------------------------------- */
+
+/* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: 3 warpgroups. */
+template <typename T, class C>
+__global__ void __launch_bounds__(C::THREADS, 1)
+fa_sm90_kernel(const __grid_constant__ sm90_args a)
+{
+#ifdef FA_SM90_DEVICE
+    constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, PANELS = C::PANELS;
+    extern __shared__ uint8_t smem_raw[];
+    sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+
+    const fa_params &p = a.p;
+    const int wg = threadIdx.x / 128;
+    const int Nq = (int)p.Nq, Nk = (int)p.Nk;
+
+    /* CTA → (b·Hq + h, query tile); causal runs the heaviest tiles (most keys) first. */
+    const int64_t blk = a.first_block + blockIdx.x;
+    const int64_t bh = blk / a.n_q_tiles, rank = blk % a.n_q_tiles;
+    const int m0 = (int)(p.causal ? a.n_q_tiles - 1 - rank : rank) * BM;
+    const int b = (int)(bh / p.Hq), h = (int)(bh % p.Hq), hk = (int)(h / a.q_per_kv);
+
+    /* Causal: keys past the tile's last row are masked for all its rows: never loaded. */
+    const int kv_end = p.causal ? min(Nk, m0 + BM) : Nk;
+    const int n_blocks = (kv_end + BN - 1) / BN;
+
+    if (threadIdx.x == 0) {
+        mbar_init(&s.full_q, 1);
+        for (int i = 0; i < STAGES; i++) {
+            mbar_init(&s.full_k[i], 1), mbar_init(&s.full_v[i], 1);
+            mbar_init(&s.empty_k[i], 8), mbar_init(&s.empty_v[i], 8);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    /* Barrier: the mbarriers are initialised before any thread (or TMA) uses them. */
+    __syncthreads();
+
+    if (wg == 0) {
+        /* Producer: one thread issues every load; the others leave. */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+        if (threadIdx.x != 0)
+            return;
+        mbar_expect_tx(&s.full_q, BM * D * 2);
+#pragma unroll
+        for (int pn = 0; pn < PANELS; pn++)
+            tma_load(s.q[pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q);
+        for (int kb = 0; kb < n_blocks; kb++) {
+            const int st = kb % STAGES;
+            const uint32_t parity = ((kb / STAGES) & 1) ^ 1;
+            mbar_wait(&s.empty_k[st], parity);
+            mbar_expect_tx(&s.full_k[st], BN * D * 2);
+#pragma unroll
+            for (int pn = 0; pn < PANELS; pn++)
+                tma_load(s.k[st][pn], &a.tm_k, 64 * pn, kb * BN, hk, b, &s.full_k[st]);
+            mbar_wait(&s.empty_v[st], parity);
+            mbar_expect_tx(&s.full_v[st], BN * D * 2);
+#pragma unroll
+            for (int pn = 0; pn < PANELS; pn++)
+                tma_load(s.v[st][pn], &a.tm_v, 64 * pn, kb * BN, hk, b, &s.full_v[st]);
+        }
+        return;
+    }
+
+    /* Consumers. */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+    const int cw = wg - 1;                              /* consumer 0 or 1: rows 64cw.. of the tile */
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    const int g = lane / 4, t = lane % 4;
+    const float c = a.scale_log2;
+    const int row_first = m0 + 64 * cw;                 /* this warpgroup's first and this */
+    const int row0 = row_first + 16 * warp + g;         /* thread's rows: row0, row0 + 8 */
+    const uint32_t s_q = smem_u32(s.q) + 64 * cw * 128; /* this warpgroup's rows of panel 0 */
+
+    float r_o[D / 2];                                   /* O: 64 × D, wgmma accumulator layout */
+#pragma unroll
+    for (int i = 0; i < D / 2; i++)
+        r_o[i] = 0.f;
+    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f};
+
+    mbar_wait(&s.full_q, 0);
+    for (int kb = 0; kb < n_blocks; kb++) {
+        const int st = kb % STAGES;
+        const uint32_t parity = (kb / STAGES) & 1;
+        const int key0 = kb * BN;
+        /* Causal: a block starting past this warpgroup's last row is all masked for it (only
+         * blocks at the end). Block 0 shows key 0 to every row, so every m_i is finite after it. */
+        const bool active = !(p.causal && key0 > row_first + 63);
+
+        /* S = Q Kᵀ: 64 × BN, D/16 wgmmas down the panels (32 bytes of K each). */
+        float r_s[BN / 2];
+        mbar_wait(&s.full_k[st], parity);
+        if (active) {
+            const uint32_t s_k = smem_u32(s.k[st]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                const uint32_t off = (kk / 4) * (BM * 128) + (kk % 4) * 32;
+                const uint32_t off_k = (kk / 4) * (BN * 128) + (kk % 4) * 32;
+                wgmma_ss<BN, T>(r_s, wgmma_desc(s_q + off, 16), wgmma_desc(s_k + off_k, 16), kk > 0);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+            reg_fence(r_s);
+        }
+        /* This warp is done reading K of the stage. */
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(&s.empty_k[st]);
+
+        uint32_t r_p[BN / 16][4];                       /* P as wgmma A fragments, keys 16kk.. */
+        if (active) {
+            /* S = −inf where key >= Nk or (causal) key > row: tail and diagonal blocks only. */
+            if (key0 + BN > Nk || (p.causal && key0 + BN - 1 > row_first)) {
+#pragma unroll
+                for (int i = 0; i < BN / 2; i++) {
+                    const int key = key0 + 8 * (i / 4) + 2 * t + i % 2;
+                    const int row = row0 + 8 * ((i / 2) % 2);
+                    if (key >= Nk || (p.causal && key > row))
+                        r_s[i] = -INFINITY;
+                }
+            }
+
+            /* m_new = max(m_i, rowmax(S)); a row lives on the 4 lanes of a quad. */
+            float m_new[2];
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                float x = m_i[r];
+#pragma unroll
+                for (int j = 0; j < BN / 8; j++)
+                    x = fmaxf(x, fmaxf(r_s[4 * j + 2 * r], r_s[4 * j + 2 * r + 1]));
+                x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+                m_new[r] = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+            }
+
+            /* alpha = exp2((m_i − m_new)·c), 0 on the first block; O and l_i are rescaled. */
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const float alpha = ex2((m_i[r] - m_new[r]) * c);
+                l_i[r] *= alpha;
+#pragma unroll
+                for (int j = 0; j < D / 8; j++) {
+                    r_o[4 * j + 2 * r] *= alpha;
+                    r_o[4 * j + 2 * r + 1] *= alpha;
+                }
+                m_i[r] = m_new[r];
+            }
+
+            /* P = exp2(S·c − m_new·c); l_i += rowsum(P) over this thread's columns. Column
+             * tiles 2kk, 2kk+1 of S are exactly the A fragment of P for keys 16kk..16kk+15. */
+            const float mc[2] = {m_new[0] * c, m_new[1] * c};
+#pragma unroll
+            for (int i = 0; i < BN / 2; i++) {
+                r_s[i] = ex2(fmaf(r_s[i], c, -mc[(i / 2) % 2]));
+                l_i[(i / 2) % 2] += r_s[i];
+            }
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    r_p[kk][e] = pack2<T>(r_s[8 * kk + 2 * e], r_s[8 * kk + 2 * e + 1]);
+        }
+
+        /* O += P V: BN/16 wgmmas; V (keys × D) is the MN-major B operand, 16 keys = 2 KB each. */
+        mbar_wait(&s.full_v[st], parity);
+        if (active) {
+            const uint32_t s_v = smem_u32(s.v[st]);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++)
+                wgmma_rs<D, T>(r_o, r_p[kk], wgmma_desc(s_v + kk * 16 * 128, BN * 128), 1);
+            wgmma_commit();
+            wgmma_wait<0>();
+            reg_fence(r_o);
+        }
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(&s.empty_v[st]);
+    }
+
+    /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. */
+    float inv_l[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float l = l_i[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        inv_l[r] = 1.f / l;
+        const int row = row0 + 8 * r;
+        if (p.lse && t == 0 && row < Nq)                /* lse: (B, Hq, Nq) */
+            p.lse[bh * p.Nq + row] = (m_i[r] * c + log2f(l)) * 0.69314718055994531f;
+    }
+
+    /* Stage O in this warpgroup's Q rows (its last S = Q Kᵀ has completed): column 8j + 2t of
+     * row rr is chunk j % 8 of panel j / 8, swizzled, bytes 4t..4t+3. */
+#pragma unroll
+    for (int j = 0; j < D / 8; j++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int rr = 16 * warp + g + 8 * r;
+            const uint32_t addr = s_q + (j / 8) * (BM * 128) + rr * 128 + (((j % 8) ^ (rr % 8)) << 4) + 4 * t;
+            const uint32_t x = pack2<T>(r_o[4 * j + 2 * r] * inv_l[r], r_o[4 * j + 2 * r + 1] * inv_l[r]);
+            asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(addr), "r"(x) : "memory");
+        }
+    /* The TMA engine reads what the generic proxy wrote: fence, then a warpgroup barrier so
+     * that one thread stores all 64 rows. */
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    warpgroup_bar(1 + cw);
+    if (threadIdx.x % 128 == 0) {
+#pragma unroll
+        for (int pn = 0; pn < PANELS; pn++)
+            tma_store(&a.tm_o, &s.q[pn][64 * cw][0], 64 * pn, row_first, h, b);
+        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+        /* Shared memory must outlive the store's reads of it. */
+        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    }
+#endif /* FA_SM90_DEVICE */
+}
+
+/* ---- Host launch --------------------------------------------------------------------------- */
+
+/* cuTensorMapEncodeTiled from the driver, looked up once (no link against libcuda). */
+static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn;
+    static int looked_up;
+    if (!__atomic_load_n(&looked_up, __ATOMIC_ACQUIRE)) {
+        void *ptr = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q)
+                != cudaSuccess || q != cudaDriverEntryPointSuccess)
+            ptr = nullptr;
+        __atomic_store_n(&fn, (PFN_cuTensorMapEncodeTiled_v12000)ptr, __ATOMIC_RELAXED);
+        __atomic_store_n(&looked_up, 1, __ATOMIC_RELEASE);
+    }
+    return fn;
+}
+
+/* A 4-D tensor map over x[b, h, n, 0..d) (strides in elements) with boxes of 64 columns × rows,
+ * 128-byte swizzle, zero fill out of bounds. TMA needs 16-byte aligned base and strides; a size-1
+ * dimension's stride is never used, so it is replaced by a legal one. Returns 0 on success. */
+static int make_map(CUtensorMap *map, int bf16, const void *x, int64_t B, int64_t H, int64_t N, int64_t d,
+                    int64_t batch_stride, int64_t head_stride, int64_t row_stride, int rows)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
+    const int64_t strides[3] = {row_stride, head_stride, batch_stride}, sizes[3] = {N, H, B};
+    cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)N, (cuuint64_t)H, (cuuint64_t)B};
+    cuuint64_t bytes[3];
+    if (encode == nullptr || (uintptr_t)x % 16 != 0)
+        return 1;
+    for (int i = 0; i < 3; i++) {
+        bytes[i] = (cuuint64_t)(sizes[i] == 1 ? 16 : 2 * strides[i]);
+        if (sizes[i] > 1 && (strides[i] <= 0 || strides[i] % 8 != 0))
+            return 1;
+    }
+    const cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1}, unit[4] = {1, 1, 1, 1};
+    return encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+                  const_cast<void *>(x), dims, bytes, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS;
+}
+
+/* Launches the tile shape C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80
+ * kernel runs) for what it does not take. */
+template <typename T, class C>
+static int sm90_launch(const fa_params *p, cudaStream_t stream)
+{
+    void (*kernel)(const sm90_args) = fa_sm90_kernel<T, C>;
+    const size_t smem = sizeof(sm90_smem<C>) + 1024;  /* + alignment of the base to 1024 */
+
+    /* Once per device (bit dev of s_ok / s_checked; devices past 31 every call): compute
+     * capability 9.0, an sm_90a build of this kernel, and the dynamic shared memory raised. */
+    static unsigned s_checked, s_ok;
+    int dev;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    if (dev >= 32 || !((__atomic_load_n(&s_checked, __ATOMIC_ACQUIRE) >> dev) & 1u)) {
+        int major, minor, optin;
+        cudaFuncAttributes attr;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess
+            || cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess
+            || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+            return FA_ERR_CUDA;
+        int ok = major == 9 && minor == 0 && smem <= (size_t)optin;
+        if (ok) {
+            if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess)
+                return FA_ERR_CUDA;
+            ok = attr.binaryVersion == 90;
+        }
+        if (ok && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+            return FA_ERR_CUDA;
+        if (dev < 32) {
+            if (ok)
+                __atomic_fetch_or(&s_ok, 1u << dev, __ATOMIC_RELAXED);
+            __atomic_fetch_or(&s_checked, 1u << dev, __ATOMIC_RELEASE);
+        }
+        if (!ok)
+            return FA_ERR_UNSUPPORTED;
+    } else if (!((__atomic_load_n(&s_ok, __ATOMIC_RELAXED) >> dev) & 1u)) {
+        return FA_ERR_UNSUPPORTED;
+    }
+
+    sm90_args a;
+    memset(&a, 0, sizeof a);
+    a.p = *p;
+    const int bf16 = p->dtype == FA_BFLOAT16;
+    if (make_map(&a.tm_q, bf16, p->q, p->B, p->Hq, p->Nq, p->d, p->q_batch_stride, p->q_head_stride,
+                 p->q_row_stride, C::BM)
+        || make_map(&a.tm_k, bf16, p->k, p->B, p->Hkv, p->Nk, p->d, p->k_batch_stride, p->k_head_stride,
+                    p->k_row_stride, C::BN)
+        || make_map(&a.tm_v, bf16, p->v, p->B, p->Hkv, p->Nk, p->d, p->v_batch_stride, p->v_head_stride,
+                    p->v_row_stride, C::BN)
+        || make_map(&a.tm_o, bf16, p->o, p->B, p->Hq, p->Nq, p->d, p->o_batch_stride, p->o_head_stride,
+                    p->o_row_stride, 64))
+        return FA_ERR_UNSUPPORTED;
+    a.scale_log2 = fmaxf(p->scale * 1.4426950408889634f, FLT_MIN);
+    a.q_per_kv = p->Hq / p->Hkv;
+
+    /* 1-D grid over (b·Hq + h) × query tile, split into launches of at most 2³¹−1 CTAs. */
+    a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;
+    const int64_t total = a.n_q_tiles * p->B * p->Hq;
+    for (int64_t first = 0; first < total; first += INT32_MAX) {
+        a.first_block = first;
+        const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
+        kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(a);
+        if (cudaGetLastError() != cudaSuccess)
+            return FA_ERR_CUDA;
+    }
+    return FA_OK;
+}
+
+extern "C" int fa_sm90_forward(const fa_params *p, cudaStream_t stream)
+{
+    /* fp32 has its own kernel; a negative scale (Q would need negating) and Nk == 0 go to the
+     * other families; TMA coordinates are 32-bit. */
+    if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq > INT32_MAX - 256
+        || p->Nk > INT32_MAX - 256 || p->B > INT32_MAX || p->Hq > INT32_MAX)
+        return FA_ERR_UNSUPPORTED;
+    const int bf16 = p->dtype == FA_BFLOAT16;
+    if (p->d <= 64)
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, stream)
+                    : sm90_launch<__half, sm90_tile_d64>(p, stream);
+    if (p->d <= 128)
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, stream)
+                    : sm90_launch<__half, sm90_tile_d128>(p, stream);
+    return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256>(p, stream)
+                : sm90_launch<__half, sm90_tile_d256>(p, stream);
+}

@@ -1,0 +1,85 @@
+"""The Hopper kernel (csrc/fa_sm90.cu) forced with FA_KERNEL=sm90, so that a silent fallback to the
+sm_80 kernel cannot pass for it. Runs only on compute capability 9.0; elsewhere the forced family
+must refuse with a clear error."""
+import pytest
+import torch
+
+import torch_flashattn
+from conftest import HAS_CUDA, assert_accurate, randn, reference_lse
+
+IS_SM90 = HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
+sm90 = pytest.mark.skipif(not IS_SM90, reason="needs a compute capability 9.0 GPU")
+pytestmark = pytest.mark.gpu
+
+DTYPES = [torch.float16, torch.bfloat16]
+# d: every compiled width, widths padded up to them (rows stay 16-byte aligned: d % 8 == 0).
+HEAD_DIMS = [8, 40, 64, 72, 96, 128, 136, 200, 256]
+# (Nq, Nk): single rows, tile tails, Nq != Nk both ways, several key blocks.
+SEQ_LENS = [(1, 1), (1, 700), (63, 65), (128, 128), (129, 257), (300, 77), (1000, 1000)]
+
+
+@pytest.fixture
+def forced(monkeypatch):
+    monkeypatch.setenv("FA_KERNEL", "sm90")
+
+
+@sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d", HEAD_DIMS)
+@pytest.mark.parametrize("nq,nk", SEQ_LENS)
+@pytest.mark.parametrize("causal", [False, True])
+def test_sm90_matches_sdpa(dtype, d, nq, nk, causal, forced):
+    torch.manual_seed(nq * 7 + nk + d)
+    q = randn(2, 4, nq, d, dtype=dtype, device="cuda")
+    k = randn(2, 2, nk, d, dtype=dtype, device="cuda")
+    v = randn(2, 2, nk, d, dtype=dtype, device="cuda")
+    out = torch_flashattn.attention(q, k, v, causal=causal)
+    assert_accurate(out, q, k, v, causal, what=f"sm90 {dtype} d={d} Nq={nq} Nk={nk} causal={causal}")
+
+
+@sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_sm90_lse_and_layouts(dtype, causal, d, forced):
+    """forward_lse, a (B, N, H, d) transposed view, MQA, and a large-logit scale."""
+    torch.manual_seed(d)
+    B, H, N = 2, 8, 517
+    q = randn(B, N, H, d, dtype=dtype, device="cuda").transpose(1, 2)
+    k = randn(B, N, 1, d, dtype=dtype, device="cuda").transpose(1, 2)
+    v = randn(B, N, 1, d, dtype=dtype, device="cuda").transpose(1, 2)
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, scale=0.5)
+    assert_accurate(out, q, k, v, causal, scale=0.5, what="sm90 layouts")
+    err = (lse.double() - reference_lse(q, k, causal, scale=0.5)).abs().max().item()
+    assert err < 1e-4, f"lse max error {err:.3e}"
+    assert torch.equal(out, torch_flashattn.attention(q, k, v, causal=causal, scale=0.5))
+
+
+@sm90
+def test_sm90_many_heads_and_scale_zero(forced):
+    """More CTAs than one launch row of work, and scale 0 (uniform weights)."""
+    q = randn(64, 32, 130, 64, dtype=torch.bfloat16, device="cuda")
+    k = randn(64, 8, 130, 64, dtype=torch.bfloat16, device="cuda")
+    v = randn(64, 8, 130, 64, dtype=torch.bfloat16, device="cuda")
+    assert_accurate(torch_flashattn.attention(q, k, v, causal=True), q, k, v, True, what="sm90 B·H=2048")
+    assert_accurate(torch_flashattn.attention(q, k, v, scale=0.0), q, k, v, scale=0.0, what="sm90 scale 0")
+
+
+@sm90
+def test_sm90_refuses_what_it_does_not_take(forced, monkeypatch):
+    """Forced, the kernel refuses (rows not 16-byte aligned, negative scale, fp32); under auto the
+    same problems run on another family and are exact."""
+    q = randn(1, 2, 50, 20, dtype=torch.float16, device="cuda")      # 40-byte rows
+    for args, kw in (((q, q, q), {}), ((q[..., :16].contiguous(),) * 3, {"scale": -0.3})):
+        with pytest.raises(RuntimeError, match="not supported|unsupported"):
+            torch_flashattn.attention(*args, **kw)
+        monkeypatch.setenv("FA_KERNEL", "auto")
+        assert_accurate(torch_flashattn.attention(*args, **kw), *args, what="auto fallback", **kw)
+        monkeypatch.setenv("FA_KERNEL", "sm90")
+
+
+@pytest.mark.skipif(not HAS_CUDA or IS_SM90, reason="needs a CUDA GPU other than compute capability 9.0")
+def test_sm90_refused_elsewhere(forced):
+    q = randn(1, 1, 8, 64, dtype=torch.float16, device="cuda")
+    with pytest.raises(RuntimeError, match="not supported|unsupported"):
+        torch_flashattn.attention(q, q, q)
