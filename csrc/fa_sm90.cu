@@ -35,6 +35,7 @@
 #include <cuda_bf16.h>
 #include <float.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fa_kernels.h"
@@ -64,6 +65,7 @@ typedef struct {
     int64_t n_q_tiles;                   /* ceil(Nq / BM) */
     int64_t q_per_kv;                    /* Hq / Hkv */
     int64_t first_block;                 /* index of this launch's first CTA in the flattened grid */
+    int overlap;
 } sm90_args;
 
 /* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
@@ -172,6 +174,16 @@ __device__ __forceinline__ void reg_fence(float (&r)[N])
         asm volatile("" : "+f"(r[i]) :: "memory");
 }
 
+template <int M, int N>
+__device__ __forceinline__ void reg_fence_u(uint32_t (&r)[M][N])
+{
+#pragma unroll
+    for (int i = 0; i < M; i++)
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            asm volatile("" : "+r"(r[i][j]) :: "memory");
+}
+
 /* Barrier over one consumer warpgroup (ids 1, 2; 0 is __syncthreads). */
 __device__ __forceinline__ void warpgroup_bar(int id)
 {
@@ -200,6 +212,114 @@ __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
 {
     __nv_bfloat162 x = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&x);
+}
+
+/* ---- Consumer steps ------------------------------------------------------------------------ */
+
+/* S = Q Kᵀ (64 × BN) issued as D/16 wgmmas down the panels, 32 bytes of Q and K each; s_q: this
+ * warpgroup's rows of Q panel 0, s_k: the K stage. Completes at the next wgmma_wait. */
+template <typename T, class C>
+__device__ __forceinline__ void issue_qk(float (&r_s)[C::BN / 2], uint32_t s_q, uint32_t s_k)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < C::D / 16; kk++) {
+        const uint32_t off_q = (kk / 4) * (C::BM * 128) + (kk % 4) * 32;
+        const uint32_t off_k = (kk / 4) * (C::BN * 128) + (kk % 4) * 32;
+        wgmma_ss<C::BN, T>(r_s, wgmma_desc(s_q + off_q, 16), wgmma_desc(s_k + off_k, 16), kk > 0);
+    }
+    wgmma_commit();
+}
+
+/* O += P V issued as BN/16 wgmmas; V (keys × D, panels BN·128 bytes apart) is the MN-major B
+ * operand, 16 keys = 2 KB of each panel per wgmma. */
+template <typename T, class C>
+__device__ __forceinline__ void issue_pv(float (&r_o)[C::D / 2], const uint32_t (&r_p)[C::BN / 16][4],
+                                         uint32_t s_v)
+{
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < C::BN / 16; kk++)
+        wgmma_rs<C::D, T>(r_o, r_p[kk], wgmma_desc(s_v + kk * 16 * 128, C::BN * 128), 1);
+    wgmma_commit();
+}
+
+/* This warp is done with a stage: one arrival per warp (the empty barriers count 8). */
+__device__ __forceinline__ void release(uint64_t *bar, int lane)
+{
+    __syncwarp();
+    if (lane == 0)
+        mbar_arrive(bar);
+}
+
+/* What the softmax of a block needs to know about this thread's rows. */
+typedef struct {
+    int Nk, causal;
+    int row_first;          /* the warpgroup's first query row */
+    int row0;               /* this thread's rows: row0, row0 + 8 */
+    int t;                  /* lane % 4: columns 2t, 2t + 1 of each 8-column tile */
+    float c;                /* scale · log2(e) */
+} sm90_softmax_ctx;
+
+/* The online softmax of the block of keys key0..key0+BN−1, in place:
+ *     S = −inf where key >= Nk or (causal) key > row     (tail and diagonal blocks only)
+ *     m_new = max(m_i, rowmax(S)),  alpha = exp2((m_i − m_new)·c)   (0 on the first block)
+ *     P = exp2(S·c − m_new·c),  l_i = l_i·alpha + rowsum(P)  (this thread's columns)
+ * r_s: element i is (row row0 + 8·((i/2)%2), key key0 + 8·(i/4) + 2t + i%2). */
+template <class C>
+__device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_i)[2], float (&l_i)[2],
+                                             float (&alpha)[2], int key0, const sm90_softmax_ctx &x)
+{
+    constexpr int BN = C::BN;
+    if (key0 + BN > x.Nk || (x.causal && key0 + BN - 1 > x.row_first)) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) {
+            const int key = key0 + 8 * (i / 4) + 2 * x.t + i % 2;
+            const int row = x.row0 + 8 * ((i / 2) % 2);
+            if (key >= x.Nk || (x.causal && key > row))
+                r_s[i] = -INFINITY;
+        }
+    }
+    float mc[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {                       /* a row lives on the 4 lanes of a quad */
+        float m = m_i[r];
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+            m = fmaxf(m, fmaxf(r_s[4 * j + 2 * r], r_s[4 * j + 2 * r + 1]));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        alpha[r] = ex2((m_i[r] - m) * x.c);
+        l_i[r] *= alpha[r];
+        m_i[r] = m;
+        mc[r] = m * x.c;
+    }
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+        r_s[i] = ex2(fmaf(r_s[i], x.c, -mc[(i / 2) % 2]));
+        l_i[(i / 2) % 2] += r_s[i];
+    }
+}
+
+/* O ·= alpha, row by row. */
+template <int D>
+__device__ __forceinline__ void rescale(float (&r_o)[D / 2], const float (&alpha)[2])
+{
+#pragma unroll
+    for (int i = 0; i < D / 2; i++)
+        r_o[i] *= alpha[(i / 2) % 2];
+}
+
+/* P to wgmma A fragments: column tiles 2kk, 2kk+1 of the accumulator layout are exactly the A
+ * fragment of keys 16kk..16kk+15 (a0 = (g, 2t..), a1 = (g+8, 2t..), a2, a3 = 8 columns on). */
+template <typename T, int BN>
+__device__ __forceinline__ void pack_p(uint32_t (&r_p)[BN / 16][4], const float (&r_s)[BN / 2])
+{
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; kk++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            r_p[kk][e] = pack2<T>(r_s[8 * kk + 2 * e], r_s[8 * kk + 2 * e + 1]);
 }
 #endif /* FA_SM90_DEVICE */
 
@@ -280,106 +400,81 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 #pragma unroll
     for (int i = 0; i < D / 2; i++)
         r_o[i] = 0.f;
-    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f};
+    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f}, alpha[2];
+    float r_s[BN / 2];                                  /* S, then P in fp32: 64 × BN */
+    uint32_t r_p[BN / 16][4];                           /* P as wgmma A fragments, keys 16kk.. */
+
+    /* Causal: blocks starting past this warpgroup's last row are all masked for it (blocks at
+     * the end only); it releases them untouched. Block 0 shows key 0 to every row, so every
+     * m_i is finite after it. */
+    const int n_act = p.causal ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
+    sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, c};
 
     mbar_wait(&s.full_q, 0);
-    for (int kb = 0; kb < n_blocks; kb++) {
+    if (!a.overlap) {
+    for (int kb = 0; kb < n_act; kb++) {
         const int st = kb % STAGES;
         const uint32_t parity = (kb / STAGES) & 1;
-        const int key0 = kb * BN;
-        /* Causal: a block starting past this warpgroup's last row is all masked for it (only
-         * blocks at the end). Block 0 shows key 0 to every row, so every m_i is finite after it. */
-        const bool active = !(p.causal && key0 > row_first + 63);
-
-        /* S = Q Kᵀ: 64 × BN, D/16 wgmmas down the panels (32 bytes of K each). */
-        float r_s[BN / 2];
         mbar_wait(&s.full_k[st], parity);
-        if (active) {
-            const uint32_t s_k = smem_u32(s.k[st]);
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                const uint32_t off = (kk / 4) * (BM * 128) + (kk % 4) * 32;
-                const uint32_t off_k = (kk / 4) * (BN * 128) + (kk % 4) * 32;
-                wgmma_ss<BN, T>(r_s, wgmma_desc(s_q + off, 16), wgmma_desc(s_k + off_k, 16), kk > 0);
-            }
-            wgmma_commit();
-            wgmma_wait<0>();
-            reg_fence(r_s);
-        }
-        /* This warp is done reading K of the stage. */
-        __syncwarp();
-        if (lane == 0)
-            mbar_arrive(&s.empty_k[st]);
-
-        uint32_t r_p[BN / 16][4];                       /* P as wgmma A fragments, keys 16kk.. */
-        if (active) {
-            /* S = −inf where key >= Nk or (causal) key > row: tail and diagonal blocks only. */
-            if (key0 + BN > Nk || (p.causal && key0 + BN - 1 > row_first)) {
-#pragma unroll
-                for (int i = 0; i < BN / 2; i++) {
-                    const int key = key0 + 8 * (i / 4) + 2 * t + i % 2;
-                    const int row = row0 + 8 * ((i / 2) % 2);
-                    if (key >= Nk || (p.causal && key > row))
-                        r_s[i] = -INFINITY;
-                }
-            }
-
-            /* m_new = max(m_i, rowmax(S)); a row lives on the 4 lanes of a quad. */
-            float m_new[2];
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                float x = m_i[r];
-#pragma unroll
-                for (int j = 0; j < BN / 8; j++)
-                    x = fmaxf(x, fmaxf(r_s[4 * j + 2 * r], r_s[4 * j + 2 * r + 1]));
-                x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-                m_new[r] = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-            }
-
-            /* alpha = exp2((m_i − m_new)·c), 0 on the first block; O and l_i are rescaled. */
-#pragma unroll
-            for (int r = 0; r < 2; r++) {
-                const float alpha = ex2((m_i[r] - m_new[r]) * c);
-                l_i[r] *= alpha;
-#pragma unroll
-                for (int j = 0; j < D / 8; j++) {
-                    r_o[4 * j + 2 * r] *= alpha;
-                    r_o[4 * j + 2 * r + 1] *= alpha;
-                }
-                m_i[r] = m_new[r];
-            }
-
-            /* P = exp2(S·c − m_new·c); l_i += rowsum(P) over this thread's columns. Column
-             * tiles 2kk, 2kk+1 of S are exactly the A fragment of P for keys 16kk..16kk+15. */
-            const float mc[2] = {m_new[0] * c, m_new[1] * c};
-#pragma unroll
-            for (int i = 0; i < BN / 2; i++) {
-                r_s[i] = ex2(fmaf(r_s[i], c, -mc[(i / 2) % 2]));
-                l_i[(i / 2) % 2] += r_s[i];
-            }
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    r_p[kk][e] = pack2<T>(r_s[8 * kk + 2 * e], r_s[8 * kk + 2 * e + 1]);
-        }
-
-        /* O += P V: BN/16 wgmmas; V (keys × D) is the MN-major B operand, 16 keys = 2 KB each. */
+        issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
+        wgmma_wait<0>();
+        reg_fence(r_s);
+        release(&s.empty_k[st], lane);
+        sm90_softmax<C>(r_s, m_i, l_i, alpha, kb * BN, ctx);
+        rescale<D>(r_o, alpha);
+        pack_p<T, BN>(r_p, r_s);
         mbar_wait(&s.full_v[st], parity);
-        if (active) {
-            const uint32_t s_v = smem_u32(s.v[st]);
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++)
-                wgmma_rs<D, T>(r_o, r_p[kk], wgmma_desc(s_v + kk * 16 * 128, BN * 128), 1);
-            wgmma_commit();
-            wgmma_wait<0>();
-            reg_fence(r_o);
-        }
-        __syncwarp();
-        if (lane == 0)
-            mbar_arrive(&s.empty_v[st]);
+        issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
+        wgmma_wait<0>();
+        reg_fence(r_o);
+        release(&s.empty_v[st], lane);
+    }
+    } else {
+    /* Block 0: S_0 = Q K_0ᵀ, P_0. */
+    mbar_wait(&s.full_k[0], 0);
+    issue_qk<T, C>(r_s, s_q, smem_u32(s.k[0]));
+    wgmma_wait<0>();
+    reg_fence(r_s);
+    release(&s.empty_k[0], lane);
+    sm90_softmax<C>(r_s, m_i, l_i, alpha, 0, ctx);
+    pack_p<T, BN>(r_p, r_s);
+    /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) run on the tensor cores while ... the
+     * softmax of S_kb waits only for the first; O is rescaled after the second completes. */
+    for (int kb = 1; kb < n_act; kb++) {
+        const int st = kb % STAGES, pst = (kb - 1) % STAGES;
+        mbar_wait(&s.full_k[st], (kb / STAGES) & 1);
+        issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
+        mbar_wait(&s.full_v[pst], ((kb - 1) / STAGES) & 1);
+        issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
+        wgmma_wait<1>();                                /* S_kb is ready, P V may still run */
+        reg_fence(r_s);
+        release(&s.empty_k[st], lane);
+        sm90_softmax<C>(r_s, m_i, l_i, alpha, kb * BN, ctx);
+        wgmma_wait<0>();                                /* O += P_(kb−1) V_(kb−1) is done */
+        reg_fence(r_o);
+        reg_fence_u(r_p);
+        release(&s.empty_v[pst], lane);
+        rescale<D>(r_o, alpha);
+        pack_p<T, BN>(r_p, r_s);
+    }
+    {
+        const int kb = n_act - 1, st = kb % STAGES;
+        mbar_wait(&s.full_v[st], (kb / STAGES) & 1);
+        issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
+        wgmma_wait<0>();
+        reg_fence(r_o);
+        reg_fence_u(r_p);
+        release(&s.empty_v[st], lane);
+    }
+    }
+    /* Blocks all masked for this warpgroup: released once they have landed. */
+    for (int kb = n_act; kb < n_blocks; kb++) {
+        const int st = kb % STAGES;
+        const uint32_t parity = (kb / STAGES) & 1;
+        mbar_wait(&s.full_k[st], parity);
+        release(&s.empty_k[st], lane);
+        mbar_wait(&s.full_v[st], parity);
+        release(&s.empty_v[st], lane);
     }
 
     /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. */
@@ -519,6 +614,7 @@ static int sm90_launch(const fa_params *p, cudaStream_t stream)
         return FA_ERR_UNSUPPORTED;
     a.scale_log2 = fmaxf(p->scale * 1.4426950408889634f, FLT_MIN);
     a.q_per_kv = p->Hq / p->Hkv;
+    a.overlap = getenv("FA_SM90_OVERLAP") == nullptr || getenv("FA_SM90_OVERLAP")[0] != '0';
 
     /* 1-D grid over (b·Hq + h) × query tile, split into launches of at most 2³¹−1 CTAs. */
     a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;
