@@ -16,7 +16,7 @@ echo "== tests/test_sm90.py"
 timeout 200 python3 -m pytest -q -x -n 8 tests/test_sm90.py 2>&1 | tail -8
 echo "== timing"
 timeout 200 python3 -m bench.attention --device cuda --providers fa-sm90 fa-sm80 sdpa-flash sdpa-cudnn \
-    --dtype bf16 --d 64 128 256 --n 1k 4k 16k --causal both --budget 0.3 --out "$OUT/sm90grid" 2>&1 | tail -45
+    --dtype bf16 --d 64 128 256 --n 1k 4k 16k --causal both --budget 0.1 --out "$OUT/sm90grid" 2>&1 | tail -45
 echo "== timing, FA_SM90_OVERLAP=0"
 FA_SM90_OVERLAP=0 timeout 100 python3 -m bench.attention --device cuda --providers fa-sm90 \
-    --dtype bf16 --d 64 128 256 --n 1k 4k 16k --causal both --budget 0.3 --out "$OUT/sm90grid_v1" 2>&1 | tail -25
+    --dtype bf16 --d 64 128 256 --n 1k 4k 16k --causal both --budget 0.1 --out "$OUT/sm90grid_v1" 2>&1 | tail -25
