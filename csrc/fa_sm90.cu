@@ -2,12 +2,12 @@
  * fa_sm90.cu — FlashAttention forward for fp16 and bf16 on Hopper (sm_90a): wgmma, TMA and warp
  * specialization.
  *
- * One CTA owns BM = 128 query rows of one (batch, head) and has three warpgroups:
+ * One CTA owns BM query rows of one (batch, head) and has 1 + BM/64 warpgroups:
  *
- *   producer   (warpgroup 0, 24 registers): one thread issues the TMA loads of the Q tile and of
+ *   producer   (warpgroup 0, few registers): one thread issues the TMA loads of the Q tile and of
  *              the K and V blocks into STAGES-deep rings; each load completes on an mbarrier
  *              (full_*), and a stage is reused once both consumers have released it (empty_*).
- *   consumers  (warpgroups 1, 2, 240 registers): 64 query rows each, O and the softmax state in
+ *   consumers  (warpgroups 1.., most registers): 64 query rows each, O and the softmax state in
  *              registers; c = scale · log2(e):
  *
  *     S = Q Kᵀ                                  wgmma m64nBNk16, Q and K from shared memory
@@ -35,26 +35,46 @@
 #include <cuda_bf16.h>
 #include <float.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "fa_kernels.h"
 #include "fa_wgmma.cuh"
 
 /* A tile shape: D the compiled head-dim width (D/64 panels), BN keys per block, STAGES buffers
- * per K and V ring. BM = 128 query rows: two consumer warpgroups of 64. Shared memory:
+ * per K and V ring, CONSUMERS warpgroups of 64 query rows (BM = 64 · CONSUMERS) beside the
+ * producer. The 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24
+ * per producer thread with 2 consumers, 160 and 32 with 3. Shared memory:
  * (BM + 2·STAGES·BN) · D · 2 bytes. */
-template <int D_, int BN_, int STAGES_>
+template <int D_, int BN_, int STAGES_, int CONSUMERS_>
 struct sm90_tile {
-    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, BM = 128, PANELS = D_ / 64;
-    static constexpr int THREADS = 384;
-    static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256, "tile shape");
+    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, CONSUMERS = CONSUMERS_;
+    static constexpr int BM = 64 * CONSUMERS_, PANELS = D_ / 64, THREADS = 128 * (CONSUMERS_ + 1);
+    static constexpr int CONSUMER_REGS = CONSUMERS_ == 2 ? 240 : 160;
+    static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
+    static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
+                  "tile shape");
 };
 
-/* The production tiles, one per head-dim width (bench/LOG.md). */
-typedef sm90_tile< 64, 128, 4> sm90_tile_d64;     /* 144 KB */
-typedef sm90_tile<128, 128, 2> sm90_tile_d128;    /* 160 KB */
-typedef sm90_tile<256,  64, 2> sm90_tile_d256;    /* 192 KB */
+/* The production tiles, one per head-dim width (bench/LOG.md). bench/sm90/tune.py builds other
+ * shapes by defining FA_SM90_D<d>_{BN,STAGES,CONSUMERS}. */
+#ifndef FA_SM90_D64_BN
+#define FA_SM90_D64_BN 128
+#define FA_SM90_D64_STAGES 4
+#define FA_SM90_D64_CONSUMERS 2     /* 144 KB */
+#endif
+#ifndef FA_SM90_D128_BN
+#define FA_SM90_D128_BN 128
+#define FA_SM90_D128_STAGES 2
+#define FA_SM90_D128_CONSUMERS 2    /* 160 KB */
+#endif
+#ifndef FA_SM90_D256_BN
+#define FA_SM90_D256_BN 64
+#define FA_SM90_D256_STAGES 2
+#define FA_SM90_D256_CONSUMERS 2    /* 192 KB */
+#endif
+typedef sm90_tile< 64, FA_SM90_D64_BN, FA_SM90_D64_STAGES, FA_SM90_D64_CONSUMERS> sm90_tile_d64;
+typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUMERS> sm90_tile_d128;
+typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS> sm90_tile_d256;
 
 /* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
  * params with scalars derived on the host. */
@@ -65,7 +85,6 @@ typedef struct {
     int64_t n_q_tiles;                   /* ceil(Nq / BM) */
     int64_t q_per_kv;                    /* Hq / Hkv */
     int64_t first_block;                 /* index of this launch's first CTA in the flattened grid */
-    int overlap;
 } sm90_args;
 
 /* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
@@ -77,7 +96,7 @@ struct sm90_smem {
     alignas(1024) uint16_t v[C::STAGES][C::PANELS][C::BN][64]; /* V ring, same stage as K */
     uint64_t full_q;                                           /* Q landed (TMA bytes) */
     uint64_t full_k[C::STAGES], full_v[C::STAGES];             /* stage landed (TMA bytes) */
-    uint64_t empty_k[C::STAGES], empty_v[C::STAGES];           /* stage released by all 8 consumer warps */
+    uint64_t empty_k[C::STAGES], empty_v[C::STAGES];           /* stage released by every consumer warp */
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -244,7 +263,7 @@ __device__ __forceinline__ void issue_pv(float (&r_o)[C::D / 2], const uint32_t 
     wgmma_commit();
 }
 
-/* This warp is done with a stage: one arrival per warp (the empty barriers count 8). */
+/* This warp is done with a stage: one arrival per warp (the empty barriers count them all). */
 __device__ __forceinline__ void release(uint64_t *bar, int lane)
 {
     __syncwarp();
@@ -325,7 +344,7 @@ __device__ __forceinline__ void pack_p(uint32_t (&r_p)[BN / 16][4], const float 
 
 /* ---- Kernel -------------------------------------------------------------------------------- */
 
-/* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: 3 warpgroups. */
+/* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: the producer and C::CONSUMERS warpgroups. */
 template <typename T, class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
 fa_sm90_kernel(const __grid_constant__ sm90_args a)
@@ -353,7 +372,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         mbar_init(&s.full_q, 1);
         for (int i = 0; i < STAGES; i++) {
             mbar_init(&s.full_k[i], 1), mbar_init(&s.full_v[i], 1);
-            mbar_init(&s.empty_k[i], 8), mbar_init(&s.empty_v[i], 8);
+            mbar_init(&s.empty_k[i], 4 * C::CONSUMERS), mbar_init(&s.empty_v[i], 4 * C::CONSUMERS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -362,7 +381,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 
     if (wg == 0) {
         /* Producer: one thread issues every load; the others leave. */
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
         if (threadIdx.x != 0)
             return;
         mbar_expect_tx(&s.full_q, BM * D * 2);
@@ -387,8 +406,8 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     }
 
     /* Consumers. */
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
-    const int cw = wg - 1;                              /* consumer 0 or 1: rows 64cw.. of the tile */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
+    const int cw = wg - 1;                              /* consumer cw: rows 64cw.. of the tile */
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
     const int g = lane / 4, t = lane % 4;
     const float c = a.scale_log2;
@@ -411,25 +430,6 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, c};
 
     mbar_wait(&s.full_q, 0);
-    if (!a.overlap) {
-    for (int kb = 0; kb < n_act; kb++) {
-        const int st = kb % STAGES;
-        const uint32_t parity = (kb / STAGES) & 1;
-        mbar_wait(&s.full_k[st], parity);
-        issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
-        wgmma_wait<0>();
-        reg_fence(r_s);
-        release(&s.empty_k[st], lane);
-        sm90_softmax<C>(r_s, m_i, l_i, alpha, kb * BN, ctx);
-        rescale<D>(r_o, alpha);
-        pack_p<T, BN>(r_p, r_s);
-        mbar_wait(&s.full_v[st], parity);
-        issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
-        wgmma_wait<0>();
-        reg_fence(r_o);
-        release(&s.empty_v[st], lane);
-    }
-    } else {
     /* Block 0: S_0 = Q K_0ᵀ, P_0. */
     mbar_wait(&s.full_k[0], 0);
     issue_qk<T, C>(r_s, s_q, smem_u32(s.k[0]));
@@ -465,7 +465,6 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         reg_fence(r_o);
         reg_fence_u(r_p);
         release(&s.empty_v[st], lane);
-    }
     }
     /* Blocks all masked for this warpgroup: released once they have landed. */
     for (int kb = n_act; kb < n_blocks; kb++) {
@@ -614,7 +613,6 @@ static int sm90_launch(const fa_params *p, cudaStream_t stream)
         return FA_ERR_UNSUPPORTED;
     a.scale_log2 = fmaxf(p->scale * 1.4426950408889634f, FLT_MIN);
     a.q_per_kv = p->Hq / p->Hkv;
-    a.overlap = getenv("FA_SM90_OVERLAP") == nullptr || getenv("FA_SM90_OVERLAP")[0] != '0';
 
     /* 1-D grid over (b·Hq + h) × query tile, split into launches of at most 2³¹−1 CTAs. */
     a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;

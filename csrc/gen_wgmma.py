@@ -4,7 +4,7 @@ long to write by hand:
 
     python3 csrc/gen_wgmma.py > csrc/fa_wgmma.cuh
 """
-NS = (64, 128, 256)
+NS = (64, 80, 128, 160, 176, 192, 256)
 TYPES = (("__half", "f16"), ("__nv_bfloat16", "bf16"))
 
 
