@@ -70,7 +70,9 @@ def markdown(result):
         f"Model-level inference on {result['device']}, torch {result['torch']}, {result['date'][:10]}, "
         f"commit {commit}: `{result['command']}`",
         "",
-        f"Model: {result['config_name']}, a Llama-style decoder in plain PyTorch ({_params(result['parameters'])} parameters: hidden {cfg['hidden']}, {cfg['layers']} layers, {cfg['heads']} query / {cfg['kv_heads']} KV "
+        f"Model: {result['config_name']}, a Llama-style decoder in plain PyTorch "
+        f"({_params(result['parameters'])} parameters: hidden {cfg['hidden']}, {cfg['layers']} layers, "
+        f"{cfg['heads']} query / {cfg['kv_heads']} KV "
         f"heads of dim {cfg['head_dim']}, SwiGLU {cfg['intermediate']}, vocab {cfg['vocab']}, tied embeddings), "
         f"{result['dtype']}, random weights; only attention changes between columns. "
         f"Time: {result['timer']}. `fa/x` = time of x / time of fa, above 1 when fa is faster.",
