@@ -2,16 +2,18 @@
 # For bench/results/<name>.json it rewrites the text between the markers
 #   <!-- bench:<name>:start -->
 #   <!-- bench:<name>:end -->
-# in README.md with the table bench/attention.py wrote beside that JSON (bench/report.py renders both).
+# in README.md with the table bench/attention.py wrote beside that JSON (bench/report.py renders both;
+# bench/model_report.py renders bench/model.py's results).
 #
 #   python3 -m bench.readme_table bench/results/cpu.json            # rewrite the section
+#   python3 -m bench.readme_table bench/results/model.json          # the "Model-level benchmark" one
 #   python3 -m bench.readme_table bench/results/*.json --check     # exit 1 if the README is stale
 import argparse
 import json
 import sys
 from pathlib import Path
 
-from bench import report
+from bench import model_report, report
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,9 +41,13 @@ def main(argv=None):
     old = args.readme.read_text()
     new = old
     for path in args.results:
-        # A JSON result is rendered by bench/report.py; a markdown result (bench/memory.py,
-        # bench/ptxas.py) is taken as it is.
-        table = path.read_text() if path.suffix == ".md" else report.markdown(json.loads(path.read_text()))
+        # A JSON result is rendered by bench/report.py (bench/model_report.py for bench/model.py's);
+        # a markdown result (bench/memory.py, bench/ptxas.py) is taken as it is.
+        if path.suffix == ".md":
+            table = path.read_text()
+        else:
+            result = json.loads(path.read_text())
+            table = (model_report if result.get("kind") == "model" else report).markdown(result)
         new = rewrite(new, path.stem, table)
     if args.check:
         if new != old:

@@ -1,6 +1,8 @@
 """Call torch_flashattn.attention and compare it with PyTorch SDPA on the same inputs.
 
-    python3 examples/compare_sdpa.py          # CUDA if present, else CPU
+    python3 examples/compare_sdpa.py          # CUDA if present, else CPU; after pip install -e .
+    PYTHONPATH=. python3 examples/compare_sdpa.py   # the same from the repository root after an
+                                                    # in-place build (setup.py build_ext --inplace)
 """
 import time
 

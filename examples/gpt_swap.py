@@ -2,6 +2,7 @@
 swapped to torch_flashattn without editing the model, via torch_flashattn.patch_sdpa().
 
     python3 examples/gpt_swap.py                 # CUDA (bf16) if present, else CPU (fp32)
+    PYTHONPATH=. python3 examples/gpt_swap.py    # from the repository root after an in-place build
 
 Prints the largest logit difference between the two runs, the speedup, and which path served the
 attention calls.

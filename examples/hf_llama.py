@@ -2,13 +2,19 @@
 from a config (random weights, nothing downloaded). Needs `pip install transformers`.
 
     python3 examples/hf_llama.py                 # CUDA (bf16) if present, else CPU (fp32)
+    PYTHONPATH=. python3 examples/hf_llama.py    # from the repository root after an in-place build
 
 Compares prefill logits and greedy generation with attn_implementation="sdpa".
 """
 import copy
+import sys
 
 import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+
+try:
+    from transformers import LlamaConfig, LlamaForCausalLM
+except ImportError:
+    sys.exit("examples/hf_llama.py needs transformers: pip install transformers")
 
 import torch_flashattn
 import torch_flashattn.hf
