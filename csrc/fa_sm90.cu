@@ -42,12 +42,14 @@
 
 /* A tile shape: D the compiled head-dim width (D/64 panels), BN keys per block, STAGES buffers
  * per K and V ring, CONSUMERS warpgroups of 64 query rows (BM = 64 · CONSUMERS) beside the
- * producer. The 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24
+ * producer; PINGPONG: the consumers take turns to issue their wgmmas, so that one's softmax runs
+ * while another's matmuls occupy the tensor cores. The 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24
  * per producer thread with 2 consumers, 160 and 32 with 3. Shared memory:
  * (BM + 2·STAGES·BN) · D · 2 bytes. */
-template <int D_, int BN_, int STAGES_, int CONSUMERS_>
+template <int D_, int BN_, int STAGES_, int CONSUMERS_, int PINGPONG_>
 struct sm90_tile {
     static constexpr int D = D_, BN = BN_, STAGES = STAGES_, CONSUMERS = CONSUMERS_;
+    static constexpr bool PINGPONG = PINGPONG_;
     static constexpr int BM = 64 * CONSUMERS_, PANELS = D_ / 64, THREADS = 128 * (CONSUMERS_ + 1);
     static constexpr int CONSUMER_REGS = CONSUMERS_ == 2 ? 240 : 160;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
@@ -61,20 +63,26 @@ struct sm90_tile {
 #define FA_SM90_D64_BN 128
 #define FA_SM90_D64_STAGES 4
 #define FA_SM90_D64_CONSUMERS 2     /* 144 KB */
+#define FA_SM90_D64_PINGPONG 0
 #endif
 #ifndef FA_SM90_D128_BN
 #define FA_SM90_D128_BN 128
 #define FA_SM90_D128_STAGES 2
 #define FA_SM90_D128_CONSUMERS 2    /* 160 KB */
+#define FA_SM90_D128_PINGPONG 0
 #endif
 #ifndef FA_SM90_D256_BN
 #define FA_SM90_D256_BN 64
 #define FA_SM90_D256_STAGES 2
 #define FA_SM90_D256_CONSUMERS 2    /* 192 KB */
+#define FA_SM90_D256_PINGPONG 0
 #endif
-typedef sm90_tile< 64, FA_SM90_D64_BN, FA_SM90_D64_STAGES, FA_SM90_D64_CONSUMERS> sm90_tile_d64;
-typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUMERS> sm90_tile_d128;
-typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS> sm90_tile_d256;
+typedef sm90_tile< 64, FA_SM90_D64_BN, FA_SM90_D64_STAGES, FA_SM90_D64_CONSUMERS, FA_SM90_D64_PINGPONG>
+    sm90_tile_d64;
+typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUMERS, FA_SM90_D128_PINGPONG>
+    sm90_tile_d128;
+typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
+    sm90_tile_d256;
 
 /* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
  * params with scalars derived on the host. */
@@ -203,10 +211,22 @@ __device__ __forceinline__ void reg_fence_u(uint32_t (&r)[M][N])
             asm volatile("" : "+r"(r[i][j]) :: "memory");
 }
 
-/* Barrier over one consumer warpgroup (ids 1, 2; 0 is __syncthreads). */
+/* Barrier over one consumer warpgroup (ids 1..3; 0 is __syncthreads). */
 __device__ __forceinline__ void warpgroup_bar(int id)
 {
     asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory");
+}
+
+/* Ping-pong turns (ids 4..6, one per consumer): a consumer waits at its own barrier until the
+ * previous consumer has arrived there, i.e. has issued its wgmmas. */
+__device__ __forceinline__ void turn_wait(int cw)
+{
+    asm volatile("bar.sync %0, 256;\n" :: "r"(4 + cw) : "memory");
+}
+
+__device__ __forceinline__ void turn_pass(int next_cw)
+{
+    asm volatile("bar.arrive %0, 256;\n" :: "r"(4 + next_cw) : "memory");
 }
 
 __device__ __forceinline__ float ex2(float x)
@@ -426,13 +446,24 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     /* Causal: blocks starting past this warpgroup's last row are all masked for it (blocks at
      * the end only); it releases them untouched. Block 0 shows key 0 to every row, so every
      * m_i is finite after it. */
-    const int n_act = p.causal ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
+    const int n_act = p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
+    /* Ping-pong: consumer cw issues after consumer cw − 1 (cyclically); every consumer takes
+     * n_act + 1 turns (all blocks, even fully masked ones), and the last consumer gives the
+     * first its first turn instead of passing its last one, so every barrier balances. */
+    const bool pp = C::PINGPONG;
+    const int next_cw = (cw + 1) % C::CONSUMERS;
+    if (pp && cw == C::CONSUMERS - 1)
+        turn_pass(0);
     sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, c};
 
     mbar_wait(&s.full_q, 0);
     /* Block 0: S_0 = Q K_0ᵀ, P_0. */
     mbar_wait(&s.full_k[0], 0);
+    if (pp)
+        turn_wait(cw);
     issue_qk<T, C>(r_s, s_q, smem_u32(s.k[0]));
+    if (pp)
+        turn_pass(next_cw);
     wgmma_wait<0>();
     reg_fence(r_s);
     release(&s.empty_k[0], lane);
@@ -443,9 +474,13 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     for (int kb = 1; kb < n_act; kb++) {
         const int st = kb % STAGES, pst = (kb - 1) % STAGES;
         mbar_wait(&s.full_k[st], (kb / STAGES) & 1);
-        issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
         mbar_wait(&s.full_v[pst], ((kb - 1) / STAGES) & 1);
+        if (pp)
+            turn_wait(cw);
+        issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
         issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
+        if (pp)
+            turn_pass(next_cw);
         wgmma_wait<1>();                                /* S_kb is ready, P V may still run */
         reg_fence(r_s);
         release(&s.empty_k[st], lane);
@@ -460,7 +495,11 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     {
         const int kb = n_act - 1, st = kb % STAGES;
         mbar_wait(&s.full_v[st], (kb / STAGES) & 1);
+        if (pp)
+            turn_wait(cw);
         issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
+        if (pp && cw != C::CONSUMERS - 1)
+            turn_pass(next_cw);
         wgmma_wait<0>();
         reg_fence(r_o);
         reg_fence_u(r_p);

@@ -23,11 +23,11 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import torch_flashattn  # noqa: E402,F401
 
-# (d, BN, STAGES, CONSUMERS); the production tiles are timed through the op.
+# (d, BN, STAGES, CONSUMERS, PINGPONG); the production tiles are timed through the op.
 VARIANTS = [
-    (64, 128, 2, 3), (64, 192, 2, 2), (64, 64, 4, 3),
-    (128, 176, 2, 2), (128, 160, 2, 2), (128, 192, 2, 2), (128, 128, 2, 3), (128, 64, 4, 3),
-    (256, 80, 2, 2), (256, 64, 3, 2),
+    (64, 128, 2, 3, 0), (64, 128, 3, 3, 0), (64, 128, 2, 3, 1), (64, 128, 4, 2, 1), (64, 192, 2, 2, 1),
+    (128, 160, 2, 2, 0), (128, 128, 2, 2, 1), (128, 160, 2, 2, 1), (128, 176, 2, 2, 1),
+    (256, 80, 2, 2, 0), (256, 64, 2, 2, 1), (256, 80, 2, 2, 1),
 ]
 BUILD = os.environ.get("BUILD", "/tmp/sm90_tune")
 
@@ -43,11 +43,12 @@ class Params(ctypes.Structure):
 def build(variants):
     os.makedirs(BUILD, exist_ok=True)
     procs = []
-    for d, bn, st, cons in variants:
-        so = f"{BUILD}/d{d}_bn{bn}_s{st}_c{cons}.so"
+    for d, bn, st, cons, pp in variants:
+        so = f"{BUILD}/d{d}_bn{bn}_s{st}_c{cons}_p{pp}.so"
         cmd = ["nvcc", "-std=c++17", "-O3", "-DNDEBUG", "-shared", "-Xcompiler", "-fPIC",
                "-gencode=arch=compute_90a,code=sm_90a", "-Icsrc", "-Xptxas", "-v",
                f"-DFA_SM90_D{d}_BN={bn}", f"-DFA_SM90_D{d}_STAGES={st}", f"-DFA_SM90_D{d}_CONSUMERS={cons}",
+               f"-DFA_SM90_D{d}_PINGPONG={pp}",
                "csrc/fa_sm90.cu", "-o", so]
         procs.append((so, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
     libs = []
@@ -76,7 +77,8 @@ def call(lib, q, k, v, o, causal, scale=None):
     p.scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
     p.causal, p.dtype, p.num_threads = int(causal), 2 if q.dtype == torch.bfloat16 else 1, 0
     status = lib.fa_sm90_forward(ctypes.byref(p), ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
-    assert status == 0, f"fa_sm90_forward returned {status}"
+    if status != 0:
+        raise RuntimeError(f"fa_sm90_forward returned {status}")
 
 
 def check(lib, d):
@@ -87,7 +89,10 @@ def check(lib, d):
         k = torch.randn(B, Hkv, Nk, d, dtype=torch.bfloat16, device="cuda")
         v = torch.randn(B, Hkv, Nk, d, dtype=torch.bfloat16, device="cuda")
         o = torch.full_like(q, float("nan"))
-        call(lib, q, k, v, o, causal)
+        try:
+            call(lib, q, k, v, o, causal)
+        except RuntimeError as e:
+            return str(e)
         with sdpa_kernel(SDPBackend.MATH):
             ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal, enable_gqa=True)
             pt = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
@@ -110,9 +115,9 @@ def main():
     for d in args.d:
         mine = [(v, lib) for v, lib in zip(variants, libs) if v[0] == d and lib is not None]
         status = {v: check(lib, d) for v, lib in mine}
-        names = ["prod", "cudnn"] + [f"bn{v[1]}s{v[2]}c{v[3]}" for v, _ in mine]
+        names = ["prod", "cudnn"] + [f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}" for v, _ in mine]
         print(f"\nd={d} TFLOP/s (bf16, B·N=16k, H·d=2048); checks: " +
-              ", ".join(f"bn{v[1]}s{v[2]}c{v[3]} {status[v]}" for v, _ in mine))
+              ", ".join(f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]} {status[v]}" for v, _ in mine))
         print("causal N      " + " ".join(f"{n:>12}" for n in names))
         logs = {n: [] for n in names}
         for causal in (False, True):
