@@ -136,9 +136,13 @@ def markdown(result):
         lines.append(f"| {p['label']} | {p['kv_mb_valid']:.0f} | {r['fa']['ms'] * 1e3:.1f} | {tbs('fa')} | "
                      f"{tbs('sdpa-flash')} | {tbs('sdpa-cudnn')} | {ratio('sdpa-flash')} | {ratio('sdpa-cudnn')} | "
                      f"{r['fa']['max_err']:.1e} |")
-    notes = {f"{n}: {r[n]['na'] or r[n].get('note')}" for p in result["points"] for n, r in [(n, p["results"])
-             for n in ("sdpa-flash", "sdpa-cudnn")] if "na" in r[n] or "note" in r[n]}
-    return "\n".join(lines + ([""] + sorted(f"- {x}" for x in notes) if notes else [])) + "\n"
+    notes = set()
+    for p in result["points"]:
+        for n in ("sdpa-flash", "sdpa-cudnn"):
+            r = p["results"][n]
+            if "na" in r or "note" in r:
+                notes.add(f"- {n}, {p['label']}: {r.get('na') or r.get('note')}")
+    return "\n".join(lines + ([""] + sorted(notes) if notes else [])) + "\n"
 
 
 def main(argv=None):
