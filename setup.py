@@ -35,7 +35,8 @@ if os.environ.get("FA_BUILD_CUDA", "1") != "0" and find_cuda_home():
 from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension  # noqa: E402
 
 C_SOURCES = ["csrc/fa_common.c", "csrc/fa_cpu.c"]
-CUDA_SOURCES = ["csrc/fa_cuda.cu", "csrc/fa_simt.cu", "csrc/fa_sm80.cu", "csrc/fa_sm90.cu", "csrc/fa_fp32.cu", "csrc/fa_naive.cu"]
+CUDA_SOURCES = ["csrc/fa_cuda.cu", "csrc/fa_simt.cu", "csrc/fa_sm80.cu", "csrc/fa_sm90.cu", "csrc/fa_fp32.cu",
+                "csrc/fa_naive.cu", "csrc/fa_decode.cu"]
 BINDING = ["csrc/fa_torch.cpp"]
 
 C_FLAGS = ["-std=c11", "-O3", "-DNDEBUG", "-fopenmp", "-ffp-contract=fast", "-fno-trapping-math",

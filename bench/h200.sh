@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, then the stages named on the command line, logs under $OUT.
 #
-#   bench/h200.sh test sanitize bench memory        # stages: test sanitize bench memory model sm80tune fp32test
+#   bench/h200.sh test sanitize bench memory        # stages: test sanitize bench memory model decode sm80tune fp32test
 #
 # test: the whole pytest suite; sanitize: tests/sanitize.sh; bench: the full FlashAttention grid
 # (bench/results/gpu.*); memory: bench/memory.py; model: bench/model.py ($OUT/model.*);
-# sm80tune / fp32test: the standalone kernel harnesses.
+# decode: bench/decode.py ($OUT/decode.*); sm80tune / fp32test: the standalone kernel harnesses.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}
@@ -24,6 +24,7 @@ for stage in "$@"; do
     bench) python3 -m bench.attention --preset gpu --out "$OUT/gpu" 2>&1 | tail -120 ;;
     memory) python3 -m bench.memory --out "$OUT/memory" 2>&1 | tail -12 ;;
     model) python3 -m bench.model --out "$OUT" 2>&1 | tee "$OUT/model.log" | tail -80 ;;
+    decode) python3 -m bench.decode --out "$OUT/decode" 2>&1 | tail -30 ;;
     sm80tune) bash bench/sm80/run.sh 2>&1 | tee "$OUT/sm80tune.log" | tail -60 ;;
     fp32test) bash bench/fp32/run.sh 2>&1 | tee "$OUT/fp32test.log" | tail -60 ;;
     *) echo "unknown stage $stage"; status=2 ;;

@@ -57,6 +57,7 @@ typedef enum {
     FA_ERR_CUDA,             /* a CUDA runtime call or kernel launch failed */
     FA_ERR_KERNEL_CHOICE,    /* FA_KERNEL names no known kernel family */
     FA_ERR_SEQLEN,           /* a cache_seqlens entry (plus the appended keys) is outside 0..Nmax */
+    FA_ERR_SCRATCH,          /* the scratch buffer is smaller than fa_kvcache_scratch_bytes says */
     FA_NUM_STATUS
 } fa_status;
 
@@ -109,14 +110,28 @@ int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream);
  * no key (L_b = 0, or L_b < Nq when causal) gets O = 0 and lse = −inf. */
 typedef struct {
     fa_params p;                     /* q, o, lse, scale, causal, dtype; k, v: the caches */
-    const int32_t *cache_seqlens;    /* (B) on the host for the CPU backend; NULL: Nmax − Nnew each */
+    const int32_t *cache_seqlens;    /* (B), host (CPU backend) or device (CUDA); NULL: Nmax − Nnew */
     const void *k_new, *v_new;       /* (B, Hkv, Nnew, d) or both NULL */
     int64_t kn_batch_stride, kn_head_stride, kn_row_stride;
     int64_t vn_batch_stride, vn_head_stride, vn_row_stride;
     int64_t Nnew;
 } fa_kvcache_params;
 
+/* The checks both kvcache backends share (fa_check_params, Nnew, k_new / v_new, their strides);
+ * cache_seqlens itself is read by the backend. FA_OK when valid. */
+int fa_check_kvcache_params(const fa_kvcache_params *kp);
+
 int fa_forward_kvcache_cpu(const fa_kvcache_params *kp);
+
+/* CUDA backend (fa_decode.cu, split-KV "flash-decoding"). Pointers are device pointers, including
+ * cache_seqlens. It never reads cache_seqlens on the host (no synchronisation, CUDA-graph
+ * capturable), so it cannot return FA_ERR_SEQLEN for a bad entry: when any cache_seqlens[b] + Nnew
+ * lies outside 0..Nmax, the caches are left untouched and every output element (and lse) is NaN.
+ * scratch: a device buffer of at least scratch_bytes >= *bytes from fa_kvcache_scratch_bytes (the
+ * split count depends on the shapes and the current device only); NULL when that is 0. */
+int fa_kvcache_scratch_bytes(const fa_kvcache_params *kp, size_t *bytes);
+int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratch, size_t scratch_bytes,
+                            struct CUstream_st *stream);
 
 /* The benchmarks' baseline, not FlashAttention: three plain CUDA kernels
  * (S = Q Kᵀ · scale, row softmax, O = P V) that store the (B, Hq, Nq, Nk) fp32

@@ -2,7 +2,7 @@
  * fa_common.c — what every backend shares: status strings and the parameter
  * checks of fa.h. Plain C11; built into the extension and into the C tests.
  * When the library is built without CUDA, fa_forward_cuda lives here and
- * answers FA_ERR_NO_CUDA.
+ * answers FA_ERR_NO_CUDA, as do the kvcache entry points.
  */
 #include <math.h>
 #include <stddef.h>
@@ -26,6 +26,7 @@ const char *fa_strerror(int status)
     case FA_ERR_CUDA:          return "a CUDA call failed";
     case FA_ERR_KERNEL_CHOICE: return "FA_KERNEL must be auto, sm90, sm80, fp32 or simt";
     case FA_ERR_SEQLEN:        return "cache_seqlens[b] + Nnew must be in 0..Nmax";
+    case FA_ERR_SCRATCH:       return "scratch buffer smaller than fa_kvcache_scratch_bytes";
     default:                   return "unknown status";
     }
 }
@@ -69,7 +70,44 @@ int fa_check_params(const fa_params *p)
     return FA_OK;
 }
 
+int fa_check_kvcache_params(const fa_kvcache_params *kp)
+{
+    if (kp == NULL)
+        return FA_ERR_NULL_POINTER;
+    const int status = fa_check_params(&kp->p);
+    if (status != FA_OK)
+        return status;
+    if (kp->Nnew < 0)
+        return FA_ERR_BAD_SIZE;
+    if ((kp->k_new == NULL) != (kp->v_new == NULL) || (kp->Nnew > 0 && kp->k_new == NULL))
+        return FA_ERR_NULL_POINTER;
+    const int64_t strides[6] = {kp->kn_batch_stride, kp->kn_head_stride, kp->kn_row_stride,
+                                kp->vn_batch_stride, kp->vn_head_stride, kp->vn_row_stride};
+    for (int i = 0; i < 6; i++)
+        if (strides[i] < 0)
+            return FA_ERR_BAD_STRIDE;
+    return FA_OK;
+}
+
 #ifndef FA_WITH_CUDA
+int fa_kvcache_scratch_bytes(const fa_kvcache_params *kp, size_t *bytes)
+{
+    (void)kp;
+    if (bytes != NULL)
+        *bytes = 0;
+    return FA_ERR_NO_CUDA;
+}
+
+int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratch, size_t scratch_bytes,
+                            struct CUstream_st *stream)
+{
+    (void)kp;
+    (void)scratch;
+    (void)scratch_bytes;
+    (void)stream;
+    return FA_ERR_NO_CUDA;
+}
+
 int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
 {
     (void)p;

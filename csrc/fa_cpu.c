@@ -380,21 +380,10 @@ int fa_forward_cpu(const fa_params *p)
 
 int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
 {
-    if (kp == NULL)
-        return FA_ERR_NULL_POINTER;
-    const fa_params *p = &kp->p;
-    int status = fa_check_params(p);
+    int status = fa_check_kvcache_params(kp);
     if (status != FA_OK)
         return status;
-    if (kp->Nnew < 0)
-        return FA_ERR_BAD_SIZE;
-    if ((kp->k_new == NULL) != (kp->v_new == NULL) || (kp->Nnew > 0 && kp->k_new == NULL))
-        return FA_ERR_NULL_POINTER;
-    const int64_t strides[6] = {kp->kn_batch_stride, kp->kn_head_stride, kp->kn_row_stride,
-                                kp->vn_batch_stride, kp->vn_head_stride, kp->vn_row_stride};
-    for (int i = 0; i < 6; i++)
-        if (strides[i] < 0)
-            return FA_ERR_BAD_STRIDE;
+    const fa_params *p = &kp->p;
     if (p->B == 0)
         return FA_OK;
     const int64_t nnew = kp->k_new != NULL ? kp->Nnew : 0;

@@ -4,7 +4,7 @@
 //   fa::forward_lse(...same...) -> (Tensor out, Tensor lse)
 //   fa::naive_forward(...same...) -> Tensor        (CUDA only: the benchmark's N×N baseline)
 //   fa::forward_kvcache(q, k_cache!, v_cache!, cache_seqlens?, k_new?, v_new?, scale?, causal) -> Tensor
-//                                                   (CPU for now: attention over a KV cache)
+//                                                   (attention over a KV cache; CUDA: split-KV)
 //
 // Same semantics as F.scaled_dot_product_attention(q, k, v, is_causal=causal,
 // scale=scale, enable_gqa=True). This file validates the tensors (messages
@@ -184,7 +184,9 @@ std::tuple<at::Tensor, at::Tensor> forward_lse(const at::Tensor &q, const at::Te
     return run("fa.forward_lse", q, k, v, scale, causal, true);
 }
 
-// Attention over a KV cache, appending k_new / v_new into it first (fa.h: fa_kvcache_params).
+// Attention over a KV cache, appending k_new / v_new into it first (fa.h: fa_kvcache_params). On
+// CUDA, cache_seqlens stays on the device: a bad entry gives NaN output and untouched caches
+// instead of an error (fa.h, fa_forward_kvcache_cuda).
 at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
                            const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
                            const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal)
@@ -228,7 +230,24 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
         kp.vn_batch_stride = vn.stride(0); kp.vn_head_stride = vn.stride(1); kp.vn_row_stride = vn.stride(2);
         kp.Nnew = kn.size(2);
     }
-    const int status = fa_forward_kvcache_cpu(&kp);
+    int status;
+    if (q.is_cuda()) {
+#ifdef FA_WITH_CUDA
+        // Split-KV scratch (partial O and lse) sized from the shapes and the device only, so the
+        // call never synchronises and a CUDA graph can capture it.
+        const c10::cuda::CUDAGuard guard(q.device());
+        size_t bytes = 0;
+        status = fa_kvcache_scratch_bytes(&kp, &bytes);
+        FA_CHECK(status == FA_OK, "%s: %s (status %d)", op, fa_strerror(status), status);
+        const at::Tensor scratch = at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte));
+        status = fa_forward_kvcache_cuda(&kp, bytes ? scratch.data_ptr() : nullptr, bytes,
+                                         c10::cuda::getCurrentCUDAStream().stream());
+#else
+        status = FA_ERR_NO_CUDA;
+#endif
+    } else {
+        status = fa_forward_kvcache_cpu(&kp);
+    }
     FA_CHECK(status == FA_OK, "%s: %s (status %d)", op, fa_strerror(status), status);
     return c.o;
 }
@@ -272,6 +291,7 @@ TORCH_LIBRARY_IMPL(fa, CUDA, m)
     m.impl("forward", &forward);
     m.impl("forward_lse", &forward_lse);
     m.impl("naive_forward", &naive_forward);
+    m.impl("forward_kvcache", &forward_kvcache);
 }
 #endif
 

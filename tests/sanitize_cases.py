@@ -1,8 +1,9 @@
 """Small shapes that exercise every CUDA kernel family, for compute-sanitizer (tests/sanitize.sh).
 
 Covers sequence tails, Nq != Nk, causal, GQA, padded head dims, a (B, N, H, d)-transposed view
-and a misaligned view, with lse. Checks each result against the CPU backend so a run that
-computes garbage fails even when the sanitizer sees nothing.
+and a misaligned view, with lse; and fa::forward_kvcache (split-KV decode: append, ragged lengths,
+several splits, the tensor-core and SIMT kernels). Checks each result against the CPU backend so a
+run that computes garbage fails even when the sanitizer sees nothing.
 """
 import os
 import sys
@@ -17,6 +18,12 @@ CASES = [  # B, Hq, Hkv, Nq, Nk, d, causal
     (2, 4, 2, 100, 100, 128, True),
     (1, 1, 1, 1, 77, 256, False),
     (1, 2, 1, 70, 9, 80, True),
+]
+KVCACHE_CASES = [  # B, Hq, Hkv, Nq, Nmax, d, causal, seqlens before the append, Nnew, misaligned caches
+    (2, 8, 2, 1, 1000, 128, True, [0, 998], 2, False),
+    (3, 4, 4, 3, 300, 80, True, [1, 150, 297], 3, True),
+    (1, 16, 2, 4, 515, 256, False, [515], 0, False),
+    (2, 2, 1, 2, 70, 33, True, [5, 68], 1, True),
 ]
 FAMILIES = {"simt": (torch.float32, torch.float16, torch.bfloat16), "sm80": (torch.float16, torch.bfloat16),
             "fp32": (torch.float32,),
@@ -43,6 +50,29 @@ def main():
                 failures += not ok
                 print(f"{'ok  ' if ok else 'FAIL'} {family:5} {str(dtype):14} B={B} Hq={Hq} Hkv={Hkv} Nq={Nq} "
                       f"Nk={Nk} d={d} causal={causal}: max err {err:.1e}, lse err {lse_err:.1e}")
+    for family in ("auto", "simt"):
+        os.environ["FA_KERNEL"] = family
+        for dtype in (torch.float32, torch.bfloat16):
+            for B, Hq, Hkv, Nq, Nmax, d, causal, seqlens, nnew, misaligned in KVCACHE_CASES:
+                def cache():
+                    t = torch.randn(B, Hkv, Nmax, d + misaligned, device="cuda", dtype=dtype)
+                    return t[..., misaligned:]
+                q = torch.randn(B, Nq, Hq, d, device="cuda", dtype=dtype).transpose(1, 2)
+                k_cache, v_cache = cache(), cache()
+                new = [torch.randn(B, Hkv, nnew, d, device="cuda", dtype=dtype) if nnew else None for _ in range(2)]
+                sl = torch.tensor(seqlens, dtype=torch.int32, device="cuda")
+                cpu = [t.float().cpu() if t is not None else None for t in (q, k_cache, v_cache, sl, *new)]
+                cpu[3] = sl.cpu()
+                out = torch.ops.fa.forward_kvcache(q, k_cache, v_cache, sl, *new, None, causal)
+                torch.cuda.synchronize()
+                ref = torch.ops.fa.forward_kvcache(*cpu, None, causal)
+                err = (out.float().cpu() - ref).abs().max().item()
+                cache_ok = torch.equal(k_cache.float().cpu(), cpu[1]) and torch.equal(v_cache.float().cpu(), cpu[2])
+                ok = cache_ok and err < (1e-5 if dtype == torch.float32 else 2e-2)
+                failures += not ok
+                print(f"{'ok  ' if ok else 'FAIL'} kvcache {family:5} {str(dtype):14} B={B} Hq={Hq} Hkv={Hkv} "
+                      f"Nq={Nq} Nmax={Nmax} d={d} causal={causal} Nnew={nnew}: max err {err:.1e}, caches "
+                      f"{'ok' if cache_ok else 'WRONG'}")
     return 1 if failures else 0
 
 

@@ -1,5 +1,6 @@
-"""fa.forward_kvcache (CPU): attention over a KV cache with ragged lengths, in-place append and
-bottom-right causal masking, against an upcast SDPA reference built from each sequence's valid prefix."""
+"""fa.forward_kvcache on the CPU and on CUDA (split-KV): attention over a KV cache with ragged lengths,
+in-place append and bottom-right causal masking, against an upcast SDPA reference built from each
+sequence's valid prefix. CUDA cases carry the `gpu` marker and skip without a device."""
 import math
 
 import pytest
@@ -8,41 +9,89 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_flashattn
+from conftest import DEVICES, SLACK
 
 
-def reference(q, k_cache, v_cache, lengths, causal, scale):
-    """Per sequence: float64 SDPA math over the first lengths[b] keys, bottom-right causal mask;
-    queries that see no key are 0."""
-    out = torch.zeros(q.shape, dtype=torch.float64)
+def reference(q, k_cache, v_cache, lengths, causal, scale, upcast=True):
+    """Per sequence: SDPA over the first lengths[b] keys with the bottom-right causal mask; queries
+    that see no key are 0. upcast: float64 math backend on the CPU (the exact answer); else
+    PyTorch's own SDPA in the inputs' dtype and device (the error ours is held to), its math
+    backend where the default one refuses."""
+    dev = "cpu" if upcast else q.device
+    out = torch.zeros(q.shape, dtype=torch.float64 if upcast else q.dtype, device=dev)
     nq = q.shape[2]
     for b, n in enumerate(lengths):
         if n == 0:
             continue
         mask = None
         if causal:   # query i sees key j <= n - nq + i
-            mask = torch.arange(n)[None, :] <= (n - nq + torch.arange(nq))[:, None]
-        qb, kb, vb = (t[b:b + 1].double() for t in (q, k_cache[:, :, :n], v_cache[:, :, :n]))
-        with sdpa_kernel(SDPBackend.MATH):
-            o = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=mask, scale=scale, enable_gqa=True)
-        if mask is not None:
-            o[:, :, ~mask.any(-1)] = 0
+            mask = torch.arange(n, device=dev)[None, :] <= (n - nq + torch.arange(nq, device=dev))[:, None]
+        qb, kb, vb = (t[b:b + 1].to(dev) for t in (q, k_cache[:, :, :n], v_cache[:, :, :n]))
+        if upcast:
+            qb, kb, vb = qb.double(), kb.double(), vb.double()
+        o = None
+        for backends in ([SDPBackend.MATH] if upcast else [list(SDPBackend), [SDPBackend.MATH]]):
+            with sdpa_kernel(backends):
+                try:
+                    o = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=mask, scale=scale, enable_gqa=True)
+                except RuntimeError:   # a backend that refuses the layout: the math one next
+                    continue
+            if mask is not None:
+                o[:, :, ~mask.any(-1)] = 0
+            if torch.isfinite(o).all():   # torch 2.11 CUDA gave non-finite results for scale <= 0
+                break
         out[b] = o[0]
     return out
 
 
+def assert_accurate(out, q, k_cache, v_cache, lengths, causal, scale, what=""):
+    """FlashAttention's rule: our error against the float64 reference is at most 2 × PyTorch's own
+    same-dtype error plus a tiny slack."""
+    ref = reference(q, k_cache, v_cache, lengths, causal, scale)
+    pt = reference(q, k_cache, v_cache, lengths, causal, scale, upcast=False)
+    assert out.shape == q.shape and out.dtype == q.dtype and out.device == q.device
+    assert torch.isfinite(out).all(), f"{what}: non-finite output"
+    err = (out.double().cpu() - ref).abs().max().item()
+    err_pt = (pt.double().cpu() - ref).abs().max().item()
+    bound = 2 * err_pt + SLACK[q.dtype]
+    assert err <= bound, f"{what}: our max error {err:.3e} > 2 × PyTorch's {err_pt:.3e} + slack = {bound:.3e}"
+
+
+def run_case(device, dtype, B, Hq, Hkv, nq, d, Nmax, seqlens, append, causal, scale=None, seed=0):
+    """One call with fresh random inputs; checks the append and the result."""
+    torch.manual_seed(seed)
+    q = torch.randn(B, Hq, nq, d, dtype=dtype, device=device)
+    k_cache = torch.randn(B, Hkv, Nmax, d, dtype=dtype, device=device)
+    v_cache = torch.randn(B, Hkv, Nmax, d, dtype=dtype, device=device)
+    sl = torch.tensor(seqlens, dtype=torch.int32, device=device)
+    k_new = torch.randn(B, Hkv, append, d, dtype=dtype, device=device) if append else None
+    v_new = torch.randn(B, Hkv, append, d, dtype=dtype, device=device) if append else None
+    k_expect, v_expect = k_cache.clone(), v_cache.clone()
+    for b, n in enumerate(seqlens):
+        if append:
+            k_expect[b, :, n:n + append] = k_new[b]
+            v_expect[b, :, n:n + append] = v_new[b]
+    out = torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=sl, k_new=k_new, v_new=v_new,
+                                            causal=causal, scale=scale)
+    assert torch.equal(k_cache, k_expect) and torch.equal(v_cache, v_expect), "append"
+    what = f"{dtype} B={B} H={Hq}/{Hkv} Nq={nq} d={d} Nmax={Nmax} append={append} causal={causal}"
+    assert_accurate(out, q, k_cache, v_cache, [n + append for n in seqlens], causal, scale, what)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("nq", [1, 2, 4, 16])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("append", [0, 3])
-def test_kvcache_matches_reference(dtype, nq, causal, append):
+def test_kvcache_matches_reference(device, dtype, nq, causal, append):
     torch.manual_seed(nq * 10 + append)
     B, Hq, Hkv, Nmax, d = 4, 4, 2, 200, 64
-    q = torch.randn(B, Hq, nq, d, dtype=dtype)
-    k_cache = torch.randn(B, Hkv, Nmax, d, dtype=dtype)
-    v_cache = torch.randn(B, Hkv, Nmax, d, dtype=dtype)
-    seqlens = torch.tensor([0, 1, 77, Nmax - append], dtype=torch.int32)   # ragged, empty and full
-    k_new = torch.randn(B, Hkv, append, d, dtype=dtype) if append else None
-    v_new = torch.randn(B, Hkv, append, d, dtype=dtype) if append else None
+    q = torch.randn(B, Hq, nq, d, dtype=dtype, device=device)
+    k_cache = torch.randn(B, Hkv, Nmax, d, dtype=dtype, device=device)
+    v_cache = torch.randn(B, Hkv, Nmax, d, dtype=dtype, device=device)
+    seqlens = torch.tensor([0, 1, 77, Nmax - append], dtype=torch.int32, device=device)   # ragged, empty, full
+    k_new = torch.randn(B, Hkv, append, d, dtype=dtype, device=device) if append else None
+    v_new = torch.randn(B, Hkv, append, d, dtype=dtype, device=device) if append else None
     k_before, v_before = k_cache.clone(), v_cache.clone()
 
     out = torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens, k_new=k_new,
@@ -58,43 +107,191 @@ def test_kvcache_matches_reference(dtype, nq, causal, append):
 
     lengths = [n + append for n in seqlens.tolist()]
     ref = reference(q, k_cache, v_cache, lengths, causal, 0.2)
-    err = (out.double() - ref).abs().max().item()
+    err = (out.double().cpu() - ref).abs().max().item()
     assert err < (2e-6 if dtype == torch.float32 else 1e-2), f"max error {err:.2e}"
 
 
-def test_kvcache_default_lengths_is_plain_attention():
+@pytest.mark.parametrize("device", DEVICES)
+def test_kvcache_default_lengths_is_plain_attention(device):
     """Without cache_seqlens or new keys the whole cache is valid: with Nq = Nmax and causal, that
     is ordinary causal attention (both alignments agree when Nq = Nk)."""
     torch.manual_seed(3)
-    q, k, v = (torch.randn(2, 2, 65, 32) for _ in range(3))
+    q, k, v = (torch.randn(2, 2, 65, 32, device=device) for _ in range(3))
     torch.testing.assert_close(torch_flashattn.attention_kvcache(q, k, v, causal=True),
                                torch_flashattn.attention(q, k, v, causal=True))
 
 
-def test_kvcache_bad_input_writes_nothing():
-    q = torch.randn(2, 2, 1, 16)
-    k_cache, v_cache = torch.randn(2, 2, 10, 16), torch.randn(2, 2, 10, 16)
-    k_new, v_new = torch.randn(2, 2, 3, 16), torch.randn(2, 2, 3, 16)
+@pytest.mark.parametrize("device", DEVICES)
+def test_kvcache_bad_input_writes_nothing(device):
+    def randn(*shape):
+        return torch.randn(*shape, device=device)
+
+    def seqlens(*values, dtype=torch.int32):
+        return torch.tensor(values, dtype=dtype, device=device)
+
+    q = randn(2, 2, 1, 16)
+    k_cache, v_cache = randn(2, 2, 10, 16), randn(2, 2, 10, 16)
+    k_new, v_new = randn(2, 2, 3, 16), randn(2, 2, 3, 16)
     before = k_cache.clone()
+    if device == "cpu":
+        with pytest.raises(RuntimeError, match=r"cache_seqlens\[b\] \+ Nnew must be in 0..Nmax"):
+            torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens(2, 8), k_new=k_new,
+                                              v_new=v_new)
+        with pytest.raises(RuntimeError, match=r"cache_seqlens\[b\] \+ Nnew must be in 0..Nmax"):
+            torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens(-1, 0))
+    else:   # read on the device only: untouched caches and a NaN output instead of an error
+        for sl, kn, vn in ((seqlens(2, 8), k_new, v_new), (seqlens(-1, 0), None, None)):
+            out = torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=sl, k_new=kn, v_new=vn)
+            assert out.isnan().all()
     with pytest.raises(RuntimeError, match=r"cache_seqlens\[b\] \+ Nnew must be in 0..Nmax"):
-        torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=torch.tensor([2, 8], dtype=torch.int32),
-                                          k_new=k_new, v_new=v_new)
-    with pytest.raises(RuntimeError, match=r"cache_seqlens\[b\] \+ Nnew must be in 0..Nmax"):
-        torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=torch.tensor([-1, 0], dtype=torch.int32))
+        torch_flashattn.attention_kvcache(q, k_cache, v_cache, k_new=randn(2, 2, 11, 16), v_new=randn(2, 2, 11, 16))
     with pytest.raises(RuntimeError, match="cache_seqlens must be an int32 tensor of shape"):
-        torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=torch.tensor([1, 2]))
+        torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=seqlens(1, 2, dtype=torch.int64))
     with pytest.raises(RuntimeError, match="k_new and v_new must be given together"):
         torch_flashattn.attention_kvcache(q, k_cache, v_cache, k_new=k_new)
     with pytest.raises(RuntimeError, match=r"k_new and v_new must both be \(B, Hkv, Nnew, d\)"):
         torch_flashattn.attention_kvcache(q, k_cache, v_cache, k_new=k_new, v_new=v_new[:, :, :2])
     with pytest.raises(RuntimeError, match="contiguous last dimension"):
-        torch_flashattn.attention_kvcache(q, torch.randn(2, 2, 10, 32)[..., ::2], v_cache)
+        torch_flashattn.attention_kvcache(q, randn(2, 2, 10, 32)[..., ::2], v_cache)
     assert torch.equal(k_cache, before)
 
 
-def test_kvcache_opcheck():
-    q = torch.randn(2, 4, 3, 16)
-    k_cache, v_cache = torch.randn(2, 2, 20, 16), torch.randn(2, 2, 20, 16)
-    args = (q, k_cache, v_cache, torch.tensor([5, 9], dtype=torch.int32), torch.randn(2, 2, 3, 16),
-            torch.randn(2, 2, 3, 16))
+@pytest.mark.parametrize("device", DEVICES)
+def test_kvcache_opcheck(device):
+    q = torch.randn(2, 4, 3, 16, device=device)
+    k_cache, v_cache = torch.randn(2, 2, 20, 16, device=device), torch.randn(2, 2, 20, 16, device=device)
+    args = (q, k_cache, v_cache, torch.tensor([5, 9], dtype=torch.int32, device=device),
+            torch.randn(2, 2, 3, 16, device=device), torch.randn(2, 2, 3, 16, device=device))
     torch.library.opcheck(torch.ops.fa.forward_kvcache.default, args, {"scale": 1 / math.sqrt(16), "causal": True})
+
+
+# ---- CUDA: the split-KV kernels ----------------------------------------------------------------
+
+gpu = pytest.mark.gpu
+
+
+def spread(B, Nmax, append):
+    """Ragged lengths before the append, from 0 to full."""
+    return [round(b * (Nmax - append) / max(B - 1, 1)) for b in range(B)]
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32], ids=str)
+@pytest.mark.parametrize("d", [64, 80, 128, 256])
+@pytest.mark.parametrize("groups", [1, 4, 8])
+@pytest.mark.parametrize("nq", [1, 2, 4, 16])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("append", [0, 2])
+def test_kvcache_cuda(dtype, d, groups, nq, causal, append):
+    B, Hkv, Nmax = 5, 2, 300
+    run_case("cuda", dtype, B, Hkv * groups, Hkv, nq, d, Nmax, spread(B, Nmax, append), append, causal,
+             seed=d + nq + groups)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+@pytest.mark.parametrize("nq,groups", [(1, 8), (4, 4), (1, 1)])
+def test_kvcache_cuda_long(dtype, nq, groups):
+    """A 32k cache: many splits and the combine kernel."""
+    run_case("cuda", dtype, 2, 2 * groups, 2, nq, 128, 32768, [32767, 20001], 1, True)
+
+
+@gpu
+@pytest.mark.parametrize("case", [
+    dict(B=1, Hq=1, Hkv=1, nq=1, d=1, Nmax=7, seqlens=[7], append=0, causal=False),   # d = 1
+    dict(B=2, Hq=6, Hkv=3, nq=3, d=33, Nmax=129, seqlens=[0, 126], append=3, causal=True),   # odd d
+    dict(B=3, Hq=8, Hkv=1, nq=5, d=40, Nmax=64, seqlens=[0, 1, 2], append=0, causal=True),   # L < Nq
+    dict(B=1, Hq=16, Hkv=2, nq=40, d=64, Nmax=700, seqlens=[650], append=40, causal=True),   # R = 320 rows
+    dict(B=2, Hq=2, Hkv=2, nq=2, d=128, Nmax=1025, seqlens=[1000, 5], append=0, causal=False, scale=-0.3),
+    dict(B=2, Hq=2, Hkv=2, nq=1, d=64, Nmax=17, seqlens=[3, 17], append=0, causal=False, scale=0.0),
+    dict(B=2, Hq=4, Hkv=2, nq=4, d=256, Nmax=0, seqlens=[0, 0], append=0, causal=False),   # empty cache
+], ids=lambda c: "-".join(f"{k}{v}" for k, v in c.items() if k != "seqlens"))
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+def test_kvcache_cuda_edges(case, dtype):
+    run_case("cuda", dtype, **case)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_kvcache_cuda_simt_fallback(dtype, monkeypatch):
+    """FA_KERNEL=simt runs fp16/bf16 on the CUDA-core kernel (the fallback for small-smem devices)."""
+    monkeypatch.setenv("FA_KERNEL", "simt")
+    run_case("cuda", dtype, 3, 8, 2, 2, 80, 500, [0, 250, 497], 3, True)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+def test_kvcache_cuda_views(dtype):
+    """q as a (B, Nq, H, d) transpose, caches and new keys misaligned by a one-element slice: the
+    scalar load paths."""
+    torch.manual_seed(1)
+    B, Hq, Hkv, nq, d, Nmax, append = 2, 4, 2, 3, 64, 90, 2
+    q = torch.randn(B, nq, Hq, d, dtype=dtype, device="cuda").transpose(1, 2)
+    k_cache = torch.randn(B, Hkv, Nmax, d + 1, dtype=dtype, device="cuda")[..., 1:]
+    v_cache = torch.randn(B, Hkv, Nmax, d + 1, dtype=dtype, device="cuda")[..., 1:]
+    k_new = torch.randn(B, Hkv, append, d + 1, dtype=dtype, device="cuda")[..., 1:]
+    v_new = torch.randn(B, append, Hkv, d, dtype=dtype, device="cuda").transpose(1, 2)
+    sl = torch.tensor([10, 88], dtype=torch.int32, device="cuda")
+    out = torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=sl, k_new=k_new, v_new=v_new,
+                                            causal=True)
+    assert torch.equal(k_cache[1, :, 88:], k_new[1]) and torch.equal(v_cache[0, :, 10:12], v_new[0])
+    assert_accurate(out, q, k_cache, v_cache, [12, 90], True, None, "views")
+
+
+@gpu
+def test_kvcache_cuda_matches_cpu():
+    """The same call on both backends: same caches after the append, outputs within fp32 rounding."""
+    torch.manual_seed(2)
+    B, Hq, Hkv, nq, d, Nmax, append = 3, 8, 2, 4, 48, 333, 4
+    args = [torch.randn(B, Hq, nq, d), torch.randn(B, Hkv, Nmax, d), torch.randn(B, Hkv, Nmax, d),
+            torch.tensor([0, 100, 329], dtype=torch.int32), torch.randn(B, Hkv, append, d),
+            torch.randn(B, Hkv, append, d)]
+    cuda_args = [t.cuda() for t in args]
+    out_cpu = torch.ops.fa.forward_kvcache(*args, 0.3, True)
+    out_cuda = torch.ops.fa.forward_kvcache(*cuda_args, 0.3, True)
+    assert torch.equal(args[1], cuda_args[1].cpu()) and torch.equal(args[2], cuda_args[2].cpu())
+    torch.testing.assert_close(out_cuda.cpu(), out_cpu, atol=2e-5, rtol=1e-5)
+
+
+@gpu
+def test_kvcache_cuda_graph():
+    """Captured once, replayed with new lengths, queries and new keys: equals the eager call (the
+    split count depends on shapes only, and nothing synchronises)."""
+    torch.manual_seed(4)
+    B, Hq, Hkv, nq, d, Nmax, append = 4, 32, 8, 1, 128, 8192, 1
+    dt = torch.bfloat16
+
+    def randn(*shape):
+        return torch.randn(*shape, dtype=dt, device="cuda")
+
+    q, k_new, v_new = randn(B, Hq, nq, d), randn(B, Hkv, append, d), randn(B, Hkv, append, d)
+    k0, v0 = randn(B, Hkv, Nmax, d), randn(B, Hkv, Nmax, d)
+    k_cache, v_cache = k0.clone(), v0.clone()
+    sl = torch.tensor([5, 100, 4000, 8000], dtype=torch.int32, device="cuda")
+
+    def call():
+        return torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=sl, k_new=k_new, v_new=v_new,
+                                                 causal=True)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()   # warm-up: per-device attributes are read and cached outside the capture
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = call()
+
+    for lengths in ([0, 8191, 17, 3000], [8191, 8191, 8191, 8191]):
+        sl.copy_(torch.tensor(lengths, dtype=torch.int32))
+        q.copy_(randn(B, Hq, nq, d))
+        k_new.copy_(randn(B, Hkv, append, d))
+        k_cache.copy_(k0)
+        v_cache.copy_(v0)
+        graph.replay()
+        k_eager, v_eager = k0.clone(), v0.clone()
+        expect = torch_flashattn.attention_kvcache(q, k_eager, v_eager, cache_seqlens=sl, k_new=k_new,
+                                                   v_new=v_new, causal=True)
+        torch.cuda.synchronize()
+        assert torch.equal(out, expect) and torch.equal(k_cache, k_eager) and torch.equal(v_cache, v_eager)
+        assert_accurate(out, q, k_cache, v_cache, [n + append for n in lengths], True, None, "graph")

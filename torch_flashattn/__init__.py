@@ -57,14 +57,16 @@ def attention_lse(q, k, v, *, causal=False, scale=None):
 
 def attention_kvcache(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None, v_new=None, causal=False,
                       scale=None):
-    """Attention of a few new queries over a KV cache, appending new keys first (CPU tensors for now).
+    """Attention of a few new queries over a KV cache, appending new keys first (CPU or CUDA).
 
     Args:
         q: (B, Hq, Nq, d) queries, usually Nq small (decoding, chunked prefill).
         k_cache, v_cache: (B, Hkv, Nmax, d) caches with a contiguous last dimension. Written in place
             when k_new / v_new are given.
-        cache_seqlens: int32 (B,), the number of valid keys in each cache before the append; default
-            Nmax − Nnew for every sequence.
+        cache_seqlens: int32 (B,) on q's device, the number of valid keys in each cache before the
+            append; default Nmax − Nnew for every sequence. An entry with cache_seqlens[b] + Nnew
+            outside 0..Nmax raises on the CPU; on CUDA (never read on the host, so CUDA graphs can
+            capture the call) it leaves the caches untouched and makes the output NaN.
         k_new, v_new: (B, Hkv, Nnew, d), written into the caches at rows cache_seqlens[b] .. + Nnew.
         causal: bottom-right aligned: query i of Nq sees keys j <= L_b − Nq + i, where L_b is the
             valid length after the append (the query tokens are the last Nq of the sequence).

@@ -1,0 +1,773 @@
+/*
+ * fa_decode.cu — fa_forward_kvcache_cuda: attention of a few queries over a KV cache, split-KV
+ * ("flash-decoding"), with ragged cache lengths, in-place append and bottom-right causal masking.
+ * The semantics are fa_forward_kvcache_cpu's (fa_cpu.c, fa.h); up to three kernels on one stream:
+ *
+ *   1. append   k_new / v_new rows → cache rows cache_seqlens[b] ..  (only when Nnew > 0)
+ *   2. attend   grid (row tile, split, b·Hkv + hk): one CTA reads keys [s·chunk, (s+1)·chunk) of
+ *               its sequence, clipped to the L_b = cache_seqlens[b] + Nnew valid keys, so a
+ *               ragged batch reads only its tokens. The Nq · G query rows that share a KV head
+ *               (G = Hq / Hkv; packed row r = i·G + g is query i of head hk·G + g) form one
+ *               tile of 16 rows, so K and V are read once per tile.
+ *   3. combine  per output row, merges the splits' partial O and lse (skipped when splits == 1:
+ *               the attend kernel then writes O itself).
+ *
+ * Attend, fp16/bf16 (tensor cores): each of the 4 warps walks its own blocks of 16 keys (blocks
+ * w, w+4, ... of the chunk) through a private cp.async ring of STAGES buffers, so the key loop has
+ * no CTA barrier; c = scale · log2(e):
+ *
+ *     S = Q Kᵀ                      mma.m16n8k16, queries padded to 16 rows, fp32 accumulate
+ *     s = S · c, −inf where key ≥ L_b or (causal) key > L_b − Nq + i
+ *     m_new = max(m, rowmax(s)),  P = exp2(s − m_new)
+ *     l = l · exp2(m − m_new) + rowsum(P),  O = O · exp2(m − m_new) + P V
+ *
+ * and at the end the 4 warps' (m, l, O) are merged through shared memory into O / l and
+ * lse = m + log2 l. fp32 (and FA_KERNEL=simt, or a device without room for the tile) runs the
+ * CUDA-core kernel: one warp per (query row, split), lanes over the head dim, 4 keys at a time.
+ *
+ * Split count (shapes and the device only, so a CUDA graph replays it): enough CTAs for about two
+ * waves of the attend kernel, at most one split per 128 keys of Nmax; chunk = ceil(Nmax / splits)
+ * rounded up to 64 keys. It never reads cache_seqlens on the host: a bad entry (fa.h) leaves the
+ * caches untouched and makes the output NaN, checked by every CTA on the device.
+ *
+ * Builds with plain nvcc; includes CUDA headers and fa.h only:
+ *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -Icsrc -c csrc/fa_decode.cu
+ */
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fa.h"
+#include "fa_dtype.cuh"
+#include "fa_mma.cuh"
+
+/* Kernel arguments: the caller's params plus the plan and scalars derived once on the host. */
+typedef struct {
+    fa_kvcache_params kp;
+    float scale_log2;        /* scale · log2(e), signed */
+    int G;                   /* Hq / Hkv */
+    int R;                   /* Nq · G packed query rows per KV head */
+    int row_tiles;           /* ceil(R / 16): tensor-core CTAs per (split, b, hk) */
+    int64_t nnew;            /* appended rows: Nnew, 0 without k_new */
+    int64_t rows;            /* B · Hq · Nq output rows, index (b·Hq + h)·Nq + i */
+    int64_t splits, chunk;   /* split s reads keys [s·chunk, (s+1)·chunk); chunk % 64 == 0 */
+    float *o_part;           /* (splits, rows, d) fp32, O / l of each split (splits > 1) */
+    float *lse_part;         /* (splits, rows) fp32, log2 units, −inf: the split saw no key */
+    int vec_kv;              /* k, v caches: 16-byte aligned rows, cp.async */
+    int vec_q;               /* q: 16-byte aligned rows */
+    int vec_append;          /* append rows: 16-byte aligned and whole */
+} decode_args;
+
+/* ---- Shared by every kernel ----------------------------------------------------------------- */
+
+/* cache_seqlens[b] before the append (default Nmax − Nnew). */
+__device__ __forceinline__ int64_t seq_start(const decode_args &a, int64_t b)
+{
+    return a.kp.cache_seqlens != NULL ? (int64_t)a.kp.cache_seqlens[b] : a.kp.p.Nk - a.nnew;
+}
+
+/* Whether every cache_seqlens[b] + Nnew lies in 0..Nmax. A CTA-wide barrier: every thread of the
+ * CTA calls it, before any early return. B is small; the entries sit in L2 after the first CTA. */
+__device__ bool seqlens_valid(const decode_args &a)
+{
+    int bad = 0;
+    if (a.kp.cache_seqlens != NULL)
+        for (int64_t b = threadIdx.x; b < a.kp.p.B; b += blockDim.x) {
+            const int64_t n = a.kp.cache_seqlens[b];
+            bad |= n < 0 || n + a.nnew > a.kp.p.Nk;
+        }
+    return !__syncthreads_or(bad);
+}
+
+/* Stores one finished element: O (natural-log lse) to the output when the launch has one split,
+ * else the split's partials. lse2 in log2 units; row = (b·Hq + h)·Nq + i. */
+template <typename T>
+__device__ __forceinline__ void store_result(const decode_args &a, int64_t split, int64_t row, int64_t b,
+                                             int64_t h, int64_t i, int c, float val, float lse2)
+{
+    const fa_params &p = a.kp.p;
+    if (a.splits == 1) {
+        from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + c, val);
+        if (c == 0 && p.lse != NULL)
+            p.lse[row] = lse2 * 0.69314718055994531f;
+    } else {
+        a.o_part[(split * a.rows + row) * p.d + c] = val;
+        if (c == 0)
+            a.lse_part[split * a.rows + row] = lse2;
+    }
+}
+
+/* ---- 1. Append ------------------------------------------------------------------------------ */
+
+/* cache[b, h, start_b + j] = new[b, h, j]; one warp per (b, h, j) row of k_new and v_new, grid
+ * ceil(B·Hkv·Nnew / 4) × 128 threads. Writes nothing when any cache_seqlens entry is bad. */
+__global__ void __launch_bounds__(128) decode_append_kernel(const __grid_constant__ decode_args a)
+{
+    if (!seqlens_valid(a))
+        return;
+    const fa_params &p = a.kp.p;
+    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
+    if (row >= p.B * p.Hkv * a.nnew)
+        return;
+    const int lane = threadIdx.x % 32;
+    const int64_t j = row % a.nnew, h = row / a.nnew % p.Hkv, b = row / a.nnew / p.Hkv;
+    const int64_t dst_row = seq_start(a, b) + j;
+    const int64_t es = p.dtype == FA_FLOAT32 ? 4 : 2, bytes = p.d * es;
+    for (int kv = 0; kv < 2; kv++) {
+        const char *src = (const char *)(kv ? a.kp.v_new : a.kp.k_new) +
+            (kv ? b * a.kp.vn_batch_stride + h * a.kp.vn_head_stride + j * a.kp.vn_row_stride
+                : b * a.kp.kn_batch_stride + h * a.kp.kn_head_stride + j * a.kp.kn_row_stride) * es;
+        char *dst = (char *)(kv ? p.v : p.k) +
+            (kv ? b * p.v_batch_stride + h * p.v_head_stride + dst_row * p.v_row_stride
+                : b * p.k_batch_stride + h * p.k_head_stride + dst_row * p.k_row_stride) * es;
+        if (a.vec_append)
+            for (int64_t c = 16 * lane; c < bytes; c += 16 * 32)
+                *(uint4 *)(dst + c) = *(const uint4 *)(src + c);
+        else   /* every dtype is a whole number of 2-byte units */
+            for (int64_t c = 2 * lane; c < bytes; c += 2 * 32)
+                *(uint16_t *)(dst + c) = *(const uint16_t *)(src + c);
+    }
+}
+
+/* ---- 2a. Attend on tensor cores (fp16, bf16) ------------------------------------------------ */
+
+/* D: compiled head-dim width (d padded up to it); STAGES: buffers in each warp's K and V ring;
+ * MIN_CTAS: CTAs per SM the registers must allow. Shared memory: 32·D + 4 · STAGES · 64·D bytes.
+ * Bytes in flight per SM ≈ CTAs · 4 warps · (STAGES − 1) · 64·D: ~100 KB for every row below,
+ * above the ~40 KB that 4.8 TB/s × ~1 µs of latency needs over 132 SMs. Not yet tuned on the H200. */
+template <int D_, int STAGES_, int MIN_CTAS_>
+struct decode_tile {
+    static constexpr int D = D_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_, WARPS = 4, THREADS = 128;
+    static_assert(D % 64 == 0 && D <= 256 && STAGES >= 2, "tile shape");
+};
+typedef decode_tile< 64, 4, 3> decode_tile_d64;    /*  66 KB: 3 CTAs/SM on sm_90 */
+typedef decode_tile<128, 3, 2> decode_tile_d128;   /* 100 KB: 2 CTAs/SM on sm_90 */
+typedef decode_tile<256, 2, 1> decode_tile_d256;   /* 136 KB: fits sm_80's 163 KB */
+
+/* Shared memory of one CTA. K/V tiles: element (r, c) in 16-byte chunk (c/8) ^ (r%8). After its
+ * key loop a warp reuses its ring for its unnormalised (m, l, O), which the CTA then merges. */
+template <class C>
+struct decode_smem {
+    uint16_t q[16][C::D];                            /* the 16 packed query rows, zero-padded */
+    union __align__(16) {
+        struct {
+            uint16_t k[C::STAGES][16][C::D];         /* key block i of this warp: stage i % STAGES */
+            uint16_t v[C::STAGES][16][C::D];
+        } ring;
+        struct {
+            float o[16][C::D + 8];                   /* +8: float2 stores of a C fragment hit 32 banks */
+            float m[16], l[16];                      /* log2 units; l summed over the whole row */
+        } part;
+    } w[C::WARPS];
+};
+
+/* Copies rows 0..15 (rows >= rows zero-filled) and columns 0..d-1 (the rest zero) of a global
+ * (·, d) tile into a swizzled shared tile, by the 32 lanes of one warp. vec: 16-byte aligned rows,
+ * cp.async (the caller commits); else 2-byte loads stored at once. */
+template <int D>
+__device__ __forceinline__ void load_rows16(uint32_t s_tile, const uint16_t *g, int64_t row_stride, int rows,
+                                            int d, int vec, int lane)
+{
+    constexpr int CHUNKS = D / 8, STEP = 32 / CHUNKS;   /* STEP rows per pass of the warp */
+    const int c = lane % CHUNKS;
+    const int nc = max(0, min(8, d - 8 * c));           /* valid elements of this lane's chunk */
+#pragma unroll
+    for (int it = 0; it < 16 / STEP; it++) {
+        const int r = lane / CHUNKS + it * STEP;
+        const int n = r < rows ? nc : 0;
+        const uint16_t *src = n ? g + r * row_stride + 8 * c : g;
+        if (vec) {
+            cp_async16(s_tile + swz<D>(r, c), src, 2 * n);
+        } else {
+            uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                if (e < n)
+                    w[e / 2] |= (uint32_t)src[e] << (16 * (e % 2));
+            st_shared_v4(s_tile + swz<D>(r, c), make_uint4(w[0], w[1], w[2], w[3]));
+        }
+    }
+}
+
+/* Grid: 1-D over (row tile, split, b·Hkv + hk), row tile fastest so that the tiles reading the
+ * same keys run together and share them in L2; block: 4 warps. */
+template <typename T, class C>
+__global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
+decode_mma_kernel(const __grid_constant__ decode_args a)
+{
+    constexpr int D = C::D, STAGES = C::STAGES, WARPS = C::WARPS, CHUNKS = D / 8;
+    extern __shared__ __align__(128) uint8_t smem_raw[];
+    decode_smem<C> &s = *reinterpret_cast<decode_smem<C> *>(smem_raw);
+
+    const fa_params &p = a.kp.p;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int g = lane / 4, t = lane % 4;               /* fragment row group, column pair */
+    const int d = (int)p.d, Nq = (int)p.Nq, G = a.G, R = a.R;
+    const float c = a.scale_log2;
+
+    const int64_t blk = blockIdx.x;
+    const int r0 = (int)(blk % a.row_tiles) * 16;       /* first packed row of the tile */
+    const int64_t split = blk / a.row_tiles % a.splits, bh = blk / a.row_tiles / a.splits;
+    const int64_t b = bh / p.Hkv, hk = bh % p.Hkv;
+    const bool valid = seqlens_valid(a);
+    const int L = valid ? (int)(seq_start(a, b) + a.nnew) : 0;
+
+    /* Packed row r (query i = r / G) sees keys j < lim(r) = L, or L − Nq + i + 1 when causal. The
+     * tile's last real row sees the most; this CTA reads keys [k0, k1) of them. */
+    const int i_last = (min(R, r0 + 16) - 1) / G;
+    const int kv_end = p.causal ? L - Nq + i_last + 1 : L;
+    const int64_t k0_64 = split * a.chunk;
+    const int k0 = (int)k0_64, k1 = (int)min((int64_t)kv_end, k0_64 + a.chunk);
+    const int n_blocks = k1 > k0 ? (k1 - k0 + 15) / 16 : 0;
+    const int nb_w = n_blocks > warp ? (n_blocks - warp + WARPS - 1) / WARPS : 0;   /* this warp's */
+
+    /* g_k, g_v: k[b, hk], v[b, hk] (Nmax, d). Local block i of this warp holds keys
+     * k0 + 16·(warp + 4i) .. +15. */
+    const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride;
+    const uint16_t *g_v = (const uint16_t *)p.v + b * p.v_batch_stride + hk * p.v_head_stride;
+    const uint32_t s_k0 = smem_u32(s.w[warp].ring.k), s_v0 = smem_u32(s.w[warp].ring.v);
+    constexpr uint32_t STAGE_BYTES = 16 * D * 2;
+    auto load_kv = [&](int i) {
+        const int key0 = k0 + 16 * (warp + WARPS * i);
+        const uint32_t off = (i % STAGES) * STAGE_BYTES;
+        load_rows16<D>(s_k0 + off, g_k + (int64_t)key0 * p.k_row_stride, p.k_row_stride, k1 - key0, d,
+                       a.vec_kv, lane);
+        load_rows16<D>(s_v0 + off, g_v + (int64_t)key0 * p.v_row_stride, p.v_row_stride, k1 - key0, d,
+                       a.vec_kv, lane);
+    };
+
+    /* Prologue: blocks 0 .. STAGES−2 of this warp, one cp.async group each (possibly empty). */
+#pragma unroll
+    for (int i = 0; i < STAGES - 1; i++) {
+        if (i < nb_w)
+            load_kv(i);
+        cp_async_commit();
+    }
+
+    /* Q tile, while the first K/V blocks land: row r of the tile is q[b, hk·G + (r0+r) % G,
+     * (r0+r) / G]; rows past R and columns past d are zero. */
+    if (n_blocks > 0) {
+        for (int idx = threadIdx.x; idx < 16 * CHUNKS; idx += C::THREADS) {
+            const int r = idx / CHUNKS, ch = idx % CHUNKS, row = r0 + r;
+            const int n = row < R ? max(0, min(8, d - 8 * ch)) : 0;
+            uint4 x = make_uint4(0, 0, 0, 0);
+            if (n > 0) {
+                const uint16_t *src = (const uint16_t *)p.q + b * p.q_batch_stride
+                                    + (hk * G + row % G) * p.q_head_stride + (int64_t)(row / G) * p.q_row_stride
+                                    + 8 * ch;
+                if (a.vec_q && n == 8) {
+                    x = *(const uint4 *)src;
+                } else {
+                    uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        if (e < n)
+                            w[e / 2] |= (uint32_t)src[e] << (16 * (e % 2));
+                    x = make_uint4(w[0], w[1], w[2], w[3]);
+                }
+            }
+            st_shared_v4(smem_u32(s.q) + swz<D>(r, ch), x);
+        }
+    }
+    /* Barrier: the Q tile is visible to every warp. */
+    __syncthreads();
+
+    /* Keys this lane's rows g and g + 8 see (padded rows: L, harmless as their Q is zero). */
+    const int lim_a = p.causal && r0 + g < R ? L - Nq + (r0 + g) / G + 1 : L;
+    const int lim_b = p.causal && r0 + g + 8 < R ? L - Nq + (r0 + g + 8) / G + 1 : L;
+    const int lim_lo = min(lim_a, lim_b);
+
+    /* ldmatrix.x4 lane addresses as in fa_sm80.cu: Q and V rows lane%16, chunk lane/16; K rows
+     * lane%8 + 8·(lane/16), chunk (lane/8)%2, so each MMA's B pair is two adjacent registers. */
+    const uint32_t lane_off = swz<D>(lane % 16, lane / 16);
+    const uint32_t lane_off_k = swz<D>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
+    const uint32_t s_q = smem_u32(s.q);
+
+    float r_o[D / 8][4] = {};                           /* O: 16 × D, C layout */
+    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f};   /* rows g, g+8; l_i: own columns */
+
+    for (int i = 0; i < nb_w; i++) {
+        /* After block i, the groups of blocks i+1 .. i+STAGES−2 may still be in flight. */
+        cp_async_wait<STAGES - 2>();
+        /* Warp barrier: every lane's copies of block i are visible, and every lane has finished
+         * block i−1, whose stage the load below overwrites. */
+        __syncwarp();
+        if (i + STAGES - 1 < nb_w)
+            load_kv(i + STAGES - 1);
+        cp_async_commit();                              /* possibly empty: keeps the count */
+
+        const int key0 = k0 + 16 * (warp + WARPS * i);
+        const uint32_t s_k = s_k0 + (i % STAGES) * STAGE_BYTES, s_v = s_v0 + (i % STAGES) * STAGE_BYTES;
+
+        /* S = Q Kᵀ: 16 rows × 16 keys; n-tile 0 keys 0-7, n-tile 1 keys 8-15. */
+        float r_s[2][4] = {};
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++) {
+            uint32_t r_q[4], r_k[4];
+            ldsm_x4(r_q, frag_addr<D>(s_q, lane_off, 0, 2 * kk));
+            ldsm_x4(r_k, frag_addr<D>(s_k, lane_off_k, 0, 2 * kk));
+            mma16816<T>(r_s[0], r_q, r_k[0], r_k[1]);
+            mma16816<T>(r_s[1], r_q, r_k[2], r_k[3]);
+        }
+
+        /* s = S · c; −inf for keys a row does not see (only blocks at the end pay for the test). */
+#pragma unroll
+        for (int n = 0; n < 2; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                r_s[n][e] *= c;
+        if (key0 + 16 > lim_lo) {
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (key0 + 8 * n + 2 * t + e % 2 >= (e < 2 ? lim_a : lim_b))
+                        r_s[n][e] = -INFINITY;
+        }
+
+        /* m_new = max(m_i, rowmax(s)), over the 4 lanes of a quad. A row that has seen only −inf
+         * so far uses 0 as its reference, so no exp2 sees −inf − (−inf). */
+        float m_ref[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float x = fmaxf(m_i[r], fmaxf(fmaxf(r_s[0][2 * r], r_s[0][2 * r + 1]),
+                                          fmaxf(r_s[1][2 * r], r_s[1][2 * r + 1])));
+            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+            x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+            m_ref[r] = x == -INFINITY ? 0.f : x;
+            /* alpha = exp2(m_i − m_new): l_i and O are rescaled */
+            const float alpha = ex2(m_i[r] - m_ref[r]);
+            l_i[r] *= alpha;
+#pragma unroll
+            for (int n = 0; n < D / 8; n++) {
+                r_o[n][2 * r] *= alpha;
+                r_o[n][2 * r + 1] *= alpha;
+            }
+            m_i[r] = x;
+        }
+
+        /* P = exp2(s − m_new); l_i += rowsum(P). The C fragments of n-tiles 0 and 1 are the A
+         * fragment of P for keys 0..15: a0 (g, 2t..), a1 (g+8, 2t..), a2, a3 the same of tile 1. */
+        uint32_t r_p[4];
+#pragma unroll
+        for (int n = 0; n < 2; n++) {
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                r_s[n][e] = ex2(r_s[n][e] - m_ref[e / 2]);
+                l_i[e / 2] += r_s[n][e];
+            }
+            r_p[2 * n] = pack2<T>(r_s[n][0], r_s[n][1]);
+            r_p[2 * n + 1] = pack2<T>(r_s[n][2], r_s[n][3]);
+        }
+
+        /* O += P V: ldmatrix.trans of V (keys × cols) gives b0, b1 of n-tiles 2n2 and 2n2+1. */
+#pragma unroll
+        for (int n2 = 0; n2 < D / 16; n2++) {
+            uint32_t r_v[4];
+            ldsm_x4_trans(r_v, frag_addr<D>(s_v, lane_off, 0, 2 * n2));
+            mma16816<T>(r_o[2 * n2], r_p, r_v[0], r_v[1]);
+            mma16816<T>(r_o[2 * n2 + 1], r_p, r_v[2], r_v[3]);
+        }
+    }
+
+    /* Only empty groups can remain; warp barrier: every lane is done reading the ring that the
+     * partial below overwrites. */
+    cp_async_wait<0>();
+    __syncwarp();
+    auto &part = s.w[warp].part;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        float l = l_i[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+#pragma unroll
+        for (int n = 0; n < D / 8; n++)
+            *reinterpret_cast<float2 *>(&part.o[g + 8 * r][8 * n + 2 * t]) = make_float2(r_o[n][2 * r], r_o[n][2 * r + 1]);
+        if (t == 0) {
+            part.m[g + 8 * r] = m_i[r];
+            part.l[g + 8 * r] = l;
+        }
+    }
+    /* Barrier: every warp's (m, l, O) is visible to the merge. */
+    __syncthreads();
+
+    /* Merge the warps: M = max m_w, l = Σ l_w · exp2(m_w − M), O = Σ O_w · exp2(m_w − M) / l;
+     * lse = M + log2 l. A row no warp saw a key for gets O = 0, lse = −inf. */
+    for (int idx = threadIdx.x; idx < 16 * D; idx += C::THREADS) {
+        const int r = idx / D, col = idx % D, row = r0 + r;
+        if (row >= R || col >= d)
+            continue;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < WARPS; w++)
+            M = fmaxf(M, s.w[w].part.m[r]);
+        float l = 0.f, o = 0.f;
+        if (M != -INFINITY) {
+#pragma unroll
+            for (int w = 0; w < WARPS; w++) {
+                const float f = ex2(s.w[w].part.m[r] - M);
+                l += s.w[w].part.l[r] * f;
+                o += s.w[w].part.o[r][col] * f;
+            }
+        }
+        const int64_t h = hk * G + row % G, i = row / G;
+        const float val = valid ? (l > 0.f ? o / l : 0.f) : NAN;
+        const float lse2 = valid ? (l > 0.f ? M + log2f(l) : -INFINITY) : NAN;
+        store_result<T>(a, split, (b * p.Hq + h) * Nq + i, b, h, i, col, val, lse2);
+    }
+}
+
+/* ---- 2b. Attend on CUDA cores (fp32, and the fallback) -------------------------------------- */
+
+/* One warp per (output row, split), split fastest; lane owns columns lane + 32e, e < 8. Four keys
+ * per step: their loads and dot-product reductions overlap. Grid ceil(rows · splits / 4) × 128. */
+template <typename T>
+__global__ void __launch_bounds__(128, 2) decode_simt_kernel(const __grid_constant__ decode_args a)
+{
+    const bool valid = seqlens_valid(a);
+    const fa_params &p = a.kp.p;
+    const int64_t wid = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
+    if (wid >= a.rows * a.splits)
+        return;
+    const int lane = threadIdx.x % 32, d = (int)p.d;
+    const int64_t split = wid % a.splits, row = wid / a.splits;
+    const int64_t i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq, hk = h / a.G;
+    const int64_t L = valid ? seq_start(a, b) + a.nnew : 0;
+    const int64_t lim = p.causal ? L - p.Nq + i + 1 : L;    /* keys j < lim are seen */
+    const int64_t k0 = split * a.chunk, k1 = min(lim, k0 + a.chunk);
+
+    /* q · scale · log2(e), fp32; g_k, g_v: k[b, hk], v[b, hk] (Nmax, d) */
+    const T *g_q = (const T *)p.q + b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
+    const T *g_k = (const T *)p.k + b * p.k_batch_stride + hk * p.k_head_stride;
+    const T *g_v = (const T *)p.v + b * p.v_batch_stride + hk * p.v_head_stride;
+    float r_q[8], r_o[8];
+#pragma unroll
+    for (int e = 0; e < 8; e++) {
+        r_q[e] = lane + 32 * e < d ? to_float(g_q[lane + 32 * e]) * a.scale_log2 : 0.f;
+        r_o[e] = 0.f;
+    }
+    float m_i = -INFINITY, l_i = 0.f;
+
+    for (int64_t j = k0; j < k1; j += 4) {
+        /* s_u = q · k_(j+u) (log2 units), −inf past k1 */
+        float r_k[4][8], r_v[4][8], s[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++)
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                const bool in = j + u < k1 && lane + 32 * e < d;
+                r_k[u][e] = in ? to_float(g_k[(j + u) * p.k_row_stride + lane + 32 * e]) : 0.f;
+                r_v[u][e] = in ? to_float(g_v[(j + u) * p.v_row_stride + lane + 32 * e]) : 0.f;
+            }
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            s[u] = 0.f;
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                s[u] = fmaf(r_q[e], r_k[u][e], s[u]);
+        }
+#pragma unroll
+        for (int off = 16; off >= 1; off /= 2)
+#pragma unroll
+            for (int u = 0; u < 4; u++)
+                s[u] += __shfl_xor_sync(0xffffffffu, s[u], off);
+        float m_new = m_i;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            s[u] = j + u < k1 ? s[u] : -INFINITY;
+            m_new = fmaxf(m_new, s[u]);
+        }
+        /* alpha = exp2(m_i − m_new); O = O·alpha + Σ P V; l = l·alpha + Σ P (m_new is finite: key
+         * j < k1 is seen) */
+        const float alpha = exp2f(m_i - m_new);
+        l_i *= alpha;
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            r_o[e] *= alpha;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            const float pu = exp2f(s[u] - m_new);
+            l_i += pu;
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                r_o[e] = fmaf(pu, r_v[u][e], r_o[e]);
+        }
+        m_i = m_new;
+    }
+
+    const float lse2 = valid ? (l_i > 0.f ? m_i + log2f(l_i) : -INFINITY) : NAN;
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        if (lane + 32 * e < d)
+            store_result<T>(a, split, row, b, h, i, lane + 32 * e,
+                            valid ? (l_i > 0.f ? r_o[e] / l_i : 0.f) : NAN, lse2);
+}
+
+/* ---- 3. Combine ----------------------------------------------------------------------------- */
+
+/* O = Σ_s O_s · exp2(lse_s − M) / Σ_s exp2(lse_s − M), M = max_s lse_s; one warp per output row,
+ * grid ceil(rows / 4) × 128. Splits that saw no key have lse −inf and O 0: weight 0. */
+template <typename T>
+__global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_constant__ decode_args a)
+{
+    const bool valid = seqlens_valid(a);
+    const fa_params &p = a.kp.p;
+    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
+    if (row >= a.rows)
+        return;
+    const int lane = threadIdx.x % 32, d = (int)p.d;
+    const int64_t i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq;
+    const float *lse = a.lse_part + row;                /* split s at lse[s · rows] */
+
+    float M = -INFINITY;
+    for (int64_t sp = lane; sp < a.splits; sp += 32)
+        M = fmaxf(M, lse[sp * a.rows]);
+#pragma unroll
+    for (int off = 16; off >= 1; off /= 2)
+        M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
+    float l = 0.f, r_o[8] = {};
+    if (M != -INFINITY) {
+        for (int64_t sp = lane; sp < a.splits; sp += 32)
+            l += exp2f(lse[sp * a.rows] - M);
+#pragma unroll
+        for (int off = 16; off >= 1; off /= 2)
+            l += __shfl_xor_sync(0xffffffffu, l, off);
+        /* Unrolled so that several splits' loads are in flight at once. */
+#pragma unroll 4
+        for (int64_t sp = 0; sp < a.splits; sp++) {
+            const float w = exp2f(lse[sp * a.rows] - M);
+            const float *o = a.o_part + (sp * a.rows + row) * d;
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                if (lane + 32 * e < d)
+                    r_o[e] = fmaf(w, o[lane + 32 * e], r_o[e]);
+        }
+    }
+    T *g_o = (T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        if (lane + 32 * e < d)
+            from_float(g_o + lane + 32 * e, valid ? (l > 0.f ? r_o[e] / l : 0.f) : NAN);
+    if (p.lse != NULL && lane == 0)
+        p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * 0.69314718055994531f : -INFINITY) : NAN;
+}
+
+/* ---- Host ----------------------------------------------------------------------------------- */
+
+typedef void (*decode_kernel)(const decode_args);
+
+/* The attend kernel chosen for a call and what the split rule needs of it. */
+typedef struct {
+    decode_kernel attend, combine;
+    size_t smem;
+    int ctas_per_sm;         /* occupancy of attend */
+    int64_t ctas_per_split;  /* attend CTAs that one split adds */
+    int mma;                 /* tensor-core kernel (grid over row tiles), else SIMT */
+} decode_plan;
+
+/* Once per device (devices past 31: every call): SM count. */
+static int sm_count(int dev, int *sms)
+{
+    static int s_sms[32];
+    if (dev < 32 && (*sms = __atomic_load_n(&s_sms[dev], __ATOMIC_ACQUIRE)) > 0)
+        return FA_OK;
+    if (cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    if (dev < 32)
+        __atomic_store_n(&s_sms[dev], *sms, __ATOMIC_RELEASE);
+    return FA_OK;
+}
+
+/* Once per device and kernel: raise its dynamic shared memory limit and read its occupancy.
+ * FA_ERR_UNSUPPORTED when the device has no room for it (or is below sm_80 for MMA). */
+static int kernel_setup(decode_kernel kernel, size_t smem, int threads, int mma, int dev, int *occ,
+                        int cache[32])
+{
+    if (dev < 32 && (*occ = __atomic_load_n(&cache[dev], __ATOMIC_ACQUIRE)) != 0)
+        return *occ > 0 ? FA_OK : FA_ERR_UNSUPPORTED;
+    int major, optin;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess
+        || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    *occ = -1;
+    if ((!mma || major >= 8) && smem <= (size_t)optin) {
+        if (smem > 48 * 1024 &&
+            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+            return FA_ERR_CUDA;
+        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(occ, kernel, threads, smem) != cudaSuccess)
+            return FA_ERR_CUDA;
+        *occ = *occ > 0 ? *occ : -1;
+    }
+    if (dev < 32)
+        __atomic_store_n(&cache[dev], *occ, __ATOMIC_RELEASE);
+    return *occ > 0 ? FA_OK : FA_ERR_UNSUPPORTED;
+}
+
+template <typename T, class C>
+static int plan_mma(decode_plan *pl, int dev)
+{
+    static int s_occ[32];
+    pl->attend = decode_mma_kernel<T, C>;
+    pl->combine = decode_combine_kernel<T>;
+    pl->smem = sizeof(decode_smem<C>);
+    pl->mma = 1;
+    return kernel_setup(pl->attend, pl->smem, C::THREADS, 1, dev, &pl->ctas_per_sm, s_occ);
+}
+
+template <typename T>
+static int plan_simt(decode_plan *pl, int dev)
+{
+    static int s_occ[32];
+    pl->attend = decode_simt_kernel<T>;
+    pl->combine = decode_combine_kernel<T>;
+    pl->smem = 0;
+    pl->mma = 0;
+    return kernel_setup(pl->attend, 0, 128, 0, dev, &pl->ctas_per_sm, s_occ);
+}
+
+/* Everything the launch needs that depends on the shapes and the device only: the kernel, the
+ * split count and the derived scalars. The same answer for fa_kvcache_scratch_bytes and the launch. */
+static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *a)
+{
+    const fa_params *p = &kp->p;
+    memset(pl, 0, sizeof *pl);
+    memset(a, 0, sizeof *a);
+    a->kp = *kp;
+    a->nnew = kp->k_new != NULL ? kp->Nnew : 0;
+    a->splits = 1;
+    a->chunk = 64;
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
+        return FA_OK;                                   /* append only */
+    /* Key positions and packed rows are int in the kernels (offsets are 64-bit). */
+    if (p->Nk > INT32_MAX - 256 || p->Nq * (p->Hq / p->Hkv) > INT32_MAX - 256)
+        return FA_ERR_UNSUPPORTED;
+    a->G = (int)(p->Hq / p->Hkv);
+    a->R = (int)(p->Nq * a->G);
+    a->row_tiles = (a->R + 15) / 16;
+    a->rows = p->B * p->Hq * p->Nq;
+    a->scale_log2 = p->scale * 1.4426950408889634f;
+
+    int dev, sms;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    int st = sm_count(dev, &sms);
+    if (st != FA_OK)
+        return st;
+    const char *force = getenv("FA_KERNEL");
+    const int simt = p->dtype == FA_FLOAT32 || (force != NULL && strcmp(force, "simt") == 0);
+    st = FA_ERR_UNSUPPORTED;
+    if (!simt) {
+        const int bf16 = p->dtype == FA_BFLOAT16;
+        if (p->d <= 64)
+            st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d64>(pl, dev) : plan_mma<__half, decode_tile_d64>(pl, dev);
+        else if (p->d <= 128)
+            st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128>(pl, dev) : plan_mma<__half, decode_tile_d128>(pl, dev);
+        else
+            st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d256>(pl, dev) : plan_mma<__half, decode_tile_d256>(pl, dev);
+    }
+    if (st == FA_ERR_UNSUPPORTED)                       /* fp32, forced, or no room for the tile */
+        st = p->dtype == FA_FLOAT32 ? plan_simt<float>(pl, dev)
+           : p->dtype == FA_FLOAT16 ? plan_simt<__half>(pl, dev) : plan_simt<__nv_bfloat16>(pl, dev);
+    if (st != FA_OK)
+        return st;
+    pl->ctas_per_split = pl->mma ? (int64_t)a->row_tiles * p->B * p->Hkv : (a->rows + 3) / 4;
+
+    /* splits: about two waves of attend CTAs, at most one per 128 keys of Nmax. */
+    const int64_t wave = (int64_t)sms * pl->ctas_per_sm;
+    const int64_t max_splits = (p->Nk + 127) / 128;
+    int64_t splits = (2 * wave + pl->ctas_per_split - 1) / pl->ctas_per_split;
+    splits = splits < max_splits ? splits : max_splits;
+    splits = splits > 1 ? splits : 1;
+    a->chunk = ((p->Nk + splits - 1) / splits + 63) / 64 * 64;
+    a->chunk = a->chunk > 0 ? a->chunk : 64;
+    a->splits = p->Nk > 0 ? (p->Nk + a->chunk - 1) / a->chunk : 1;
+    return FA_OK;
+}
+
+static int aligned16(const void *ptr, int64_t s0, int64_t s1, int64_t s2, int64_t es)
+{
+    return (uintptr_t)ptr % 16 == 0 && (s0 * es) % 16 == 0 && (s1 * es) % 16 == 0 && (s2 * es) % 16 == 0;
+}
+
+static size_t scratch_size(const decode_args *a)
+{
+    return a->splits > 1 ? (size_t)(a->splits * a->rows * (a->kp.p.d + 1)) * sizeof(float) : 0;
+}
+
+extern "C" int fa_kvcache_scratch_bytes(const fa_kvcache_params *kp, size_t *bytes)
+{
+    *bytes = 0;
+    int st = fa_check_kvcache_params(kp);
+    if (st != FA_OK)
+        return st;
+    decode_plan pl;
+    decode_args a;
+    st = make_plan(kp, &pl, &a);
+    if (st == FA_OK)
+        *bytes = scratch_size(&a);
+    return st;
+}
+
+extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratch, size_t scratch_bytes,
+                                       struct CUstream_st *stream)
+{
+    int st = fa_check_kvcache_params(kp);
+    if (st != FA_OK)
+        return st;
+    const fa_params *p = &kp->p;
+    if (p->B == 0)
+        return FA_OK;
+    /* Without cache_seqlens every sequence starts at Nmax − Nnew: checked here, on the host. */
+    if (kp->cache_seqlens == NULL && kp->k_new != NULL && kp->Nnew > p->Nk)
+        return FA_ERR_SEQLEN;
+    decode_plan pl;
+    decode_args a;
+    st = make_plan(kp, &pl, &a);
+    if (st != FA_OK)
+        return st;
+    if (scratch_bytes < scratch_size(&a) || (scratch_size(&a) > 0 && scratch == NULL))
+        return FA_ERR_SCRATCH;
+    if (a.splits > 1) {
+        a.o_part = (float *)scratch;
+        a.lse_part = a.o_part + a.splits * a.rows * p->d;
+    }
+    const int64_t es = p->dtype == FA_FLOAT32 ? 4 : 2;
+    a.vec_kv = aligned16(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride, es)
+            && aligned16(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride, es);
+    a.vec_q = aligned16(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride, es);
+    a.vec_append = a.vec_kv && (p->d * es) % 16 == 0
+                && aligned16(kp->k_new, kp->kn_batch_stride, kp->kn_head_stride, kp->kn_row_stride, es)
+                && aligned16(kp->v_new, kp->vn_batch_stride, kp->vn_head_stride, kp->vn_row_stride, es);
+
+    /* 1. Append (before attention on the same stream: the attend kernel reads the new rows). */
+    const int64_t append_blocks = (p->B * p->Hkv * a.nnew + 3) / 4;
+    if (append_blocks > INT32_MAX)
+        return FA_ERR_UNSUPPORTED;
+    if (append_blocks > 0) {
+        decode_append_kernel<<<(unsigned)append_blocks, 128, 0, stream>>>(a);
+        if (cudaGetLastError() != cudaSuccess)
+            return FA_ERR_CUDA;
+    }
+    if (p->Hq == 0 || p->Nq == 0)
+        return FA_OK;
+
+    /* 2. Attend, 3. combine. */
+    const int64_t attend_blocks = pl.mma ? pl.ctas_per_split * a.splits : (a.rows * a.splits + 3) / 4;
+    const int64_t combine_blocks = (a.rows + 3) / 4;
+    if (attend_blocks > INT32_MAX || combine_blocks > INT32_MAX)
+        return FA_ERR_UNSUPPORTED;
+    pl.attend<<<(unsigned)attend_blocks, 128, pl.smem, stream>>>(a);
+    if (cudaGetLastError() != cudaSuccess)
+        return FA_ERR_CUDA;
+    if (a.splits > 1) {
+        pl.combine<<<(unsigned)combine_blocks, 128, 0, stream>>>(a);
+        if (cudaGetLastError() != cudaSuccess)
+            return FA_ERR_CUDA;
+    }
+    return FA_OK;
+}
