@@ -33,7 +33,8 @@ enum {
 };
 
 /* Shared memory of one block. s_k rows are padded by one float so that lane j
- * reading row j, column c hits bank (j + c) % 32: no conflicts. */
+ * reading row j, column c hits bank (j + c) % 32: no conflicts. Columns d..dp of
+ * s_q and s_k hold zeros (dp = d rounded up to 4). */
 typedef struct {
     float s_q[BM][DMAX];             /* Q rows · scale · log2(e) */
     float s_k[BN][DMAX + 1];
@@ -63,6 +64,7 @@ simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
     T *g_o = (T *)p.o;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int d = (int)p.d;
+    const int dp = (d + 3) & ~3;     /* d rounded up to the 4-term partial sums of S; <= DMAX */
     const int64_t n_qtiles = (p.Nq + BM - 1) / BM;
     const int64_t n_tiles = n_qtiles * p.B * p.Hq;
 
@@ -75,10 +77,10 @@ simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
         const T *k = g_k + b * p.k_batch_stride + hk * p.k_head_stride;
         const T *v = g_v + b * p.v_batch_stride + hk * p.v_head_stride;
 
-        /* s_q = Q[i0 : i0+BM] · scale · log2(e), rows past Nq zero. */
-        for (int idx = threadIdx.x; idx < BM * d; idx += blockDim.x) {
-            const int r = idx / d, c = idx % d;
-            sm.s_q[r][c] = i0 + r < p.Nq ? to_float(q[(i0 + r) * p.q_row_stride + c]) * scale_log2 : 0.0f;
+        /* s_q = Q[i0 : i0+BM] · scale · log2(e), rows past Nq and columns d..dp zero. */
+        for (int idx = threadIdx.x; idx < BM * dp; idx += blockDim.x) {
+            const int r = idx / dp, c = idx % dp;
+            sm.s_q[r][c] = i0 + r < p.Nq && c < d ? to_float(q[(i0 + r) * p.q_row_stride + c]) * scale_log2 : 0.0f;
         }
 
         float m_i[ROWS], l_i[ROWS], r_o[ROWS][DCOLS];
@@ -93,21 +95,31 @@ simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
         for (int64_t j0 = 0; j0 < j_end; j0 += BN) {
             /* Previous tile's s_k / s_v reads (and s_q's writes) are done. */
             __syncthreads();
-            for (int idx = threadIdx.x; idx < BN * d; idx += blockDim.x) {
-                const int j = idx / d, c = idx % d;
-                const bool in = j0 + j < p.Nk;
+            for (int idx = threadIdx.x; idx < BN * dp; idx += blockDim.x) {
+                const int j = idx / dp, c = idx % dp;
+                const bool in = j0 + j < p.Nk && c < d;
                 sm.s_k[j][c] = in ? to_float(k[(j0 + j) * p.k_row_stride + c]) : 0.0f;
                 sm.s_v[j][c] = in ? to_float(v[(j0 + j) * p.v_row_stride + c]) : 0.0f;
             }
             /* The tile is in shared memory for every warp. */
             __syncthreads();
 
-            /* s = q_r · k_lane, for this warp's ROWS rows */
+            /* s = q_r · k_lane, for this warp's ROWS rows. Each 4 products are summed on their
+             * own and then added, so the full-size sum is rounded once per 4 terms: half the
+             * rounding error of a term-by-term sum at large logits (same as fa_fp32.cu). */
             float s[ROWS];
             for (int r = 0; r < ROWS; r++) s[r] = 0.0f;
-            for (int c = 0; c < d; c++) {
-                const float kc = sm.s_k[lane][c];
-                for (int r = 0; r < ROWS; r++) s[r] += sm.s_q[warp * ROWS + r][c] * kc;
+            for (int c = 0; c < dp; c += 4) {
+                const float k0 = sm.s_k[lane][c], k1 = sm.s_k[lane][c + 1];
+                const float k2 = sm.s_k[lane][c + 2], k3 = sm.s_k[lane][c + 3];
+                for (int r = 0; r < ROWS; r++) {
+                    const float *q_r = &sm.s_q[warp * ROWS + r][c];
+                    float s4 = q_r[0] * k0;
+                    s4 = fmaf(q_r[1], k1, s4);
+                    s4 = fmaf(q_r[2], k2, s4);
+                    s4 = fmaf(q_r[3], k3, s4);
+                    s[r] += s4;
+                }
             }
 
             float p_r[ROWS];

@@ -73,10 +73,30 @@ def reproducer(c, kernel):
             f"q, k, v = make_inputs(draw_case({c['seed']}), '{kernel.split('-')[0]}')")
 
 
+# Cases that once failed, spelled out so that they run whatever FA_RANDOM_CASES / FA_RANDOM_MAX_N
+# say (make_inputs draws the tensors from c["seed"]).
+REGRESSIONS = [
+    # H200, default profile: fp32 and simt exceeded 2 × PyTorch's CUDA error (logits up to 54):
+    # S summed term by term in fp32; fixed by 4-term partial sums (bench/LOG.md).
+    dict(seed=22, B=1, Hkv=1, Hq=1, Nq=354, Nk=63, d=200, dtype=torch.float32, causal=True,
+         scale=0.9327667283004394, layout="contiguous"),
+]
+
+
 @pytest.mark.parametrize("seed", range(N_CASES))
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_random(kernel, seed, monkeypatch):
-    c = draw_case(seed)
+    check_case(draw_case(seed), kernel, monkeypatch)
+
+
+@pytest.mark.parametrize("case", REGRESSIONS, ids=lambda c: f"case{c['seed']}")
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_regression(kernel, case, monkeypatch):
+    check_case(case, kernel, monkeypatch)
+
+
+def check_case(c, kernel, monkeypatch):
+    seed = c["seed"]
     device = use_kernel(kernel, c["dtype"], monkeypatch)
     q, k, v = make_inputs(c, device)
     what = f"case {seed}" + reproducer(c, kernel)

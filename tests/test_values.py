@@ -1,0 +1,110 @@
+"""Extreme values on every kernel family (CPU backend, CUDA auto, sm80, fp32, simt): large logits,
+tiny and huge scales, values near the dtype's overflow, and ±inf / NaN inputs beyond those of
+test_forward.py::test_nonfinite_inputs_match_sdpa.
+
+Finite inputs must give finite outputs wherever SDPA's math is finite, within the suite's accuracy
+rule (conftest.assert_accurate). Non-finite inputs must give NaN / inf in the same rows as SDPA.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_flashattn
+from conftest import KERNELS, SLACK, pytorch_same_dtype, reference, use_kernel
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+
+
+def check(out, q, k, v, causal=False, scale=None, unit=1.0, floor=0.0, what=""):
+    """conftest.assert_accurate with errors in units of `unit` (v's magnitude) and an extra
+    allowance `floor` (same units) for the rounding of the scores themselves."""
+    assert torch.isfinite(out).all(), f"{what}: non-finite output"
+    ref = reference(q, k, v, causal, scale)
+    pt = pytorch_same_dtype(q, k, v, causal, scale)
+    assert torch.isfinite(pt).all(), f"{what}: PyTorch's own SDPA is not finite here"
+    err = (out.double() - ref).abs().max().item() / unit
+    err_pt = (pt.double() - ref).abs().max().item() / unit
+    bound = 2 * err_pt + SLACK[q.dtype] + floor
+    assert err <= bound, (f"{what}: our max error {err:.3e} > 2 × PyTorch's {err_pt:.3e} + slack + score floor "
+                          f"{floor:.3e} = {bound:.3e} (× {unit:g})")
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("what,qk_mult,scale", [
+    ("q,k x10: logits x100", 10.0, None),
+    ("q,k x100: logits x1e4", 100.0, None),
+    ("scale 1e-6: near-uniform softmax", 1.0, 1e-6),
+    ("scale 1e3: near one-hot softmax", 1.0, 1e3),
+])
+def test_extreme_logits(kernel, dtype, causal, what, qk_mult, scale, monkeypatch):
+    """Logits from ~1e-6 to ~1e4: exp2 arguments far from 0, running maxima that jump by
+    thousands, and sums of nearly equal terms. Finite everywhere, exact by the rule, with one
+    allowance: at |S| ~ 1e4 every fp32 implementation (PyTorch's included) rounds a score by
+    ~|S|·2⁻²⁴ ≈ 1e-3, which moves a near-tie row's output by up to that times max|v|. Both
+    errors are then that rounding noise and their ratio is a coin toss, so the bound adds
+    max|S| · 2⁻²⁴ · max|v| (negligible at ordinary logits)."""
+    device = use_kernel(kernel, dtype, monkeypatch)
+    torch.manual_seed(21)
+    q = (torch.randn(2, 4, 97, 64) * qk_mult).to(device=device, dtype=dtype)
+    k = (torch.randn(2, 2, 150, 64) * qk_mult).to(device=device, dtype=dtype)
+    v = torch.randn(2, 2, 150, 64).to(device=device, dtype=dtype)
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, scale=scale)
+    assert torch.isfinite(lse).all(), f"{what}: non-finite lse"
+    s_max = (q.double() @ k.double().repeat_interleave(2, dim=1).transpose(-1, -2)).abs().max().item()
+    s_max *= 64 ** -0.5 if scale is None else scale
+    check(out, q, k, v, causal, scale, floor=s_max * 2 ** -24 * v.abs().max().item(), what=what)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_near_overflow(kernel, dtype, monkeypatch):
+    """Inputs near the dtype's largest value (bf16 and fp32: 3.4e38; fp16: 65504). q and k are as
+    large as keeps the unscaled q·k finite in fp32 (a fused kernel computes it before the scale),
+    the scale brings the logits back to O(1), and v is as large as keeps Σ P V finite for Nk = 64
+    (the online softmax sums unnormalized terms, each ≤ 1, before dividing: a kernel limit shared
+    with FlashAttention, README "Limits")."""
+    device = use_kernel(kernel, dtype, monkeypatch)
+    torch.manual_seed(22)
+    if dtype == torch.float16:
+        qk, v_unit = 100.0, 1e4           # q·k terms ~1e4 (fp32), |v| ≤ ~5e4 < 65504
+    else:
+        qk, v_unit = 1e17, 1e36           # q·k terms ~1e34 (sum ~1e35), 64 · |v| ≤ ~3e38
+    d = 64
+    scale = 1.0 / (qk * qk * d ** 0.5)
+    q = (torch.randn(1, 2, 33, d, dtype=torch.float64) * qk).to(device=device, dtype=dtype)
+    k = (torch.randn(1, 2, 64, d, dtype=torch.float64) * qk).to(device=device, dtype=dtype)
+    v = (torch.randn(1, 2, 64, d, dtype=torch.float64).clamp(-4, 4) * v_unit).to(device=device, dtype=dtype)
+    assert torch.isfinite(q).all() and torch.isfinite(v).all()
+    out, lse = torch_flashattn.attention_lse(q, k, v, scale=scale)
+    assert torch.isfinite(lse).all(), "non-finite lse"
+    check(out, q, k, v, scale=scale, unit=v_unit, what=f"{dtype} near overflow")
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_nonfinite_keys_and_values(kernel, dtype, monkeypatch):
+    """±inf in k and NaN in v, without a mask (every row sees every key, so SDPA's math and fused
+    backends agree): +inf in k[j, c] makes score j +inf for rows with q[c] > 0 (softmax inf − inf:
+    NaN rows) and −inf for rows with q[c] < 0 (key j gets weight 0: finite rows). A NaN value
+    poisons every row. Finite rows are exact."""
+    device = use_kernel(kernel, dtype, monkeypatch)
+    torch.manual_seed(23)
+    q, k, v = (torch.randn(1, 3, 40, 32).to(device=device, dtype=dtype) for _ in range(3))
+    k[0, 0, 11, 5] = float("inf")
+    k[0, 1, 30, 2] = float("-inf")
+    v[0, 2, 7, 0] = float("nan")
+    out = torch_flashattn.attention(q, k, v)
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+        math = F.scaled_dot_product_attention(q.double(), k.double(), v.double())
+    nan_rows = out.isnan().any(-1)
+    assert torch.equal(nan_rows, math.isnan().any(-1)), "NaN rows differ from SDPA's"
+    # Head 0: NaN exactly where q[:, 5] > 0; head 1 where q[:, 2] < 0; head 2 everywhere.
+    assert torch.equal(nan_rows[0, 0], q[0, 0, :, 5] > 0) and torch.equal(nan_rows[0, 1], q[0, 1, :, 2] < 0)
+    assert nan_rows[0, 2].all()
+    assert torch.equal(out.isnan(), math.isnan()), "NaN pattern within rows differs from SDPA's"
+    finite = ~nan_rows[..., None].expand_as(out)
+    assert torch.isfinite(out[finite]).all()
+    err = (out.double() - math)[finite].abs().max().item()
+    assert err < (1e-5 if dtype == torch.float32 else 2e-2), f"finite rows: max difference {err:.2e}"
