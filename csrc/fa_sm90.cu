@@ -57,25 +57,26 @@ struct sm90_tile {
                   "tile shape");
 };
 
-/* The production tiles, one per head-dim width (bench/LOG.md). bench/sm90/tune.py builds other
- * shapes by defining FA_SM90_D<d>_{BN,STAGES,CONSUMERS}. */
-#ifndef FA_SM90_D64_BN
+/* The production tiles, one per head-dim width: bench/sm90/tune.py on the H200 (bf16, B·N = 16k,
+ * H·d = 2048, N 1k/4k/16k, causal and not; geomean TFLOP/s, 2026-11-30, bench/LOG.md).
+ * bench/sm90/tune.py builds other shapes by defining FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG}. */
+#ifndef FA_SM90_D64_BN              /* 3 consumers, ping-pong: 401; 2 cons. 359, 3 without p-p 377 */
 #define FA_SM90_D64_BN 128
-#define FA_SM90_D64_STAGES 4
-#define FA_SM90_D64_CONSUMERS 2     /* 144 KB */
-#define FA_SM90_D64_PINGPONG 0
+#define FA_SM90_D64_STAGES 2
+#define FA_SM90_D64_CONSUMERS 3     /* 88 KB */
+#define FA_SM90_D64_PINGPONG 1
 #endif
-#ifndef FA_SM90_D128_BN
+#ifndef FA_SM90_D128_BN             /* ping-pong: 522; without 496, BN 160/176 513/514 */
 #define FA_SM90_D128_BN 128
 #define FA_SM90_D128_STAGES 2
 #define FA_SM90_D128_CONSUMERS 2    /* 160 KB */
-#define FA_SM90_D128_PINGPONG 0
+#define FA_SM90_D128_PINGPONG 1
 #endif
-#ifndef FA_SM90_D256_BN
-#define FA_SM90_D256_BN 64
+#ifndef FA_SM90_D256_BN             /* BN 80, ping-pong: 568; BN 64 526, BN 64 p-p 540 */
+#define FA_SM90_D256_BN 80
 #define FA_SM90_D256_STAGES 2
-#define FA_SM90_D256_CONSUMERS 2    /* 192 KB */
-#define FA_SM90_D256_PINGPONG 0
+#define FA_SM90_D256_CONSUMERS 2    /* 224 KB */
+#define FA_SM90_D256_PINGPONG 1
 #endif
 typedef sm90_tile< 64, FA_SM90_D64_BN, FA_SM90_D64_STAGES, FA_SM90_D64_CONSUMERS, FA_SM90_D64_PINGPONG>
     sm90_tile_d64;
