@@ -12,6 +12,11 @@ import torch_flashattn
 from conftest import DEVICES, SLACK
 
 
+# Every SDPA backend, listed (torch 2.11's SDPBackend enum is not iterable).
+ALL_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION,
+                SDPBackend.MATH]
+
+
 def reference(q, k_cache, v_cache, lengths, causal, scale, upcast=True):
     """Per sequence: SDPA over the first lengths[b] keys with the bottom-right causal mask; queries
     that see no key are 0. upcast: float64 math backend on the CPU (the exact answer); else
@@ -30,7 +35,7 @@ def reference(q, k_cache, v_cache, lengths, causal, scale, upcast=True):
         if upcast:
             qb, kb, vb = qb.double(), kb.double(), vb.double()
         o = None
-        for backends in ([SDPBackend.MATH] if upcast else [list(SDPBackend), [SDPBackend.MATH]]):
+        for backends in ([SDPBackend.MATH] if upcast else [ALL_BACKENDS, [SDPBackend.MATH]]):
             with sdpa_kernel(backends):
                 try:
                     o = F.scaled_dot_product_attention(qb, kb, vb, attn_mask=mask, scale=scale, enable_gqa=True)
