@@ -1,8 +1,7 @@
 /*
- * fa_mma.cuh — PTX wrappers for the mma.sync kernels (fa_decode.cu): cp.async, ldmatrix,
- * mma.m16n8k16, ex2, packing, and the (row mod 8) XOR swizzle of 16-byte chunks in shared tiles.
- * The same helpers as at the top of fa_sm80.cu, which keeps its own copy for now (moving it onto
- * this header is a one-line follow-up outside the decode branch). Include from .cu files only.
+ * fa_mma.cuh — PTX wrappers shared by the tensor-core kernels (fa_sm80.cu, fa_decode.cu; fa_sm90.cu
+ * uses the address, ex2 and packing ones): cp.async, ldmatrix, mma.m16n8k16, the (row mod 8) XOR
+ * swizzle of 16-byte chunks in shared tiles. Include from .cu files only.
  */
 #ifndef FA_MMA_CUH
 #define FA_MMA_CUH

@@ -34,6 +34,7 @@
 #include <stdint.h>
 
 #include "fa_kernels.h"
+#include "fa_mma.cuh"
 
 /* A tile shape: D the compiled head-dim width; BM query rows per CTA over WARPS warps (WM = BM /
  * 16 / WARPS m16 tiles per warp); BN keys per block; STAGES buffers per K and V ring; MIN_CTAS
@@ -78,135 +79,6 @@ struct sm80_smem {
     uint16_t *o;                     /* o[b, h] and lse[b, h], parked here by thread 0: the key */
     float *lse;                      /* loop needs every register */
 };
-
-/* ---- PTX wrappers ------------------------------------------------------------------------- */
-
-__device__ __forceinline__ uint32_t smem_u32(const void *ptr)
-{
-    return (uint32_t)__cvta_generic_to_shared(ptr);
-}
-
-/* Byte offset of chunk c (8 elements) of row r in a swizzled tile with D columns. */
-template <int D>
-__device__ __forceinline__ uint32_t swz(int r, int c)
-{
-    return (uint32_t)(r * D * 2 + ((c ^ (r % 8)) << 4));
-}
-
-/* Address for ldmatrix.x4 of the 16×16 block at rows r0.., chunks c0, c0+1 (r0 % 8 == 0, c0
- * even), from lane_off = swz<D>(row, chunk) of the lane's row 0..15 and chunk 0 or 1 in the
- * block. The swizzle only flips bits 4-6 of the offset, so c0's low chunk bits XOR into
- * lane_off and the rest is an immediate. */
-template <int D>
-__device__ __forceinline__ uint32_t frag_addr(uint32_t tile, uint32_t lane_off, int r0, int c0)
-{
-    return tile + r0 * D * 2 + (c0 & ~7) * 16 + (lane_off ^ ((c0 & 7) << 4));
-}
-
-/* 16-byte async copy; bytes < 16 zero-fills the rest of the chunk (0: all zeros). */
-__device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
-                 :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit(void)
-{
-    asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-/* Waits until at most N of this thread's committed groups are still in flight. */
-template <int N>
-__device__ __forceinline__ void cp_async_wait(void)
-{
-    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
-}
-
-/* Four 8×8 b16 matrices; lanes 8i..8i+7 give the row addresses of matrix i, register i gets
- * matrix i with (row lane/4, cols 2·(lane%4), +1) in this lane — or, with .trans, the element
- * pair (rows 2·(lane%4), +1; col lane/4). */
-__device__ __forceinline__ void ldsm_x4(uint32_t r[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-__device__ __forceinline__ void ldsm_x4_trans(uint32_t r[4], uint32_t addr)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
-}
-
-__device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t x)
-{
-    asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(addr), "r"(x) : "memory");
-}
-
-__device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 x)
-{
-    asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n"
-                 :: "r"(addr), "r"(x.x), "r"(x.y), "r"(x.z), "r"(x.w) : "memory");
-}
-
-__device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr)
-{
-    uint4 x;
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w) : "r"(addr) : "memory");
-    return x;
-}
-
-/* C += A B, m16n8k16, fp32 accumulate. A 16×16 row-major: a0 (g, 2t..), a1 (g+8, 2t..),
- * a2 (g, 2t+8..), a3 (g+8, 2t+8..); B 16×8 col-major: b0 (k 2t.., n g), b1 (k 2t+8.., n g);
- * C 16×8: c0,c1 (g, 2t..2t+1), c2,c3 (g+8, 2t..2t+1); g = lane/4, t = lane%4. */
-template <typename T>
-__device__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
-
-template <>
-__device__ __forceinline__ void mma16816<__half>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-template <>
-__device__ __forceinline__ void mma16816<__nv_bfloat16>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-/* 2^x on the SFU (relative error ~2^-22, subnormal results flushed: they only feed sums of
- * terms >= 1); −inf gives +0. exp2f would add a subnormal-range fix-up per element. */
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-/* Rounds (lo, hi) to a packed pair; lo is the lower column, in the low 16 bits. */
-template <typename T>
-__device__ uint32_t pack2(float lo, float hi);
-
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi)
-{
-    __half2 x = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&x);
-}
-
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
-{
-    __nv_bfloat162 x = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&x);
-}
-
 
 /* ---- Tile loads ---------------------------------------------------------------------------- */
 

@@ -38,6 +38,7 @@
 #include <string.h>
 
 #include "fa_kernels.h"
+#include "fa_mma.cuh"
 #include "fa_wgmma.cuh"
 
 /* A tile shape: D the compiled head-dim width (D/64 panels), BN keys per block, STAGES buffers
@@ -115,11 +116,6 @@ struct sm90_smem {
 /* ---- PTX wrappers ------------------------------------------------------------------------- */
 
 #ifdef FA_SM90_DEVICE
-__device__ __forceinline__ uint32_t smem_u32(const void *ptr)
-{
-    return (uint32_t)__cvta_generic_to_shared(ptr);
-}
-
 __device__ __forceinline__ void mbar_init(uint64_t *bar, int count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_u32(bar)), "r"(count) : "memory");
@@ -228,30 +224,6 @@ __device__ __forceinline__ void turn_wait(int cw)
 __device__ __forceinline__ void turn_pass(int next_cw)
 {
     asm volatile("bar.arrive %0, 256;\n" :: "r"(4 + next_cw) : "memory");
-}
-
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-    return y;
-}
-
-template <typename T>
-__device__ uint32_t pack2(float lo, float hi);
-
-template <>
-__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi)
-{
-    __half2 x = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&x);
-}
-
-template <>
-__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
-{
-    __nv_bfloat162 x = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t *>(&x);
 }
 
 /* ---- Consumer steps ------------------------------------------------------------------------ */
