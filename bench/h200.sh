@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, then the stages named on the command line, logs under $OUT.
 #
-#   bench/h200.sh test sanitize bench memory        # stages: test sanitize bench memory model decode sm80tune fp32test
+#   bench/h200.sh tests sanitize bench memory        # stages: test tests sanitize bench memory model decode
+#                                                    #         sm90 sm80tune fp32test
 #
-# test: the whole pytest suite; sanitize: tests/sanitize.sh; bench: the full FlashAttention grid
-# (bench/results/gpu.*); memory: bench/memory.py; model: bench/model.py ($OUT/model.*);
-# decode: bench/decode.py ($OUT/decode.*); sm80tune / fp32test: the standalone kernel harnesses.
+# test: the whole pytest suite; tests: the same, file by file with time limits (bench/h200_tests.sh);
+# sm90: the Hopper kernel's SASS census, smoke check, tests and tile sweep (bench/sm90/run.sh);
+# sanitize: tests/sanitize.sh; bench: the full FlashAttention grid (bench/results/gpu.*); memory:
+# bench/memory.py; model: bench/model.py ($OUT/model.*); decode: bench/decode.py ($OUT/decode.*);
+# sm80tune / fp32test: the standalone kernel harnesses.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}
@@ -20,6 +23,8 @@ for stage in "$@"; do
     stamp "$stage"
     case $stage in
     test) python3 -m pytest -q -n 16 tests 2>&1 | tee "$OUT/pytest.log" | tail -15 ;;
+    tests) OUT="$OUT" bash bench/h200_tests.sh 2>&1 | tee "$OUT/tests.log" ;;
+    sm90) OUT="$OUT" bash bench/sm90/run.sh 2>&1 | tee "$OUT/sm90.log" | tail -60 ;;
     sanitize) tests/sanitize.sh 2>&1 | tee "$OUT/sanitize.log" | tail -20 ;;
     bench) python3 -m bench.attention --preset gpu --out "$OUT/gpu" 2>&1 | tail -120 ;;
     memory) python3 -m bench.memory --out "$OUT/memory" 2>&1 | tail -12 ;;
