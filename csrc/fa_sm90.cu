@@ -398,7 +398,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         return;
     }
 
-    /* Consumers. */
+    /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
     const int cw = wg - 1;                              /* consumer cw: rows 64cw.. of the tile */
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
@@ -442,8 +442,9 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     release(&s.empty_k[0], lane);
     sm90_softmax<C>(r_s, m_i, l_i, alpha, 0, ctx);
     pack_p<T, BN>(r_p, r_s);
-    /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) run on the tensor cores while ... the
-     * softmax of S_kb waits only for the first; O is rescaled after the second completes. */
+    /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
+     * S_kb waits only for the first, so it overlaps the second, and O is rescaled once the second
+     * has completed. The last block's P V follows the loop. */
     for (int kb = 1; kb < n_act; kb++) {
         const int st = kb % STAGES, pst = (kb - 1) % STAGES;
         mbar_wait(&s.full_k[st], (kb / STAGES) & 1);
