@@ -658,7 +658,12 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     int st = sm_count(dev, &sms);
     if (st != FA_OK)
         return st;
+    /* FA_KERNEL=simt forces the CUDA-core kernel; the forward families' names (and auto) leave the
+     * choice here; anything else is refused as by fa_forward_cuda. */
     const char *force = getenv("FA_KERNEL");
+    if (force != NULL && *force != '\0' && strcmp(force, "auto") != 0 && strcmp(force, "simt") != 0
+        && strcmp(force, "sm90") != 0 && strcmp(force, "sm80") != 0 && strcmp(force, "fp32") != 0)
+        return FA_ERR_KERNEL_CHOICE;
     const int simt = p->dtype == FA_FLOAT32 || (force != NULL && strcmp(force, "simt") == 0);
     st = FA_ERR_UNSUPPORTED;
     if (!simt) {
@@ -744,10 +749,14 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
                 && aligned16(kp->k_new, kp->kn_batch_stride, kp->kn_head_stride, kp->kn_row_stride, es)
                 && aligned16(kp->v_new, kp->vn_batch_stride, kp->vn_head_stride, kp->vn_row_stride, es);
 
-    /* 1. Append (before attention on the same stream: the attend kernel reads the new rows). */
+    /* Grid sizes, all checked before the append writes anything into the caches. */
     const int64_t append_blocks = (p->B * p->Hkv * a.nnew + 3) / 4;
-    if (append_blocks > INT32_MAX)
+    const int64_t attend_blocks = pl.mma ? pl.ctas_per_split * a.splits : (a.rows * a.splits + 3) / 4;
+    const int64_t combine_blocks = (a.rows + 3) / 4;
+    if (append_blocks > INT32_MAX || attend_blocks > INT32_MAX || combine_blocks > INT32_MAX)
         return FA_ERR_UNSUPPORTED;
+
+    /* 1. Append (before attention on the same stream: the attend kernel reads the new rows). */
     if (append_blocks > 0) {
         decode_append_kernel<<<(unsigned)append_blocks, 128, 0, stream>>>(a);
         if (cudaGetLastError() != cudaSuccess)
@@ -757,10 +766,6 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
         return FA_OK;
 
     /* 2. Attend, 3. combine. */
-    const int64_t attend_blocks = pl.mma ? pl.ctas_per_split * a.splits : (a.rows * a.splits + 3) / 4;
-    const int64_t combine_blocks = (a.rows + 3) / 4;
-    if (attend_blocks > INT32_MAX || combine_blocks > INT32_MAX)
-        return FA_ERR_UNSUPPORTED;
     pl.attend<<<(unsigned)attend_blocks, 128, pl.smem, stream>>>(a);
     if (cudaGetLastError() != cudaSuccess)
         return FA_ERR_CUDA;
