@@ -5,7 +5,9 @@
  * fa_forward_cpu against a naive double-precision softmax(Q Kᵀ · scale) V over
  * a sweep of tile-edge shapes (GQA, causal, Nq != Nk, Nk = 0, d 1..256) and a
  * strided (B, N, H, d) layout, with poisoned outputs and a guard element past
- * the end, and checks the error statuses.
+ * the end, and checks the error statuses; then fa_forward_kvcache_cpu (append into
+ * ragged caches, per-sequence reference, bad parameters leaving output and
+ * caches untouched).
  * Prints one line per check and exits non-zero on any failure.
  */
 #include <math.h>
@@ -99,6 +101,82 @@ static void sweep_case(int64_t B, int64_t Hq, int64_t Hkv, int64_t Nq, int64_t N
     free(q); free(k); free(v); free(o); free(lse);
 }
 
+/* fa_forward_kvcache_cpu: one new token appended to ragged caches, then one query per sequence
+ * (bottom-right causal with Nq = 1 sees all L_b keys), checked per sequence against max_error on
+ * the caches' valid prefix; then bad parameters: a status, caches and output untouched. */
+static void kvcache_case(void)
+{
+    const int64_t B = 2, Hq = 4, Hkv = 2, Nmax = 50, d = 40;
+    const int32_t seqlens[2] = {10, 48};
+    const size_t nc = (size_t)(B * Hkv * Nmax * d), nn = (size_t)(B * Hkv * d), nq = (size_t)(B * Hq * d);
+    float *kc = malloc(sizeof(float) * nc), *vc = malloc(sizeof(float) * nc);
+    float *kn = malloc(sizeof(float) * nn), *vn = malloc(sizeof(float) * nn);
+    float *q = malloc(sizeof(float) * nq), *o = malloc(sizeof(float) * nq);
+    for (size_t i = 0; i < nc; i++) kc[i] = frand(), vc[i] = frand();
+    for (size_t i = 0; i < nn; i++) kn[i] = frand(), vn[i] = frand();
+    for (size_t i = 0; i < nq; i++) q[i] = frand(), o[i] = NAN;
+
+    fa_kvcache_params kp;
+    memset(&kp, 0, sizeof kp);
+    fa_params *p = &kp.p;
+    p->q = q; p->k = kc; p->v = vc; p->o = o;
+    p->q_batch_stride = p->o_batch_stride = Hq * d; p->q_head_stride = p->o_head_stride = d;
+    p->q_row_stride = p->o_row_stride = d;
+    p->k_batch_stride = p->v_batch_stride = Hkv * Nmax * d;
+    p->k_head_stride = p->v_head_stride = Nmax * d; p->k_row_stride = p->v_row_stride = d;
+    p->B = B; p->Hq = Hq; p->Hkv = Hkv; p->Nq = 1; p->Nk = Nmax; p->d = d;
+    p->scale = 1.0f / sqrtf((float)d); p->causal = 1; p->dtype = FA_FLOAT32;
+    kp.cache_seqlens = seqlens;
+    kp.k_new = kn; kp.v_new = vn; kp.Nnew = 1;
+    kp.kn_batch_stride = kp.vn_batch_stride = Hkv * d; kp.kn_head_stride = kp.vn_head_stride = d;
+    kp.kn_row_stride = kp.vn_row_stride = d;
+
+    char what[128];
+    const int st = fa_forward_kvcache_cpu(&kp);
+    check(st == FA_OK, "fa_forward_kvcache_cpu: status");
+    for (int64_t b = 0; b < B; b++) {
+        const int64_t L = seqlens[b] + 1;
+        int appended = 1;
+        for (int64_t h = 0; h < Hkv; h++)
+            for (int64_t c = 0; c < d; c++)
+                appended &= kc[b * Hkv * Nmax * d + h * Nmax * d + seqlens[b] * d + c] == kn[b * Hkv * d + h * d + c]
+                         && vc[b * Hkv * Nmax * d + h * Nmax * d + seqlens[b] * d + c] == vn[b * Hkv * d + h * d + c];
+        fa_params pb = *p;   /* sequence b alone over its L valid keys */
+        pb.B = 1; pb.Nk = L; pb.causal = 0;
+        pb.q = q + b * Hq * d; pb.o = o + b * Hq * d;
+        pb.k = kc + b * Hkv * Nmax * d; pb.v = vc + b * Hkv * Nmax * d;
+        const double err = max_error(&pb);
+        snprintf(what, sizeof what, "kvcache sequence %d (L = %d): appended %d, max error %.2e", (int)b, (int)L,
+                 appended, err);
+        check(appended && err < 1e-5, what);
+    }
+
+    /* Bad parameters. */
+    float *kc_copy = malloc(sizeof(float) * nc);
+    memcpy(kc_copy, kc, sizeof(float) * nc);
+    o[0] = 12345.0f;
+    const int32_t too_long[2] = {10, (int32_t)Nmax};   /* + 1 new row > Nmax */
+    fa_kvcache_params bad = kp;
+    bad.cache_seqlens = too_long;
+    check(fa_forward_kvcache_cpu(&bad) == FA_ERR_SEQLEN, "cache_seqlens + Nnew > Nmax -> FA_ERR_SEQLEN");
+    const int32_t negative[2] = {-1, 3};
+    bad = kp; bad.cache_seqlens = negative;
+    check(fa_forward_kvcache_cpu(&bad) == FA_ERR_SEQLEN, "cache_seqlens < 0 -> FA_ERR_SEQLEN");
+    bad = kp; bad.v_new = NULL;
+    check(fa_forward_kvcache_cpu(&bad) == FA_ERR_NULL_POINTER, "k_new without v_new -> FA_ERR_NULL_POINTER");
+    bad = kp; bad.Nnew = -1;
+    check(fa_forward_kvcache_cpu(&bad) == FA_ERR_BAD_SIZE, "Nnew = -1 -> FA_ERR_BAD_SIZE");
+    bad = kp; bad.kn_row_stride = -4;
+    check(fa_forward_kvcache_cpu(&bad) == FA_ERR_BAD_STRIDE, "negative k_new stride -> FA_ERR_BAD_STRIDE");
+    bad = kp; bad.p.Hkv = 3;
+    check(fa_forward_kvcache_cpu(&bad) == FA_ERR_GQA, "Hq = 4, Hkv = 3 -> FA_ERR_GQA");
+    check(fa_forward_kvcache_cpu(NULL) == FA_ERR_NULL_POINTER, "kvcache params = NULL -> FA_ERR_NULL_POINTER");
+    check(o[0] == 12345.0f && memcmp(kc, kc_copy, sizeof(float) * nc) == 0,
+          "rejected kvcache calls wrote neither the output nor the caches");
+    free(kc_copy);
+    free(kc); free(vc); free(kn); free(vn); free(q); free(o);
+}
+
 int main(void)
 {
     /* Tile edges (63, 64, 65, 128, 129), one row or key, Nq far from Nk both ways, d that the
@@ -172,5 +250,6 @@ int main(void)
     check(fa_forward_cpu(&empty) == FA_OK, "B = 0 with NULL pointers -> FA_OK");
 
     free(q); free(k); free(v); free(o); free(lse);
+    kvcache_case();
     return failures != 0;
 }
