@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, then the stages named on the command line, logs under $OUT.
 #
-#   bench/h200.sh tests sanitize bench memory        # stages: test tests sanitize bench memory model decode
-#                                                    #         sm90 sm80tune fp32test
+#   bench/h200.sh tests sanitize bench memory        # stages: test suite tests sanitize bench memory model
+#                                                    #         decode examples sm90 sm80tune fp32test
 #
-# test: the whole pytest suite; tests: the same, file by file with time limits (bench/h200_tests.sh);
+# test: the whole pytest suite; suite: the same on 16 workers with the tensors past 2³¹ elements
+# afterwards on 2 (they need tens of GiB each), summaries and slowest tests in $OUT/suite*.log;
+# tests: file by file with time limits (bench/h200_tests.sh); examples: examples/*.py;
 # sm90: the Hopper kernel's SASS census, smoke check, tests and tile sweep (bench/sm90/run.sh);
 # sanitize: tests/sanitize.sh; bench: the full FlashAttention grid (bench/results/gpu.*); memory:
 # bench/memory.py; model: bench/model.py ($OUT/model.*); decode: bench/decode.py ($OUT/decode.*);
@@ -23,7 +25,17 @@ for stage in "$@"; do
     stamp "$stage"
     case $stage in
     test) python3 -m pytest -q -n 16 tests 2>&1 | tee "$OUT/pytest.log" | tail -15 ;;
+    suite) { timeout 360 python3 -m pytest -q -n 16 -rfE --tb=short -p no:cacheprovider --durations=12 \
+                 -k "not 2g_elements" tests > "$OUT/suite.log" 2>&1
+             r1=$?
+             timeout 200 python3 -m pytest -q -n 2 -rfE --tb=short -p no:cacheprovider -k "2g_elements" \
+                 tests/test_extreme.py > "$OUT/suite_2g.log" 2>&1
+             r2=$?
+             grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/suite.log" "$OUT/suite_2g.log" | cut -c1-300 | tail -40
+             [ $r1 -eq 0 ] && [ $r2 -eq 0 ]; } ;;
     tests) OUT="$OUT" bash bench/h200_tests.sh 2>&1 | tee "$OUT/tests.log" ;;
+    examples) for e in examples/*.py; do echo "== $e"; timeout 120 python3 "$e" || echo "-> $e failed"; done \
+                  2>&1 | tee "$OUT/examples.log"; ! grep -q -- "-> examples" "$OUT/examples.log" ;;
     sm90) OUT="$OUT" bash bench/sm90/run.sh 2>&1 | tee "$OUT/sm90.log" | tail -60 ;;
     sanitize) tests/sanitize.sh 2>&1 | tee "$OUT/sanitize.log" | tail -20 ;;
     bench) python3 -m bench.attention --preset gpu --out "$OUT/gpu" 2>&1 | tail -120 ;;

@@ -25,7 +25,31 @@ def test_sdpa_signature_runs_fa(device, causal):
     q3, k3, v3 = q[:, 0], k[:, 0], v[:, 0]   # (B, L, E): one head
     out3 = torch_flashattn.scaled_dot_product_attention(q3, k3, v3, is_causal=causal)
     torch.testing.assert_close(out3, F.scaled_dot_product_attention(q3, k3, v3, is_causal=causal))
-    assert torch_flashattn.stats() == {"fa": 2, "sdpa": 0, "fallback_reasons": {}}
+    assert torch_flashattn.stats() == {"fa": 2, "fa_decode": 0, "sdpa": 0, "fallback_reasons": {}}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("nq", [1, 3, 16])
+def test_sdpa_decode_step_runs_kvcache(device, dtype, nq):
+    """A generation step (few queries, a longer run of keys, no causal mask) runs the split-KV
+    decode kernel, also on the valid prefix of a preallocated cache (a strided view)."""
+    torch.manual_seed(nq)
+    cache_k, cache_v = (randn(2, 2, 4096, 64, device=device, dtype=dtype) for _ in range(2))
+    q = randn(2, 8, nq, 64, device=device, dtype=dtype)
+    for n_keys in (nq + 1, 777, 4096):
+        k, v = cache_k[:, :, :n_keys], cache_v[:, :, :n_keys]
+        out = torch_flashattn.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        assert_accurate(out, q, k, v, False, None, what=f"decode step Nq={nq} Nk={n_keys}")
+    assert torch_flashattn.stats()["fa_decode"] == 3
+    # Causal (SDPA's top-left mask), as many keys as queries, or a strided last dimension: fa::forward.
+    kt = cache_k[:, :, :300].transpose(-1, -2).contiguous().transpose(-1, -2)
+    for args, causal in (((q, cache_k[:, :, :40], cache_v[:, :, :40]), True),
+                         ((q, cache_k[:, :, :nq], cache_v[:, :, :nq]), False),
+                         ((q, kt, cache_v[:, :, :300]), False)):
+        out = torch_flashattn.scaled_dot_product_attention(*args, is_causal=causal, enable_gqa=True)
+        assert_accurate(out, *args, causal, None, what=f"not a decode step, Nk={args[1].shape[2]}")
+    assert torch_flashattn.stats()["fa"] == 6 and torch_flashattn.stats()["fa_decode"] == 3
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -140,5 +164,7 @@ def test_transformers_greedy_generation_with_cache():
     assert torch.equal(a.sequences, b.sequences)
     for x, y in zip(a.logits, b.logits):
         torch.testing.assert_close(y, x, atol=1e-4, rtol=1e-4)
-    # Prefill and every decoding step (one query against the cache) ran the kernel.
-    assert torch_flashattn.stats()["fa"] == 2 * 12 and torch_flashattn.stats()["sdpa"] == 0
+    # Prefill and every decoding step (one query against the cache) ran our kernels, the 11 decoding
+    # steps of each of the 2 layers the split-KV decode kernel.
+    s = torch_flashattn.stats()
+    assert s["fa"] == 2 * 12 and s["fa_decode"] == 2 * 11 and s["sdpa"] == 0, s

@@ -2,14 +2,16 @@
 
 ``scaled_dot_product_attention`` has SDPA's exact signature and semantics. It runs ``fa::forward``
 whenever the call is one this op computes exactly, and otherwise calls PyTorch's own SDPA, so the
-result is always correct. ``stats()`` tells which path ran and why; ``patch_sdpa()`` routes
-``F.scaled_dot_product_attention`` to this function inside a ``with`` block.
+result is always correct. Decoding-shaped calls (a few queries, no causal mask, a longer run of
+keys: one generation step against a KV cache) go to ``fa::forward_kvcache``, whose split-KV kernel
+spreads the keys over the whole GPU. ``stats()`` tells which path ran and why; ``patch_sdpa()``
+routes ``F.scaled_dot_product_attention`` to this function inside a ``with`` block.
 
     >>> import torch_flashattn
     >>> with torch_flashattn.patch_sdpa():
     ...     logits = model(tokens)          # the model's F.scaled_dot_product_attention calls go to fa
     >>> torch_flashattn.stats()
-    {'fa': 24, 'sdpa': 0, 'fallback_reasons': {}}
+    {'fa': 24, 'fa_decode': 0, 'sdpa': 0, 'fallback_reasons': {}}
 """
 import collections
 import contextlib
@@ -26,13 +28,19 @@ log = logging.getLogger("torch_flashattn")
 _torch_sdpa = F.scaled_dot_product_attention
 
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+# Calls with at most this many queries and more keys than queries, without a causal mask, run the
+# split-KV decode kernel (fa::forward_kvcache with no append), as in a generation step.
+DECODE_MAX_QUERIES = 16
 _counts = collections.Counter()
 _reasons = collections.Counter()
 
 
 def stats():
-    """Calls served so far: ``{"fa": n, "sdpa": n, "fallback_reasons": {reason: n}}``."""
-    return {"fa": _counts["fa"], "sdpa": _counts["sdpa"], "fallback_reasons": dict(_reasons)}
+    """Calls served so far: ``{"fa": n, "fa_decode": n, "sdpa": n, "fallback_reasons": {reason: n}}``;
+    ``fa`` counts every call our kernels served, ``fa_decode`` those of them that ran the split-KV
+    decode kernel."""
+    return {"fa": _counts["fa"], "fa_decode": _counts["fa_decode"], "sdpa": _counts["sdpa"],
+            "fallback_reasons": dict(_reasons)}
 
 
 def reset_stats():
@@ -63,6 +71,14 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa):
     return None
 
 
+def _is_decode(query, key, value, is_causal):
+    """A generation step: few queries against more keys, no mask (SDPA's top-left causal mask is not
+    the cache's bottom-right one, so causal calls stay on fa::forward), and caches whose last
+    dimension is contiguous, as fa::forward_kvcache reads them."""
+    return (query.dim() == 4 and not is_causal and query.shape[2] <= DECODE_MAX_QUERIES
+            and key.shape[2] > query.shape[2] and key.stride(3) == 1 and value.stride(3) == 1)
+
+
 def _count(path, reason=None):
     if torch.compiler.is_compiling():   # counters are eager-mode bookkeeping; keep traced graphs whole
         return
@@ -78,8 +94,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
     Runs the FlashAttention kernel (``fa::forward``) for inference-style calls: no ``attn_mask``, no
     dropout, no inputs that require grad, float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or
-    (B, L, E) tensors with one head dim ≤ 256. Anything else goes to PyTorch's SDPA. ``is_causal`` is
-    SDPA's top-left mask in both cases.
+    (B, L, E) tensors with one head dim ≤ 256; decoding steps (L ≤ ``DECODE_MAX_QUERIES`` queries
+    against S > L keys, not causal) run ``fa::forward_kvcache`` over the keys as a cache. Anything
+    else goes to PyTorch's SDPA. ``is_causal`` is SDPA's top-left mask in every case.
     """
     reason = _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa)
     if reason is not None:
@@ -87,6 +104,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         return _torch_sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
                            scale=scale, enable_gqa=enable_gqa)
     _count("fa")
+    if _is_decode(query, key, value, is_causal):
+        _count("fa_decode")
+        return torch.ops.fa.forward_kvcache(query, key, value, None, None, None, scale, False)
     if query.dim() == 3:   # (B, L, E): one head
         return torch.ops.fa.forward(query[:, None], key[:, None], value[:, None], scale, is_causal)[:, 0]
     return torch.ops.fa.forward(query, key, value, scale, is_causal)
