@@ -21,12 +21,14 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <optional>
 #include <tuple>
 
 #ifdef FA_WITH_CUDA
+#include <cuda_runtime_api.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -152,6 +154,40 @@ Call prepare(const char *op, const at::Tensor &q_in, const at::Tensor &k_in, con
     return c;
 }
 
+#ifdef FA_WITH_CUDA
+// Under the automatic kernel choice, a non-causal call with fewer 128-row query tiles than the GPU
+// has SMs and a long run of keys goes to the split-KV kernel of fa_forward_kvcache_cuda (no
+// append, every key valid: the same attention). The forward kernels would leave most SMs idle,
+// each CTA walking every key in one tensor-core accumulation chain; those adds truncate, and over
+// millions of keys the chain's bias outgrows bf16's rounding (README, Limits). The split-KV
+// kernel spreads the keys over the whole GPU and merges the splits in fp32.
+constexpr int64_t kSplitKvMinKeys = 32768;
+
+bool use_split_kv(const fa_params &p)
+{
+    const char *force = std::getenv("FA_KERNEL");
+    if (p.causal || p.Nk < kSplitKvMinKeys || (force != nullptr && *force != '\0' && std::strcmp(force, "auto") != 0))
+        return false;
+    int dev = 0, sms = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        return false;
+    return p.B * p.Hq * ((p.Nq + 127) / 128) < sms;
+}
+
+int forward_split_kv(const Call &c, cudaStream_t stream)
+{
+    fa_kvcache_params kp;
+    std::memset(&kp, 0, sizeof(kp));
+    kp.p = c.p;
+    size_t bytes = 0;
+    int status = fa_kvcache_scratch_bytes(&kp, &bytes);
+    if (status != FA_OK)
+        return status;
+    const at::Tensor scratch = at::empty({static_cast<int64_t>(bytes)}, c.q.options().dtype(at::kByte));
+    return fa_forward_kvcache_cuda(&kp, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
+}
+#endif
+
 std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q, const at::Tensor &k,
                                        const at::Tensor &v, std::optional<double> scale, bool causal,
                                        bool want_lse)
@@ -161,7 +197,10 @@ std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q, cons
     if (c.q.is_cuda()) {
 #ifdef FA_WITH_CUDA
         const c10::cuda::CUDAGuard guard(c.q.device());
-        status = fa_forward_cuda(&c.p, c10::cuda::getCurrentCUDAStream().stream());
+        const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+        status = use_split_kv(c.p) ? forward_split_kv(c, stream) : FA_ERR_UNSUPPORTED;
+        if (status == FA_ERR_UNSUPPORTED)   // not split, or a shape the split-KV kernel does not take
+            status = fa_forward_cuda(&c.p, stream);
 #else
         status = FA_ERR_NO_CUDA;
 #endif
