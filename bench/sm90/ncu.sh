@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Nsight Compute on the Hopper kernel: one d=128 N=8k non-causal call and one d=64 N=512 causal
+# call (the weakest grid point), key metrics as text under $OUT/ncu_*.txt.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
+[ -z "$NCU" ] && { echo "no ncu"; exit 1; }
+for shape in "2 16 8192 128 0" "32 32 512 64 1"; do
+    set -- $shape
+    tag="d$4_n$3_c$5"
+    FA_KERNEL=sm90 timeout 120 "$NCU" --kernel-name regex:fa_sm90 --launch-skip 2 --launch-count 1 --set full \
+        python3 -c "
+import torch, torch_flashattn
+q, k, v = (torch.randn($1, $2, $3, $4, dtype=torch.bfloat16, device='cuda') for _ in range(3))
+for _ in range(3): torch_flashattn.attention(q, k, v, causal=bool($5))
+torch.cuda.synchronize()" > "$OUT/ncu_$tag.txt" 2>&1
+    echo "== $tag"; grep -E "Duration|Compute \(SM\) Throughput|Memory Throughput|Registers Per|Achieved Occupancy|Issue Slots Busy|Executed Ipc A|No Eligible|Warp Cycles Per Issued|Stall|L2 Hit|DRAM Throughput|Tensor" "$OUT/ncu_$tag.txt" | head -30
+done
