@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, then the stages named on the command line, logs under $OUT.
 #
-#   bench/h200.sh tests sanitize bench memory        # stages: test suite tests sanitize bench memory model
-#                                                    #         decode examples sm90 sm80tune fp32test
+#   bench/h200.sh tests sanitize bench memory        # stages: test suite random tests sanitize bench memory
+#                                                    #         model decode examples sm90 sm80tune fp32test
 #
 # test: the whole pytest suite; suite: the same on 16 workers with the tensors past 2³¹ elements
 # afterwards on 2 (they need tens of GiB each), summaries and slowest tests in $OUT/suite*.log;
+# random: tests/test_random.py's large profile (400 cases of N <= 4096 per CUDA kernel family);
 # tests: file by file with time limits (bench/h200_tests.sh); examples: examples/*.py;
 # sm90: the Hopper kernel's SASS census, smoke check, tests and tile sweep (bench/sm90/run.sh);
 # sanitize: tests/sanitize.sh; bench: the full FlashAttention grid (bench/results/gpu.*); memory:
@@ -33,6 +34,9 @@ for stage in "$@"; do
              r2=$?
              grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/suite.log" "$OUT/suite_2g.log" | cut -c1-300 | tail -40
              [ $r1 -eq 0 ] && [ $r2 -eq 0 ]; } ;;
+    random) FA_RANDOM_CASES=400 FA_RANDOM_MAX_N=4096 timeout 500 python3 -m pytest -q -n 16 -rfE --tb=short \
+                -p no:cacheprovider -k "cuda" tests/test_random.py > "$OUT/random.log" 2>&1
+            r=$?; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/random.log" | cut -c1-300 | tail -20; [ $r -eq 0 ] ;;
     tests) OUT="$OUT" bash bench/h200_tests.sh 2>&1 | tee "$OUT/tests.log" ;;
     examples) for e in examples/*.py; do echo "== $e"; timeout 120 python3 "$e" || echo "-> $e failed"; done \
                   2>&1 | tee "$OUT/examples.log"; ! grep -q -- "-> examples" "$OUT/examples.log" ;;
