@@ -44,14 +44,19 @@
 /* A tile shape: D the compiled head-dim width (D/64 panels), BN keys per block, STAGES buffers
  * per K and V ring, CONSUMERS warpgroups of 64 query rows (BM = 64 · CONSUMERS) beside the
  * producer; PINGPONG: the consumers take turns to issue their wgmmas, so that one's softmax runs
- * while another's matmuls occupy the tensor cores. The 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24
+ * while another's matmuls occupy the tensor cores; PERSIST: one CTA per SM walks the query tiles
+ * (a static stride), its K/V ring running on from tile to tile, so the next tile's loads start
+ * during this one's epilogue. The 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24
  * per producer thread with 2 consumers, 160 and 32 with 3. Shared memory:
  * (BM + 2·STAGES·BN) · D · 2 bytes. */
-template <int D_, int BN_, int STAGES_, int CONSUMERS_, int PINGPONG_>
+template <int D_, int BN_, int STAGES_, int CONSUMERS_, int PINGPONG_, int PERSIST_>
 struct sm90_tile {
     static constexpr int D = D_, BN = BN_, STAGES = STAGES_, CONSUMERS = CONSUMERS_;
-    static constexpr bool PINGPONG = PINGPONG_;
+    static constexpr bool PINGPONG = PINGPONG_, PERSIST = PERSIST_;
     static constexpr int BM = 64 * CONSUMERS_, PANELS = D_ / 64, THREADS = 128 * (CONSUMERS_ + 1);
+    /* Persistent CTAs keep two Q buffers where shared memory allows, so the next tile's Q loads
+     * while this one is computed. */
+    static constexpr int QBUFS = PERSIST_ && (2 * BM + 2 * STAGES_ * BN_) * D_ * 2 + 2048 <= 227 * 1024 ? 2 : 1;
     static constexpr int CONSUMER_REGS = CONSUMERS_ == 2 ? 240 : 160;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
@@ -67,11 +72,17 @@ struct sm90_tile {
 #define FA_SM90_D64_CONSUMERS 3     /* 88 KB */
 #define FA_SM90_D64_PINGPONG 1
 #endif
+#ifndef FA_SM90_D64_PERSIST
+#define FA_SM90_D64_PERSIST 0
+#endif
 #ifndef FA_SM90_D128_BN             /* ping-pong: 522; without 496, BN 160/176 513/514 */
 #define FA_SM90_D128_BN 128
 #define FA_SM90_D128_STAGES 2
 #define FA_SM90_D128_CONSUMERS 2    /* 160 KB */
 #define FA_SM90_D128_PINGPONG 1
+#endif
+#ifndef FA_SM90_D128_PERSIST
+#define FA_SM90_D128_PERSIST 0
 #endif
 #ifndef FA_SM90_D256_BN             /* BN 80, ping-pong: 568; BN 64 526, BN 64 p-p 540 */
 #define FA_SM90_D256_BN 80
@@ -79,11 +90,17 @@ struct sm90_tile {
 #define FA_SM90_D256_CONSUMERS 2    /* 224 KB */
 #define FA_SM90_D256_PINGPONG 1
 #endif
-typedef sm90_tile< 64, FA_SM90_D64_BN, FA_SM90_D64_STAGES, FA_SM90_D64_CONSUMERS, FA_SM90_D64_PINGPONG>
+#ifndef FA_SM90_D256_PERSIST
+#define FA_SM90_D256_PERSIST 0
+#endif
+typedef sm90_tile< 64, FA_SM90_D64_BN, FA_SM90_D64_STAGES, FA_SM90_D64_CONSUMERS, FA_SM90_D64_PINGPONG,
+                  FA_SM90_D64_PERSIST>
     sm90_tile_d64;
-typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUMERS, FA_SM90_D128_PINGPONG>
+typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUMERS, FA_SM90_D128_PINGPONG,
+                  FA_SM90_D128_PERSIST>
     sm90_tile_d128;
-typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
+typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG,
+                  FA_SM90_D256_PERSIST>
     sm90_tile_d256;
 
 /* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
@@ -95,16 +112,19 @@ typedef struct {
     int64_t n_q_tiles;                   /* ceil(Nq / BM) */
     int64_t q_per_kv;                    /* Hq / Hkv */
     int64_t first_block;                 /* index of this launch's first CTA in the flattened grid */
+    int64_t n_tiles;                     /* B · Hq · n_q_tiles */
+    int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
 } sm90_args;
 
 /* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
  * its columns 64p..64p+63, rows 128 bytes apart. */
 template <class C>
 struct sm90_smem {
-    alignas(1024) uint16_t q[C::PANELS][C::BM][64];            /* Q; then each consumer's O */
+    alignas(1024) uint16_t q[C::QBUFS][C::PANELS][C::BM][64];  /* Q; then each consumer's O */
     alignas(1024) uint16_t k[C::STAGES][C::PANELS][C::BN][64]; /* K ring: block j in stage j % STAGES */
     alignas(1024) uint16_t v[C::STAGES][C::PANELS][C::BN][64]; /* V ring, same stage as K */
-    uint64_t full_q;                                           /* Q landed (TMA bytes) */
+    uint64_t full_q[C::QBUFS];                                 /* Q landed (TMA bytes) */
+    uint64_t empty_q[C::QBUFS];                                /* O stored by every consumer */
     uint64_t full_k[C::STAGES], full_v[C::STAGES];             /* stage landed (TMA bytes) */
     uint64_t empty_k[C::STAGES], empty_v[C::STAGES];           /* stage released by every consumer warp */
 };
@@ -338,6 +358,34 @@ __device__ __forceinline__ void pack_p(uint32_t (&r_p)[BN / 16][4], const float 
 /* ---- Kernel -------------------------------------------------------------------------------- */
 
 /* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: the producer and C::CONSUMERS warpgroups. */
+/* Where a tile is: (b·Hq + h, query tile), tiles of one head next to each other (they share K
+ * and V in L2). Causal runs each head's heaviest tiles (most keys) first; persistent and causal,
+ * the order is rank-major instead (the heaviest tile of every head, then the next...), so that
+ * CTAs striding through it get a balanced mix (with head-major order and a stride that is a
+ * multiple of the tiles per head, a CTA would get only the heaviest or only the lightest). Keys
+ * past the tile's last row, masked for all its rows, are never loaded. */
+typedef struct {
+    int64_t bh;
+    int b, h, hk, m0, n_blocks;
+} sm90_tile_pos;
+
+template <class C>
+__device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t tile)
+{
+    sm90_tile_pos tp;
+    const bool rank_major = C::PERSIST && a.p.causal;
+    const int64_t n_bh = a.n_tiles / a.n_q_tiles;
+    const int64_t rank = rank_major ? tile / n_bh : tile % a.n_q_tiles;
+    tp.bh = rank_major ? tile % n_bh : tile / a.n_q_tiles;
+    tp.m0 = (int)(a.p.causal ? a.n_q_tiles - 1 - rank : rank) * C::BM;
+    tp.b = (int)(tp.bh / a.p.Hq);
+    tp.h = (int)(tp.bh % a.p.Hq);
+    tp.hk = (int)(tp.h / a.q_per_kv);
+    const int kv_end = a.p.causal ? min((int)a.p.Nk, tp.m0 + C::BM) : (int)a.p.Nk;
+    tp.n_blocks = (kv_end + C::BN - 1) / C::BN;
+    return tp;
+}
+
 template <typename T, class C>
 __global__ void __launch_bounds__(C::THREADS, 1)
 fa_sm90_kernel(const __grid_constant__ sm90_args a)
@@ -351,18 +399,9 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     const int wg = threadIdx.x / 128;
     const int Nq = (int)p.Nq, Nk = (int)p.Nk;
 
-    /* CTA → (b·Hq + h, query tile); causal runs the heaviest tiles (most keys) first. */
-    const int64_t blk = a.first_block + blockIdx.x;
-    const int64_t bh = blk / a.n_q_tiles, rank = blk % a.n_q_tiles;
-    const int m0 = (int)(p.causal ? a.n_q_tiles - 1 - rank : rank) * BM;
-    const int b = (int)(bh / p.Hq), h = (int)(bh % p.Hq), hk = (int)(h / a.q_per_kv);
-
-    /* Causal: keys past the tile's last row are masked for all its rows: never loaded. */
-    const int kv_end = p.causal ? min(Nk, m0 + BM) : Nk;
-    const int n_blocks = (kv_end + BN - 1) / BN;
-
     if (threadIdx.x == 0) {
-        mbar_init(&s.full_q, 1);
+        for (int i = 0; i < C::QBUFS; i++)
+            mbar_init(&s.full_q[i], 1), mbar_init(&s.empty_q[i], C::CONSUMERS);
         for (int i = 0; i < STAGES; i++) {
             mbar_init(&s.full_k[i], 1), mbar_init(&s.full_v[i], 1);
             mbar_init(&s.empty_k[i], 4 * C::CONSUMERS), mbar_init(&s.empty_v[i], 4 * C::CONSUMERS);
@@ -372,158 +411,187 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     /* Barrier: the mbarriers are initialised before any thread (or TMA) uses them. */
     __syncthreads();
 
+    /* This CTA's tiles: first_block + blockIdx.x, then every tile_stride-th (one tile unless
+     * persistent); the producer and the consumers walk the same sequence. The K/V ring and the Q
+     * buffers run on across tiles: kc counts the blocks this CTA has passed through the ring, it
+     * the tiles. setmaxnreg comes first and unconditionally, so that ptxas allocates each role's
+     * loop under its own register budget. */
+    int kc = 0, it = 0;
     if (wg == 0) {
         /* Producer: one thread issues every load; the others leave. */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
         if (threadIdx.x != 0)
             return;
-        mbar_expect_tx(&s.full_q, BM * D * 2);
-#pragma unroll
-        for (int pn = 0; pn < PANELS; pn++)
-            tma_load(s.q[pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q);
-        for (int kb = 0; kb < n_blocks; kb++) {
-            const int st = kb % STAGES;
-            const uint32_t parity = ((kb / STAGES) & 1) ^ 1;
-            mbar_wait(&s.empty_k[st], parity);
-            mbar_expect_tx(&s.full_k[st], BN * D * 2);
-#pragma unroll
-            for (int pn = 0; pn < PANELS; pn++)
-                tma_load(s.k[st][pn], &a.tm_k, 64 * pn, kb * BN, hk, b, &s.full_k[st]);
-            mbar_wait(&s.empty_v[st], parity);
-            mbar_expect_tx(&s.full_v[st], BN * D * 2);
+        for (int64_t tile = a.first_block + blockIdx.x; tile < a.n_tiles; tile += a.tile_stride, it++) {
+            const sm90_tile_pos tp = tile_pos<C>(a, tile);
+            const int b = tp.b, h = tp.h, hk = tp.hk, m0 = tp.m0, n_blocks = tp.n_blocks;
+            const int qb = it % C::QBUFS;
+            const uint32_t q_parity = (it / C::QBUFS) & 1;
+            /* Q buffer qb is free once every consumer has stored the O it staged there. */
+            mbar_wait(&s.empty_q[qb], q_parity ^ 1);
+            mbar_expect_tx(&s.full_q[qb], BM * D * 2);
 #pragma unroll
             for (int pn = 0; pn < PANELS; pn++)
-                tma_load(s.v[st][pn], &a.tm_v, 64 * pn, kb * BN, hk, b, &s.full_v[st]);
+                tma_load(s.q[qb][pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q[qb]);
+            for (int kb = 0; kb < n_blocks; kb++) {
+                const int st = (kc + kb) % STAGES;
+                const uint32_t parity = (((kc + kb) / STAGES) & 1) ^ 1;
+                mbar_wait(&s.empty_k[st], parity);
+                mbar_expect_tx(&s.full_k[st], BN * D * 2);
+#pragma unroll
+                for (int pn = 0; pn < PANELS; pn++)
+                    tma_load(s.k[st][pn], &a.tm_k, 64 * pn, kb * BN, hk, b, &s.full_k[st]);
+                mbar_wait(&s.empty_v[st], parity);
+                mbar_expect_tx(&s.full_v[st], BN * D * 2);
+#pragma unroll
+                for (int pn = 0; pn < PANELS; pn++)
+                    tma_load(s.v[st][pn], &a.tm_v, 64 * pn, kb * BN, hk, b, &s.full_v[st]);
+            }
+            kc += n_blocks;
         }
         return;
     }
 
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
-    const int cw = wg - 1;                              /* consumer cw: rows 64cw.. of the tile */
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
-    const int g = lane / 4, t = lane % 4;
-    const float c = a.scale_log2;
-    const int row_first = m0 + 64 * cw;                 /* this warpgroup's first and this */
-    const int row0 = row_first + 16 * warp + g;         /* thread's rows: row0, row0 + 8 */
-    const uint32_t s_q = smem_u32(s.q) + 64 * cw * 128; /* this warpgroup's rows of panel 0 */
+    for (int64_t tile = a.first_block + blockIdx.x; tile < a.n_tiles; tile += a.tile_stride, it++) {
+        const sm90_tile_pos tp = tile_pos<C>(a, tile);
+        const int b = tp.b, h = tp.h, m0 = tp.m0, n_blocks = tp.n_blocks;
+        const int64_t bh = tp.bh;
+        const int qb = it % C::QBUFS;
+        const uint32_t q_parity = (it / C::QBUFS) & 1;
+        const int cw = wg - 1;                              /* consumer cw: rows 64cw.. of the tile */
+        const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+        const int g = lane / 4, t = lane % 4;
+        const float c = a.scale_log2;
+        const int row_first = m0 + 64 * cw;                 /* this warpgroup's first and this */
+        const int row0 = row_first + 16 * warp + g;         /* thread's rows: row0, row0 + 8 */
+        const uint32_t s_q = smem_u32(s.q[qb]) + 64 * cw * 128; /* this warpgroup's rows of panel 0 */
 
-    float r_o[D / 2];                                   /* O: 64 × D, wgmma accumulator layout */
+        float r_o[D / 2];                                   /* O: 64 × D, wgmma accumulator layout */
 #pragma unroll
-    for (int i = 0; i < D / 2; i++)
-        r_o[i] = 0.f;
-    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f}, alpha[2];
-    float r_s[BN / 2];                                  /* S, then P in fp32: 64 × BN */
-    uint32_t r_p[BN / 16][4];                           /* P as wgmma A fragments, keys 16kk.. */
+        for (int i = 0; i < D / 2; i++)
+            r_o[i] = 0.f;
+        float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f}, alpha[2];
+        float r_s[BN / 2];                                  /* S, then P in fp32: 64 × BN */
+        uint32_t r_p[BN / 16][4];                           /* P as wgmma A fragments, keys 16kk.. */
 
-    /* Causal: blocks starting past this warpgroup's last row are all masked for it (blocks at
-     * the end only); it releases them untouched. Block 0 shows key 0 to every row, so every
-     * m_i is finite after it. */
-    const int n_act = p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
-    /* Ping-pong: consumer cw issues after consumer cw − 1 (cyclically); every consumer takes
-     * n_act + 1 turns (all blocks, even fully masked ones), and the last consumer gives the
-     * first its first turn instead of passing its last one, so every barrier balances. */
-    const bool pp = C::PINGPONG;
-    const int next_cw = (cw + 1) % C::CONSUMERS;
-    if (pp && cw == C::CONSUMERS - 1)
-        turn_pass(0);
-    sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, c};
+        /* Causal: blocks starting past this warpgroup's last row are all masked for it (blocks at
+         * the end only); it releases them untouched. Block 0 shows key 0 to every row, so every
+         * m_i is finite after it. */
+        const int n_act = p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
+        /* Ping-pong: consumer cw issues after consumer cw − 1 (cyclically); every consumer takes
+         * n_act + 1 turns per tile (all blocks, even fully masked ones). The last consumer gives the
+         * first its first turn of the CTA's first tile, and passes its last turn of each tile on to
+         * the first unless the tile is the CTA's last, so every barrier balances. */
+        const bool pp = C::PINGPONG;
+        const int next_cw = (cw + 1) % C::CONSUMERS;
+        const bool last_tile = tile + a.tile_stride >= a.n_tiles;
+        if (pp && cw == C::CONSUMERS - 1 && it == 0)
+            turn_pass(0);
+        sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, c};
 
-    mbar_wait(&s.full_q, 0);
-    /* Block 0: S_0 = Q K_0ᵀ, P_0. */
-    mbar_wait(&s.full_k[0], 0);
-    if (pp)
-        turn_wait(cw);
-    issue_qk<T, C>(r_s, s_q, smem_u32(s.k[0]));
-    if (pp)
-        turn_pass(next_cw);
-    wgmma_wait<0>();
-    reg_fence(r_s);
-    release(&s.empty_k[0], lane);
-    sm90_softmax<C>(r_s, m_i, l_i, alpha, 0, ctx);
-    pack_p<T, BN>(r_p, r_s);
-    /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
-     * S_kb waits only for the first, so it overlaps the second, and O is rescaled once the second
-     * has completed. The last block's P V follows the loop. */
-    for (int kb = 1; kb < n_act; kb++) {
-        const int st = kb % STAGES, pst = (kb - 1) % STAGES;
-        mbar_wait(&s.full_k[st], (kb / STAGES) & 1);
-        mbar_wait(&s.full_v[pst], ((kb - 1) / STAGES) & 1);
-        if (pp)
-            turn_wait(cw);
-        issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
-        issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
-        if (pp)
-            turn_pass(next_cw);
-        wgmma_wait<1>();                                /* S_kb is ready, P V may still run */
-        reg_fence(r_s);
-        release(&s.empty_k[st], lane);
-        sm90_softmax<C>(r_s, m_i, l_i, alpha, kb * BN, ctx);
-        wgmma_wait<0>();                                /* O += P_(kb−1) V_(kb−1) is done */
-        reg_fence(r_o);
-        reg_fence_u(r_p);
-        release(&s.empty_v[pst], lane);
-        rescale<D>(r_o, alpha);
+        mbar_wait(&s.full_q[qb], q_parity);
+        /* Block 0: S_0 = Q K_0ᵀ, P_0. */
+        {
+            const int st = kc % STAGES;
+            mbar_wait(&s.full_k[st], (kc / STAGES) & 1);
+            if (pp)
+                turn_wait(cw);
+            issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
+            if (pp)
+                turn_pass(next_cw);
+            wgmma_wait<0>();
+            reg_fence(r_s);
+            release(&s.empty_k[st], lane);
+        }
+        sm90_softmax<C>(r_s, m_i, l_i, alpha, 0, ctx);
         pack_p<T, BN>(r_p, r_s);
-    }
-    {
-        const int kb = n_act - 1, st = kb % STAGES;
-        mbar_wait(&s.full_v[st], (kb / STAGES) & 1);
-        if (pp)
-            turn_wait(cw);
-        issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
-        if (pp && cw != C::CONSUMERS - 1)
-            turn_pass(next_cw);
-        wgmma_wait<0>();
-        reg_fence(r_o);
-        reg_fence_u(r_p);
-        release(&s.empty_v[st], lane);
-    }
-    /* Blocks all masked for this warpgroup: released once they have landed. */
-    for (int kb = n_act; kb < n_blocks; kb++) {
-        const int st = kb % STAGES;
-        const uint32_t parity = (kb / STAGES) & 1;
-        mbar_wait(&s.full_k[st], parity);
-        release(&s.empty_k[st], lane);
-        mbar_wait(&s.full_v[st], parity);
-        release(&s.empty_v[st], lane);
-    }
+        /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
+         * S_kb waits only for the first, so it overlaps the second, and O is rescaled once the second
+         * has completed. The last block's P V follows the loop. */
+        for (int kb = 1; kb < n_act; kb++) {
+            const int st = (kc + kb) % STAGES, pst = (kc + kb - 1) % STAGES;
+            mbar_wait(&s.full_k[st], ((kc + kb) / STAGES) & 1);
+            mbar_wait(&s.full_v[pst], ((kc + kb - 1) / STAGES) & 1);
+            if (pp)
+                turn_wait(cw);
+            issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
+            issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
+            if (pp)
+                turn_pass(next_cw);
+            wgmma_wait<1>();                                /* S_kb is ready, P V may still run */
+            reg_fence(r_s);
+            release(&s.empty_k[st], lane);
+            sm90_softmax<C>(r_s, m_i, l_i, alpha, kb * BN, ctx);
+            wgmma_wait<0>();                                /* O += P_(kb−1) V_(kb−1) is done */
+            reg_fence(r_o);
+            reg_fence_u(r_p);
+            release(&s.empty_v[pst], lane);
+            rescale<D>(r_o, alpha);
+            pack_p<T, BN>(r_p, r_s);
+        }
+        {
+            const int st = (kc + n_act - 1) % STAGES;
+            mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);
+            if (pp)
+                turn_wait(cw);
+            issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
+            if (pp && (cw != C::CONSUMERS - 1 || !last_tile))
+                turn_pass(next_cw);
+            wgmma_wait<0>();
+            reg_fence(r_o);
+            reg_fence_u(r_p);
+            release(&s.empty_v[st], lane);
+        }
+        /* Blocks all masked for this warpgroup: released once they have landed. */
+        for (int kb = n_act; kb < n_blocks; kb++) {
+            const int st = (kc + kb) % STAGES;
+            const uint32_t parity = ((kc + kb) / STAGES) & 1;
+            mbar_wait(&s.full_k[st], parity);
+            release(&s.empty_k[st], lane);
+            mbar_wait(&s.full_v[st], parity);
+            release(&s.empty_v[st], lane);
+        }
+        kc += n_blocks;
 
-    /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. */
-    float inv_l[2];
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        float l = l_i[r];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        inv_l[r] = 1.f / l;
-        const int row = row0 + 8 * r;
-        if (p.lse && t == 0 && row < Nq)                /* lse: (B, Hq, Nq) */
-            p.lse[bh * p.Nq + row] = (m_i[r] * c + log2f(l)) * 0.69314718055994531f;
-    }
-
-    /* Stage O in this warpgroup's Q rows (its last S = Q Kᵀ has completed): column 8j + 2t of
-     * row rr is chunk j % 8 of panel j / 8, swizzled, bytes 4t..4t+3. */
-#pragma unroll
-    for (int j = 0; j < D / 8; j++)
+        /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. */
+        float inv_l[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
-            const int rr = 16 * warp + g + 8 * r;
-            const uint32_t addr = s_q + (j / 8) * (BM * 128) + rr * 128 + (((j % 8) ^ (rr % 8)) << 4) + 4 * t;
-            const uint32_t x = pack2<T>(r_o[4 * j + 2 * r] * inv_l[r], r_o[4 * j + 2 * r + 1] * inv_l[r]);
-            asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(addr), "r"(x) : "memory");
+            float l = l_i[r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            inv_l[r] = 1.f / l;
+            const int row = row0 + 8 * r;
+            if (p.lse && t == 0 && row < Nq)                /* lse: (B, Hq, Nq) */
+                p.lse[bh * p.Nq + row] = (m_i[r] * c + log2f(l)) * 0.69314718055994531f;
         }
-    /* The TMA engine reads what the generic proxy wrote: fence, then a warpgroup barrier so
-     * that one thread stores all 64 rows. */
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    warpgroup_bar(1 + cw);
-    if (threadIdx.x % 128 == 0) {
+
+        /* Stage O in this warpgroup's Q rows (its last S = Q Kᵀ has completed): column 8j + 2t of
+         * row rr is chunk j % 8 of panel j / 8, swizzled, bytes 4t..4t+3. */
 #pragma unroll
-        for (int pn = 0; pn < PANELS; pn++)
-            tma_store(&a.tm_o, &s.q[pn][64 * cw][0], 64 * pn, row_first, h, b);
-        asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-        /* Shared memory must outlive the store's reads of it. */
-        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+        for (int j = 0; j < D / 8; j++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int rr = 16 * warp + g + 8 * r;
+                const uint32_t addr = s_q + (j / 8) * (BM * 128) + rr * 128 + (((j % 8) ^ (rr % 8)) << 4) + 4 * t;
+                const uint32_t x = pack2<T>(r_o[4 * j + 2 * r] * inv_l[r], r_o[4 * j + 2 * r + 1] * inv_l[r]);
+                asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(addr), "r"(x) : "memory");
+            }
+        /* The TMA engine reads what the generic proxy wrote: fence, then a warpgroup barrier so
+         * that one thread stores all 64 rows. */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        warpgroup_bar(1 + cw);
+        if (threadIdx.x % 128 == 0) {
+#pragma unroll
+            for (int pn = 0; pn < PANELS; pn++)
+                tma_store(&a.tm_o, &s.q[qb][pn][64 * cw][0], 64 * pn, row_first, h, b);
+            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+            /* Shared memory must outlive the store's reads of it; then the producer may refill it. */
+            asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+            mbar_arrive(&s.empty_q[qb]);
+        }
     }
 #endif /* FA_SM90_DEVICE */
 }
@@ -627,12 +695,24 @@ static int sm90_launch(const fa_params *p, cudaStream_t stream)
     a.scale_log2 = fmaxf(p->scale * 1.4426950408889634f, FLT_MIN);
     a.q_per_kv = p->Hq / p->Hkv;
 
-    /* 1-D grid over (b·Hq + h) × query tile, split into launches of at most 2³¹−1 CTAs. */
+    /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
+     * walking every grid-th tile. Else one CTA per tile, in launches of at most 2³¹−1 CTAs. */
     a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;
-    const int64_t total = a.n_q_tiles * p->B * p->Hq;
-    for (int64_t first = 0; first < total; first += INT32_MAX) {
+    a.n_tiles = a.n_q_tiles * p->B * p->Hq;
+    if (C::PERSIST) {
+        int sms;
+        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+            return FA_ERR_CUDA;
+        const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
+        a.first_block = 0;
+        a.tile_stride = grid;
+        kernel<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+        return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
+    }
+    a.tile_stride = a.n_tiles;
+    for (int64_t first = 0; first < a.n_tiles; first += INT32_MAX) {
         a.first_block = first;
-        const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
+        const int64_t n = a.n_tiles - first < INT32_MAX ? a.n_tiles - first : INT32_MAX;
         kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(a);
         if (cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;

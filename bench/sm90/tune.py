@@ -1,7 +1,7 @@
 """Builds, checks and times tile variants of the Hopper kernel (csrc/fa_sm90.cu) in one GPU run.
 
 Each variant is csrc/fa_sm90.cu compiled alone into a shared library with other
-FA_SM90_D<d>_{BN,STAGES,CONSUMERS} values (nvcc runs in parallel), loaded with ctypes and called
+FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG,PERSIST} values (nvcc runs in parallel), loaded with ctypes and called
 through fa_sm90_forward with a params struct that mirrors csrc/fa.h. Every variant is checked
 against SDPA math on float64 over awkward shapes before it is timed next to the production kernel
 (torch.ops.fa.forward with FA_KERNEL=sm90) and SDPA's cudnn backend, on FlashAttention's grid
@@ -23,11 +23,12 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import torch_flashattn  # noqa: E402,F401
 
-# (d, BN, STAGES, CONSUMERS, PINGPONG); the production tiles are timed through the op.
+# (d, BN, STAGES, CONSUMERS, PINGPONG, PERSIST); the production tiles are timed through the op.
+# PERSIST = 1: one CTA per SM walking the tiles (csrc/fa_sm90.cu, sm90_tile).
 VARIANTS = [
-    (64, 128, 2, 3, 0), (64, 128, 4, 2, 1),
-    (128, 128, 2, 2, 0), (128, 176, 2, 2, 1),
-    (256, 64, 2, 2, 1), (256, 80, 2, 2, 0),
+    (64, 128, 2, 3, 1, 1), (64, 128, 3, 3, 1, 1),
+    (128, 128, 2, 2, 1, 1), (128, 176, 2, 2, 1, 1),
+    (256, 80, 2, 2, 1, 1), (256, 64, 2, 2, 1, 1),
 ]
 BUILD = os.environ.get("BUILD", "/tmp/sm90_tune")
 
@@ -43,12 +44,12 @@ class Params(ctypes.Structure):
 def build(variants):
     os.makedirs(BUILD, exist_ok=True)
     procs = []
-    for d, bn, st, cons, pp in variants:
-        so = f"{BUILD}/d{d}_bn{bn}_s{st}_c{cons}_p{pp}.so"
+    for d, bn, st, cons, pp, per in variants:
+        so = f"{BUILD}/d{d}_bn{bn}_s{st}_c{cons}_p{pp}_r{per}.so"
         cmd = ["nvcc", "-std=c++17", "-O3", "-DNDEBUG", "-shared", "-Xcompiler", "-fPIC",
                "-gencode=arch=compute_90a,code=sm_90a", "-Icsrc", "-Xptxas", "-v",
                f"-DFA_SM90_D{d}_BN={bn}", f"-DFA_SM90_D{d}_STAGES={st}", f"-DFA_SM90_D{d}_CONSUMERS={cons}",
-               f"-DFA_SM90_D{d}_PINGPONG={pp}",
+               f"-DFA_SM90_D{d}_PINGPONG={pp}", f"-DFA_SM90_D{d}_PERSIST={per}",
                "csrc/fa_sm90.cu", "-o", so]
         procs.append((so, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
     libs = []
@@ -83,8 +84,11 @@ def call(lib, q, k, v, o, causal, scale=None):
 
 def check(lib, d):
     """Our error <= 2 × SDPA's bf16 error + 1e-5 on awkward shapes; outputs poisoned first."""
+    # The last three have more query tiles than the H200 has SMs: persistent CTAs take several.
     for B, Hq, Hkv, Nq, Nk, causal in [(2, 4, 2, 300, 517, False), (2, 4, 2, 517, 300, True), (1, 2, 1, 1000, 1000, True),
-                                       (3, 2, 2, 1, 700, False), (1, 1, 1, 129, 33, True)]:
+                                       (3, 2, 2, 1, 700, False), (1, 1, 1, 129, 33, True),
+                                       (4, 16, 4, 1000, 1000, True), (8, 8, 8, 777, 1025, False),
+                                       (3, 32, 8, 2049, 2049, True)]:
         q = torch.randn(B, Hq, Nq, d, dtype=torch.bfloat16, device="cuda")
         k = torch.randn(B, Hkv, Nk, d, dtype=torch.bfloat16, device="cuda")
         v = torch.randn(B, Hkv, Nk, d, dtype=torch.bfloat16, device="cuda")
@@ -115,9 +119,9 @@ def main():
     for d in args.d:
         mine = [(v, lib) for v, lib in zip(variants, libs) if v[0] == d and lib is not None]
         status = {v: check(lib, d) for v, lib in mine}
-        names = ["prod", "cudnn"] + [f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}" for v, _ in mine]
+        names = ["prod", "cudnn"] + [f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}r{v[5]}" for v, _ in mine]
         print(f"\nd={d} TFLOP/s (bf16, B·N=16k, H·d=2048); checks: " +
-              ", ".join(f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]} {status[v]}" for v, _ in mine))
+              ", ".join(f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}r{v[5]} {status[v]}" for v, _ in mine))
         print("causal N      " + " ".join(f"{n:>12}" for n in names))
         logs = {n: [] for n in names}
         for causal in (False, True):
