@@ -25,10 +25,11 @@
  * lse = m + log2 l. fp32 (and FA_KERNEL=simt, or a device without room for the tile) runs the
  * CUDA-core kernel: one warp per (query row, split), lanes over the head dim, 4 keys at a time.
  *
- * Split count (shapes and the device only, so a CUDA graph replays it): enough CTAs for about two
- * waves of the attend kernel, at most one split per 128 keys of Nmax; chunk = ceil(Nmax / splits)
- * rounded up to 64 keys. It never reads cache_seqlens on the host: a bad entry (fa.h) leaves the
- * caches untouched and makes the output NaN, checked by every CTA on the device.
+ * Split count (shapes and the device only, so a CUDA graph replays it): the fewest splits whose
+ * CTAs fill their last wave of the attend kernel within 5% of the best count, at most one split per
+ * 128 keys of Nmax; chunk = ceil(Nmax / splits) rounded up to 64 keys. It never reads
+ * cache_seqlens on the host: a bad entry (fa.h) leaves the caches untouched and makes the output
+ * NaN, checked by every CTA on the device.
  *
  * Builds with plain nvcc; includes CUDA headers and fa.h only:
  *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -Icsrc -c csrc/fa_decode.cu
@@ -682,12 +683,25 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
         return st;
     pl->ctas_per_split = pl->mma ? (int64_t)a->row_tiles * p->B * p->Hkv : (a->rows + 3) / 4;
 
-    /* splits: about two waves of attend CTAs, at most one per 128 keys of Nmax. */
-    const int64_t wave = (int64_t)sms * pl->ctas_per_sm;
-    const int64_t max_splits = (p->Nk + 127) / 128;
-    int64_t splits = (2 * wave + pl->ctas_per_split - 1) / pl->ctas_per_split;
-    splits = splits < max_splits ? splits : max_splits;
-    splits = splits > 1 ? splits : 1;
+    /* splits: every CTA of a split does the same work, so a grid of 2.1 waves takes as long as 3.
+     * Wave efficiency e(s) = CTAs / (waves rounded up · wave); among split counts up to one per
+     * 128 keys of Nmax and up to four waves, the fewest (least to combine) within 5% of the best. */
+    const int64_t wave = (int64_t)sms * pl->ctas_per_sm, cps = pl->ctas_per_split;
+    int64_t max_splits = (p->Nk + 127) / 128;
+    max_splits = max_splits < (4 * wave + cps - 1) / cps ? max_splits : (4 * wave + cps - 1) / cps;
+    double best = 0.;
+    for (int64_t sp = 1; sp <= max_splits; sp++) {
+        const int64_t ctas = sp * cps;
+        const double e = (double)ctas / (double)(((ctas + wave - 1) / wave) * wave);
+        best = e > best ? e : best;
+    }
+    int64_t splits = 1;
+    while (splits < max_splits) {
+        const int64_t ctas = splits * cps;
+        if ((double)ctas / (double)(((ctas + wave - 1) / wave) * wave) >= 0.95 * best)
+            break;
+        splits++;
+    }
     a->chunk = ((p->Nk + splits - 1) / splits + 63) / 64 * 64;
     a->chunk = a->chunk > 0 ? a->chunk : 64;
     a->splits = p->Nk > 0 ? (p->Nk + a->chunk - 1) / a->chunk : 1;
