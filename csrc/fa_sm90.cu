@@ -35,6 +35,7 @@
 #include <cuda_bf16.h>
 #include <float.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fa_kernels.h"
@@ -44,19 +45,19 @@
 /* A tile shape: D the compiled head-dim width (D/64 panels), BN keys per block, STAGES buffers
  * per K and V ring, CONSUMERS warpgroups of 64 query rows (BM = 64 · CONSUMERS) beside the
  * producer; PINGPONG: the consumers take turns to issue their wgmmas, so that one's softmax runs
- * while another's matmuls occupy the tensor cores; PERSIST: one CTA per SM walks the query tiles
- * (a static stride), its K/V ring running on from tile to tile, so the next tile's loads start
- * during this one's epilogue. The 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24
+ * while another's matmuls occupy the tensor cores. The kernel walks a sequence of query tiles
+ * (one per CTA, or a static stride of them on a persistent grid, chosen at launch), its K/V ring
+ * running on from tile to tile, so the next tile's loads start during this one's epilogue. The 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24
  * per producer thread with 2 consumers, 160 and 32 with 3. Shared memory:
  * (BM + 2·STAGES·BN) · D · 2 bytes. */
-template <int D_, int BN_, int STAGES_, int CONSUMERS_, int PINGPONG_, int PERSIST_>
+template <int D_, int BN_, int STAGES_, int CONSUMERS_, int PINGPONG_>
 struct sm90_tile {
     static constexpr int D = D_, BN = BN_, STAGES = STAGES_, CONSUMERS = CONSUMERS_;
-    static constexpr bool PINGPONG = PINGPONG_, PERSIST = PERSIST_;
+    static constexpr bool PINGPONG = PINGPONG_;
     static constexpr int BM = 64 * CONSUMERS_, PANELS = D_ / 64, THREADS = 128 * (CONSUMERS_ + 1);
-    /* Persistent CTAs keep two Q buffers where shared memory allows, so the next tile's Q loads
-     * while this one is computed. */
-    static constexpr int QBUFS = PERSIST_ && (2 * BM + 2 * STAGES_ * BN_) * D_ * 2 + 2048 <= 227 * 1024 ? 2 : 1;
+    /* Two Q buffers where shared memory allows, so that a persistent CTA loads its next tile's Q
+     * while this one is computed (one CTA per SM either way: the registers allow no more). */
+    static constexpr int QBUFS = (2 * BM + 2 * STAGES_ * BN_) * D_ * 2 + 2048 <= 227 * 1024 ? 2 : 1;
     static constexpr int CONSUMER_REGS = CONSUMERS_ == 2 ? 240 : 160;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
@@ -72,17 +73,11 @@ struct sm90_tile {
 #define FA_SM90_D64_CONSUMERS 3     /* 88 KB */
 #define FA_SM90_D64_PINGPONG 1
 #endif
-#ifndef FA_SM90_D64_PERSIST
-#define FA_SM90_D64_PERSIST 0
-#endif
 #ifndef FA_SM90_D128_BN             /* ping-pong: 522; without 496, BN 160/176 513/514 */
 #define FA_SM90_D128_BN 128
 #define FA_SM90_D128_STAGES 2
 #define FA_SM90_D128_CONSUMERS 2    /* 160 KB */
 #define FA_SM90_D128_PINGPONG 1
-#endif
-#ifndef FA_SM90_D128_PERSIST
-#define FA_SM90_D128_PERSIST 0
 #endif
 #ifndef FA_SM90_D256_BN             /* BN 80, ping-pong: 568; BN 64 526, BN 64 p-p 540 */
 #define FA_SM90_D256_BN 80
@@ -90,17 +85,11 @@ struct sm90_tile {
 #define FA_SM90_D256_CONSUMERS 2    /* 224 KB */
 #define FA_SM90_D256_PINGPONG 1
 #endif
-#ifndef FA_SM90_D256_PERSIST
-#define FA_SM90_D256_PERSIST 0
-#endif
-typedef sm90_tile< 64, FA_SM90_D64_BN, FA_SM90_D64_STAGES, FA_SM90_D64_CONSUMERS, FA_SM90_D64_PINGPONG,
-                  FA_SM90_D64_PERSIST>
+typedef sm90_tile< 64, FA_SM90_D64_BN, FA_SM90_D64_STAGES, FA_SM90_D64_CONSUMERS, FA_SM90_D64_PINGPONG>
     sm90_tile_d64;
-typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUMERS, FA_SM90_D128_PINGPONG,
-                  FA_SM90_D128_PERSIST>
+typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUMERS, FA_SM90_D128_PINGPONG>
     sm90_tile_d128;
-typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG,
-                  FA_SM90_D256_PERSIST>
+typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
     sm90_tile_d256;
 
 /* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
@@ -114,6 +103,7 @@ typedef struct {
     int64_t first_block;                 /* index of this launch's first CTA in the flattened grid */
     int64_t n_tiles;                     /* B · Hq · n_q_tiles */
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
+    int rank_major;                      /* tile order: see tile_pos */
 } sm90_args;
 
 /* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
@@ -373,7 +363,7 @@ template <class C>
 __device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t tile)
 {
     sm90_tile_pos tp;
-    const bool rank_major = C::PERSIST && a.p.causal;
+    const bool rank_major = a.rank_major;
     const int64_t n_bh = a.n_tiles / a.n_q_tiles;
     const int64_t rank = rank_major ? tile / n_bh : tile % a.n_q_tiles;
     tp.bh = rank_major ? tile % n_bh : tile / a.n_q_tiles;
@@ -639,6 +629,19 @@ static int make_map(CUtensorMap *map, int bf16, const void *x, int64_t B, int64_
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS;
 }
 
+/* The grid. A persistent one (a CTA per SM walking the tiles) saves each tile the CTA's start,
+ * its first loads and its last store, which matter where tiles are short (few keys): bench/LOG.md
+ * has the H200 sweep behind the threshold. Causal runs at d >= 128 lose with it (up to 15 % at
+ * 16k keys): its rank-major order spreads concurrent tiles over every head, whose K/V then no
+ * longer share L2. FA_SM90_PERSIST=0 or 1 forces either grid. */
+static int sm90_persistent(const fa_params *p, int D)
+{
+    const char *force = getenv("FA_SM90_PERSIST");
+    if (force && (force[0] == '0' || force[0] == '1') && force[1] == 0)
+        return force[0] == '1';
+    return p->Nk <= 2048 && (!p->causal || D == 64);
+}
+
 /* Launches the tile shape C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80
  * kernel runs) for what it does not take. */
 template <typename T, class C>
@@ -699,13 +702,14 @@ static int sm90_launch(const fa_params *p, cudaStream_t stream)
      * walking every grid-th tile. Else one CTA per tile, in launches of at most 2³¹−1 CTAs. */
     a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;
     a.n_tiles = a.n_q_tiles * p->B * p->Hq;
-    if (C::PERSIST) {
+    if (sm90_persistent(p, C::D)) {
         int sms;
         if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
             return FA_ERR_CUDA;
         const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
         a.first_block = 0;
         a.tile_stride = grid;
+        a.rank_major = p->causal;
         kernel<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
         return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
     }

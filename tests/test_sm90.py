@@ -56,6 +56,27 @@ def test_sm90_lse_and_layouts(dtype, causal, d, forced):
 
 
 @sm90
+@pytest.mark.parametrize("grid", ["0", "1"], ids=["one_cta_per_tile", "persistent"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_sm90_both_grids(grid, causal, d, forced, monkeypatch):
+    """Each grid forced (FA_SM90_PERSIST) on shapes with more query tiles than the GPU has SMs,
+    so that persistent CTAs walk several tiles of different heads and lengths (the K/V ring and
+    the Q buffers running on across them), with GQA, tails and lse."""
+    monkeypatch.setenv("FA_SM90_PERSIST", grid)
+    torch.manual_seed(d + int(causal))
+    for B, Hq, Hkv, nq, nk in [(3, 16, 4, 777, 1025), (2, 12, 3, 1500, 1500), (1, 4, 4, 4100, 300)]:
+        q = randn(B, Hq, nq, d, dtype=torch.bfloat16, device="cuda")
+        k = randn(B, Hkv, nk, d, dtype=torch.bfloat16, device="cuda")
+        v = randn(B, Hkv, nk, d, dtype=torch.bfloat16, device="cuda")
+        out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal)
+        what = f"sm90 grid={grid} d={d} B={B} H={Hq}/{Hkv} Nq={nq} Nk={nk} causal={causal}"
+        assert_accurate(out, q, k, v, causal, what=what)
+        err = (lse.double() - reference_lse(q, k, causal)).abs().max().item()
+        assert err < 1e-4, f"{what}: lse max error {err:.3e}"
+
+
+@sm90
 def test_sm90_many_heads_and_scale_zero(forced):
     """More CTAs than one launch row of work, and scale 0 (uniform weights)."""
     q = randn(64, 32, 130, 64, dtype=torch.bfloat16, device="cuda")

@@ -15,4 +15,4 @@ FA_KERNEL=sm90 timeout 90 python3 bench/sm90/smoke.py || { echo "smoke failed or
 echo "== tests/test_sm90.py"
 timeout 200 python3 -m pytest -q -x -n 8 tests/test_sm90.py 2>&1 | tail -3
 echo "== tile sweep"
-timeout 300 python3 bench/sm90/tune.py --n 512 1k 4k 16k 2>&1 | tee "$OUT/sm90tune.log" | tail -40
+timeout 300 python3 bench/sm90/tune.py --n 512 1k 2k 4k 16k ${TUNE_ARGS:-} 2>&1 | tee "$OUT/sm90tune.log" | tail -40

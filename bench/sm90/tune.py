@@ -1,13 +1,14 @@
 """Builds, checks and times tile variants of the Hopper kernel (csrc/fa_sm90.cu) in one GPU run.
 
 Each variant is csrc/fa_sm90.cu compiled alone into a shared library with other
-FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG,PERSIST} values (nvcc runs in parallel), loaded with ctypes and called
+FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG} values (nvcc runs in parallel), loaded with ctypes and called
 through fa_sm90_forward with a params struct that mirrors csrc/fa.h. Every variant is checked
 against SDPA math on float64 over awkward shapes before it is timed next to the production kernel
-(torch.ops.fa.forward with FA_KERNEL=sm90) and SDPA's cudnn backend, on FlashAttention's grid
+(torch.ops.fa.forward with FA_KERNEL=sm90: its automatic grid, "auto", and each grid forced with
+FA_SM90_PERSIST, "grid" = one CTA per tile, "persist" = one CTA per SM) and SDPA's cudnn backend, on FlashAttention's grid
 (bf16, B·N = 16k, H·d = 2048), with triton.testing.do_bench. On the H200, after the build:
 
-    python3 bench/sm90/tune.py [--d 128] [--n 1k 4k 16k]
+    python3 bench/sm90/tune.py [--d 128] [--n 1k 4k 16k] [--no-variants]
 """
 import argparse
 import ctypes
@@ -23,13 +24,11 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import torch_flashattn  # noqa: E402,F401
 
-# (d, BN, STAGES, CONSUMERS, PINGPONG, PERSIST); the production tiles are timed through the op.
-# PERSIST = 1: one CTA per SM walking the tiles (csrc/fa_sm90.cu, sm90_tile).
+# (d, BN, STAGES, CONSUMERS, PINGPONG); the production tiles are timed through the op.
 VARIANTS = [
-    (64, 128, 2, 3, 1, 1), (64, 128, 3, 3, 1, 1),
-    (128, 128, 2, 2, 1, 1), (128, 176, 2, 2, 1, 1),
-    (256, 80, 2, 2, 1, 1), (256, 64, 2, 2, 1, 1),
+    (64, 128, 3, 3, 1), (128, 176, 2, 2, 1), (256, 64, 2, 2, 1),
 ]
+PROD = {"auto": None, "grid": "0", "persist": "1"}  # FA_SM90_PERSIST for each production column
 BUILD = os.environ.get("BUILD", "/tmp/sm90_tune")
 
 
@@ -44,12 +43,12 @@ class Params(ctypes.Structure):
 def build(variants):
     os.makedirs(BUILD, exist_ok=True)
     procs = []
-    for d, bn, st, cons, pp, per in variants:
-        so = f"{BUILD}/d{d}_bn{bn}_s{st}_c{cons}_p{pp}_r{per}.so"
+    for d, bn, st, cons, pp in variants:
+        so = f"{BUILD}/d{d}_bn{bn}_s{st}_c{cons}_p{pp}.so"
         cmd = ["nvcc", "-std=c++17", "-O3", "-DNDEBUG", "-shared", "-Xcompiler", "-fPIC",
                "-gencode=arch=compute_90a,code=sm_90a", "-Icsrc", "-Xptxas", "-v",
                f"-DFA_SM90_D{d}_BN={bn}", f"-DFA_SM90_D{d}_STAGES={st}", f"-DFA_SM90_D{d}_CONSUMERS={cons}",
-               f"-DFA_SM90_D{d}_PINGPONG={pp}", f"-DFA_SM90_D{d}_PERSIST={per}",
+               f"-DFA_SM90_D{d}_PINGPONG={pp}",
                "csrc/fa_sm90.cu", "-o", so]
         procs.append((so, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
     libs = []
@@ -85,6 +84,7 @@ def call(lib, q, k, v, o, causal, scale=None):
 def check(lib, d):
     """Our error <= 2 × SDPA's bf16 error + 1e-5 on awkward shapes; outputs poisoned first."""
     # The last three have more query tiles than the H200 has SMs: persistent CTAs take several.
+    # Variants run with the production grid rule (csrc/fa_sm90.cu, sm90_persistent).
     for B, Hq, Hkv, Nq, Nk, causal in [(2, 4, 2, 300, 517, False), (2, 4, 2, 517, 300, True), (1, 2, 1, 1000, 1000, True),
                                        (3, 2, 2, 1, 700, False), (1, 1, 1, 129, 33, True),
                                        (4, 16, 4, 1000, 1000, True), (8, 8, 8, 777, 1025, False),
@@ -111,17 +111,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--d", nargs="+", type=int, default=[64, 128, 256])
     ap.add_argument("--n", nargs="+", default=["1k", "2k", "4k", "16k"])
+    ap.add_argument("--no-variants", action="store_true", help="time the production kernel only")
     args = ap.parse_args()
     ns = [int(x[:-1]) * 1024 if x.endswith("k") else int(x) for x in args.n]
-    variants = [v for v in VARIANTS if v[0] in args.d]
+    variants = [] if args.no_variants else [v for v in VARIANTS if v[0] in args.d]
     libs = build(variants)
     os.environ["FA_KERNEL"] = "sm90"
     for d in args.d:
         mine = [(v, lib) for v, lib in zip(variants, libs) if v[0] == d and lib is not None]
         status = {v: check(lib, d) for v, lib in mine}
-        names = ["prod", "cudnn"] + [f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}r{v[5]}" for v, _ in mine]
+        names = list(PROD) + ["cudnn"] + [f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}" for v, _ in mine]
         print(f"\nd={d} TFLOP/s (bf16, B·N=16k, H·d=2048); checks: " +
-              ", ".join(f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}r{v[5]} {status[v]}" for v, _ in mine))
+              ", ".join(f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]} {status[v]}" for v, _ in mine))
         print("causal N      " + " ".join(f"{n:>12}" for n in names))
         logs = {n: [] for n in names}
         for causal in (False, True):
@@ -130,18 +131,21 @@ def main():
                 q, k, v = (torch.randn(B, H, N, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
                 o = torch.empty_like(q)
                 flops = 4 * B * H * N * N * d / (2 if causal else 1)
-                fns = [lambda: torch.ops.fa.forward(q, k, v, None, causal)]
                 with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                    fns.append(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
-                    cudnn_ms = do_bench(fns[1], warmup=25, rep=100)
+                    cudnn_ms = do_bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                                        warmup=25, rep=100)
                 row = []
                 for j, name in enumerate(names):
                     if name == "cudnn":
                         ms = cudnn_ms
-                    elif name == "prod":
-                        ms = do_bench(fns[0], warmup=25, rep=100)
+                    elif name in PROD:
+                        os.environ.pop("FA_SM90_PERSIST", None)
+                        if PROD[name] is not None:
+                            os.environ["FA_SM90_PERSIST"] = PROD[name]
+                        ms = do_bench(lambda: torch.ops.fa.forward(q, k, v, None, causal), warmup=25, rep=100)
+                        os.environ.pop("FA_SM90_PERSIST", None)
                     else:
-                        vt, lib = mine[j - 2]
+                        vt, lib = mine[j - len(PROD) - 1]
                         if status[vt] != "ok":
                             row.append(float("nan"))
                             continue
