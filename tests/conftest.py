@@ -30,7 +30,11 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 # Every kernel family: the CPU backend, CUDA's automatic choice, and each CUDA family forced
 # through FA_KERNEL (see csrc/fa_cuda.cu).
 KERNELS = DEVICES + [pytest.param(f"cuda-{family}", marks=pytest.mark.gpu) for family in ("sm80", "fp32", "simt")]
-FAMILY_DTYPES = {"sm80": (torch.float16, torch.bfloat16), "fp32": (torch.float32,)}
+FAMILY_DTYPES = {"sm80": (torch.float16, torch.bfloat16), "sm90": (torch.float16, torch.bfloat16),
+                 "fp32": (torch.float32,)}
+# The Hopper family, forced, where the randomized tests run every family by name (elsewhere
+# "cuda" is that family on compute capability 9.0 for fp16 and bf16).
+SM90 = pytest.param("cuda-sm90", marks=pytest.mark.gpu)
 
 
 def use_kernel(kernel, dtype, monkeypatch):
@@ -40,6 +44,8 @@ def use_kernel(kernel, dtype, monkeypatch):
     if family:
         if dtype not in FAMILY_DTYPES.get(family, (dtype,)):
             pytest.skip(f"the {family} kernel does not run {dtype}")
+        if family == "sm90" and torch.cuda.get_device_capability() != (9, 0):
+            pytest.skip("the sm90 kernel needs a compute capability 9.0 GPU")
         monkeypatch.setenv("FA_KERNEL", family)
     else:
         monkeypatch.delenv("FA_KERNEL", raising=False)

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import torch_flashattn
-from conftest import KERNELS, assert_accurate, use_kernel
+from conftest import KERNELS, SM90, assert_accurate, use_kernel
 
 N_CASES = int(os.environ.get("FA_RANDOM_CASES", "120"))
 MAX_N = int(os.environ.get("FA_RANDOM_MAX_N", "600"))
@@ -84,13 +84,13 @@ REGRESSIONS = [
 
 
 @pytest.mark.parametrize("seed", range(N_CASES))
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("kernel", KERNELS + [SM90])
 def test_random(kernel, seed, monkeypatch):
     check_case(draw_case(seed), kernel, monkeypatch)
 
 
 @pytest.mark.parametrize("case", REGRESSIONS, ids=lambda c: f"case{c['seed']}")
-@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("kernel", KERNELS + [SM90])
 def test_regression(kernel, case, monkeypatch):
     check_case(case, kernel, monkeypatch)
 
