@@ -2,14 +2,15 @@
 # One call on the GPU machine: build, then the stages named on the command line, logs under $OUT.
 #
 #   bench/h200.sh tests sanitize bench memory        # stages: test suite random tests sanitize bench memory
-#                                                    #         model decode examples sm90 sm80tune fp32test
+#                                                    #         grid model decode examples sm90 sm80tune fp32test
 #
 # test: the whole pytest suite; suite: the same on 16 workers with the tensors past 2³¹ elements
 # afterwards on 2 (they need tens of GiB each), summaries and slowest tests in $OUT/suite*.log;
 # random: tests/test_random.py's large profile (400 cases of N <= 4096 per CUDA kernel family);
 # tests: file by file with time limits (bench/h200_tests.sh); examples: examples/*.py;
 # sm90: the Hopper kernel's SASS census, smoke check, tests and tile sweep (bench/sm90/run.sh);
-# sanitize: tests/sanitize.sh; bench: the full FlashAttention grid (bench/results/gpu.*); memory:
+# sanitize: tests/sanitize.sh; bench: the full FlashAttention grid (bench/results/gpu.*); grid: fa
+# against SDPA flash and cuDNN on it (bench/results/gpu_sm90.*); memory:
 # bench/memory.py; model: bench/model.py ($OUT/model.*); decode: bench/decode.py ($OUT/decode.*);
 # sm80tune / fp32test: the standalone kernel harnesses.
 set -uo pipefail
@@ -43,6 +44,8 @@ for stage in "$@"; do
     sm90) OUT="$OUT" bash bench/sm90/run.sh 2>&1 | tee "$OUT/sm90.log" | tail -60 ;;
     sanitize) tests/sanitize.sh 2>&1 | tee "$OUT/sanitize.log" | tail -20 ;;
     bench) python3 -m bench.attention --preset gpu --out "$OUT/gpu" 2>&1 | tail -120 ;;
+    grid) python3 -m bench.attention --device cuda --providers fa sdpa-flash sdpa-cudnn --dtype bf16 fp16 \
+              --d 64 128 256 --n 512 1k 2k 4k 8k 16k --causal both --budget 0.1 --out "$OUT/gpu_sm90" 2>&1 | tail -90 ;;
     memory) python3 -m bench.memory --out "$OUT/memory" 2>&1 | tail -12 ;;
     model) python3 -m bench.model --out "$OUT" 2>&1 | tee "$OUT/model.log" | tail -80 ;;
     decode) python3 -m bench.decode --out "$OUT/decode" 2>&1 | tail -30 ;;

@@ -95,11 +95,38 @@ def test_regression(kernel, case, monkeypatch):
     check_case(case, kernel, monkeypatch)
 
 
+def sm90_takes(q, k, v, scale):
+    """Whether the Hopper family takes these inputs (csrc/fa_sm90.cu: fa_sm90_forward and make_map).
+    It refuses the rest with "not supported" when forced; under the automatic choice they run on
+    the sm80 kernel. TMA needs 16-byte aligned bases and strides of every dimension above one."""
+    if q.dtype == torch.float32 or (scale is not None and scale < 0) or k.shape[2] < 1:
+        return False
+    B, Hq, Nq, d = q.shape
+    o_strides = (Hq * Nq * d, Nq * d, d)                  # the op's output is contiguous
+    for shape, strides, ptr in ((q.shape, q.stride(), q.data_ptr()), (k.shape, k.stride(), k.data_ptr()),
+                                (v.shape, v.stride(), v.data_ptr()), (q.shape, o_strides, 0)):
+        if ptr % 16 != 0:
+            return False
+        if any(n > 1 and (st <= 0 or st % 8 != 0) for n, st in zip(shape[:3], strides[:3])):
+            return False
+    return True
+
+
 def check_case(c, kernel, monkeypatch):
     seed = c["seed"]
     device = use_kernel(kernel, c["dtype"], monkeypatch)
     q, k, v = make_inputs(c, device)
     what = f"case {seed}" + reproducer(c, kernel)
+    if kernel == "cuda-sm90" and q.numel() > 0 and not sm90_takes(q, k, v, c["scale"]):
+        # Refused with a clear error; then the nearest case it takes runs in its place.
+        with pytest.raises(RuntimeError, match="not supported by this backend"):
+            torch_flashattn.attention_lse(q, k, v, causal=c["causal"], scale=c["scale"])
+        c = dict(c, d=min(256, -(-c["d"] // 8) * 8), Nk=max(c["Nk"], 1),
+                 scale=None if c["scale"] is None else abs(c["scale"]),
+                 layout="bnhd" if c["layout"] in ("sliced", "expanded") else c["layout"])
+        q, k, v = make_inputs(c, device)
+        assert sm90_takes(q, k, v, c["scale"]), c
+        what = f"case {seed}, made one the sm90 kernel takes" + reproducer(c, kernel)
     try:
         out, lse = torch_flashattn.attention_lse(q, k, v, causal=c["causal"], scale=c["scale"])
     except RuntimeError as e:
