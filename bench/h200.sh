@@ -2,13 +2,14 @@
 # One call on the GPU machine: build, then the stages named on the command line, logs under $OUT.
 #
 #   bench/h200.sh tests sanitize bench memory        # stages: test suite random tests sanitize bench memory
-#                                                    #         grid model decode examples sm90 sm80tune fp32test
+#                                                    #         grid model decode examples sm90 ncu sm80tune fp32test
 #
 # test: the whole pytest suite; suite: the same on 16 workers with the tensors past 2³¹ elements
 # afterwards on 2 (they need tens of GiB each), summaries and slowest tests in $OUT/suite*.log;
 # random: tests/test_random.py's large profile (400 cases of N <= 4096 per CUDA kernel family);
 # tests: file by file with time limits (bench/h200_tests.sh); examples: examples/*.py;
 # sm90: the Hopper kernel's SASS census, smoke check, tests and tile sweep (bench/sm90/run.sh);
+# ncu: Nsight Compute on the decode kernels and the Hopper kernel (bench/decode_ncu.sh, bench/sm90/ncu.sh);
 # sanitize: tests/sanitize.sh; bench: the full FlashAttention grid (bench/results/gpu.*); grid: fa
 # against SDPA flash and cuDNN on it (bench/results/gpu_sm90.*); memory:
 # bench/memory.py; model: bench/model.py ($OUT/model.*); decode: bench/decode.py ($OUT/decode.*);
@@ -42,6 +43,7 @@ for stage in "$@"; do
     examples) for e in examples/*.py; do echo "== $e"; timeout 120 python3 "$e" || echo "-> $e failed"; done \
                   2>&1 | tee "$OUT/examples.log"; ! grep -q -- "-> examples" "$OUT/examples.log" ;;
     sm90) OUT="$OUT" bash bench/sm90/run.sh 2>&1 | tee "$OUT/sm90.log" | tail -60 ;;
+    ncu) { OUT="$OUT" bash bench/decode_ncu.sh; OUT="$OUT" bash bench/sm90/ncu.sh; } 2>&1 | tail -120 ;;
     sanitize) tests/sanitize.sh 2>&1 | tee "$OUT/sanitize.log" | tail -20 ;;
     bench) python3 -m bench.attention --preset gpu --out "$OUT/gpu" 2>&1 | tail -120 ;;
     grid) python3 -m bench.attention --device cuda --providers fa sdpa-flash sdpa-cudnn --dtype bf16 fp16 \

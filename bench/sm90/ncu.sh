@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Nsight Compute on the Hopper kernel: one d=128 N=8k non-causal call and one d=64 N=512 causal
-# call (the weakest grid point), key metrics as text under $OUT/ncu_*.txt.
+# call (the weakest grid point), key metrics as text under $OUT/ncu_*.txt. NCU_SHAPES replaces the
+# shapes ("B H N d causal", ;-separated), NCU_TAG is added to the file names (e.g. with
+# FA_SM90_PERSIST=1 in the environment).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/out}
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 [ -z "$NCU" ] && { echo "no ncu"; exit 1; }
-for shape in "2 16 8192 128 0" "32 32 512 64 1"; do
+IFS=';' read -r -a shapes <<< "${NCU_SHAPES:-2 16 8192 128 0;32 32 512 64 1}"
+for shape in "${shapes[@]}"; do
     set -- $shape
-    tag="d$4_n$3_c$5"
+    tag="d$4_n$3_c$5${NCU_TAG:-}"
     FA_KERNEL=sm90 timeout 120 "$NCU" --kernel-name regex:fa_sm90 --launch-skip 2 --launch-count 1 --set full \
         python3 -c "
 import torch, torch_flashattn
