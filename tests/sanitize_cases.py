@@ -1,8 +1,9 @@
 """Small shapes that exercise every CUDA kernel family, for compute-sanitizer (tests/sanitize.sh).
 
 Covers sequence tails, Nq != Nk, causal, GQA, padded head dims, a (B, N, H, d)-transposed view
-and a misaligned view (an aligned one for the Hopper kernel), with lse; and fa::forward_kvcache (split-KV decode: append, ragged lengths,
-several splits, the tensor-core and SIMT kernels). Checks each result against the CPU backend so a
+and a misaligned view (an aligned one for the Hopper kernel), with lse; the Hopper kernel's
+persistent CTAs walking several tiles each; and fa::forward_kvcache (split-KV decode: append, ragged
+lengths, several splits, the tensor-core and SIMT kernels). Checks each result against the CPU backend so a
 run that computes garbage fails even when the sanitizer sees nothing.
 """
 import os
@@ -35,28 +36,39 @@ if torch.cuda.get_device_capability() == (9, 0) and os.environ.get("SANITIZE_TOO
     FAMILIES["sm90"] = (torch.float16, torch.bfloat16)
 
 
+def check_forward(family, dtype, B, Hq, Hkv, Nq, Nk, d, causal, note=""):
+    """One forward_lse call on a strided q, checked against the CPU backend; True when right."""
+    q = torch.randn(B, Nq, Hq, d, device="cuda", dtype=dtype).transpose(1, 2)   # strided view
+    # misaligned rows, except for sm90, which declines them (auto then runs sm80)
+    k = (torch.randn(B, Hkv, Nk, d, device="cuda", dtype=dtype) if family == "sm90" else
+         torch.randn(B, Hkv, Nk, d + 1, device="cuda", dtype=dtype)[..., 1:])
+    v = torch.randn(B, Hkv, Nk, d, device="cuda", dtype=dtype)
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal)
+    torch.cuda.synchronize()
+    ref, ref_lse = torch_flashattn.attention_lse(q.float().cpu(), k.float().cpu(), v.float().cpu(), causal=causal)
+    err = (out.float().cpu() - ref).abs().max().item()
+    lse_err = (lse.cpu() - ref_lse).abs().max().item()
+    ok = err < (1e-5 if dtype == torch.float32 else 2e-2) and lse_err < 1e-3
+    print(f"{'ok  ' if ok else 'FAIL'} {family:5} {str(dtype):14} B={B} Hq={Hq} Hkv={Hkv} Nq={Nq} "
+          f"Nk={Nk} d={d} causal={causal}{note}: max err {err:.1e}, lse err {lse_err:.1e}")
+    return ok
+
+
 def main():
     torch.manual_seed(0)
     failures = 0
     for family, dtypes in FAMILIES.items():
         os.environ["FA_KERNEL"] = family
         for dtype in dtypes:
-            for B, Hq, Hkv, Nq, Nk, d, causal in CASES:
-                q = torch.randn(B, Nq, Hq, d, device="cuda", dtype=dtype).transpose(1, 2)   # strided view
-                # misaligned rows, except for sm90, which declines them (auto then runs sm80)
-                k = (torch.randn(B, Hkv, Nk, d, device="cuda", dtype=dtype) if family == "sm90" else
-                     torch.randn(B, Hkv, Nk, d + 1, device="cuda", dtype=dtype)[..., 1:])
-                v = torch.randn(B, Hkv, Nk, d, device="cuda", dtype=dtype)
-                out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal)
-                torch.cuda.synchronize()
-                ref, ref_lse = torch_flashattn.attention_lse(q.float().cpu(), k.float().cpu(), v.float().cpu(),
-                                                             causal=causal)
-                err = (out.float().cpu() - ref).abs().max().item()
-                lse_err = (lse.cpu() - ref_lse).abs().max().item()
-                ok = err < (1e-5 if dtype == torch.float32 else 2e-2) and lse_err < 1e-3
-                failures += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} {family:5} {str(dtype):14} B={B} Hq={Hq} Hkv={Hkv} Nq={Nq} "
-                      f"Nk={Nk} d={d} causal={causal}: max err {err:.1e}, lse err {lse_err:.1e}")
+            for case in CASES:
+                failures += not check_forward(family, dtype, *case)
+    if "sm90" in FAMILIES:
+        # Persistent CTAs walking several tiles each (336 tiles): the K/V ring and the Q buffers
+        # running on from tile to tile.
+        os.environ["FA_KERNEL"], os.environ["FA_SM90_PERSIST"] = "sm90", "1"
+        for causal in (False, True):
+            failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, causal, " persistent")
+        del os.environ["FA_SM90_PERSIST"]
     for family in ("auto", "simt"):
         os.environ["FA_KERNEL"] = family
         for dtype in (torch.float32, torch.bfloat16):
