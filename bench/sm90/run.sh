@@ -8,7 +8,8 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}
 so=$(python3 -c "import torch_flashattn._C as m; print(m.__file__)")
 echo "== SASS of the sm_90a kernels (instruction counts)"
-cuobjdump -sass -fun fa_sm90_kernel "$so" 2>/dev/null \
+# Every function of the library, then only the sections of the (mangled) fa_sm90_kernel instances.
+cuobjdump -sass "$so" 2>/dev/null | awk '/Function : /{keep = /fa_sm90_kernel/} keep' \
     | grep -oE "(HGMMA|HMMA|UTMALDG|UTMASTG|LDL|STL|USETMAXREG)[.A-Z0-9x_]*" | sort | uniq -c | sort -rn | head -24
 echo "== smoke"
 FA_KERNEL=sm90 timeout 90 python3 bench/sm90/smoke.py || { echo "smoke failed or hung"; exit 1; }
