@@ -104,6 +104,7 @@ typedef struct {
     int64_t n_tiles;                     /* B · Hq · n_q_tiles */
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
     int rank_major;                      /* tile order: see tile_pos */
+    int snake;                           /* every other pass of the grid runs backwards: cta_tile */
 } sm90_args;
 
 /* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
@@ -349,11 +350,11 @@ __device__ __forceinline__ void pack_p(uint32_t (&r_p)[BN / 16][4], const float 
 
 /* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: the producer and C::CONSUMERS warpgroups. */
 /* Where a tile is: (b·Hq + h, query tile), tiles of one head next to each other (they share K
- * and V in L2). Causal runs each head's heaviest tiles (most keys) first; persistent and causal,
- * the order is rank-major instead (the heaviest tile of every head, then the next...), so that
- * CTAs striding through it get a balanced mix (with head-major order and a stride that is a
- * multiple of the tiles per head, a CTA would get only the heaviest or only the lightest). Keys
- * past the tile's last row, masked for all its rows, are never loaded. */
+ * and V in L2). Causal runs each head's heaviest tiles (most keys) first. Persistent and causal,
+ * a plain stride through that order would be unbalanced (with a stride that is a multiple of the
+ * tiles per head, a CTA gets only the heaviest or only the lightest), so the order is either
+ * rank-major (the heaviest tile of every head, then the next...) or head-major walked as a snake
+ * (cta_tile). Keys past the tile's last row, masked for all its rows, are never loaded. */
 typedef struct {
     int64_t bh;
     int b, h, hk, m0, n_blocks;
@@ -374,6 +375,16 @@ __device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t ti
     const int kv_end = a.p.causal ? min((int)a.p.Nk, tp.m0 + C::BM) : (int)a.p.Nk;
     tp.n_blocks = (kv_end + C::BN - 1) / C::BN;
     return tp;
+}
+
+/* This CTA's it-th tile (n_tiles or more once it has none left). Pass it of the grid over the
+ * tile sequence covers first_block + it·tile_stride onwards, CTA c taking its c-th tile; with
+ * a.snake odd passes run backwards, so a CTA that took a heavy tile then takes a light one. A pass
+ * lies wholly after the previous one, so the first tile past the end ends the walk. */
+__device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
+{
+    const int64_t c = blockIdx.x;
+    return a.first_block + (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
 template <typename T, class C>
@@ -401,8 +412,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     /* Barrier: the mbarriers are initialised before any thread (or TMA) uses them. */
     __syncthreads();
 
-    /* This CTA's tiles: first_block + blockIdx.x, then every tile_stride-th (one tile unless
-     * persistent); the producer and the consumers walk the same sequence. The K/V ring and the Q
+    /* This CTA's tiles (cta_tile: one unless persistent); the producer and the consumers walk the same sequence. The K/V ring and the Q
      * buffers run on across tiles: kc counts the blocks this CTA has passed through the ring, it
      * the tiles. setmaxnreg comes first and unconditionally, so that ptxas allocates each role's
      * loop under its own register budget. */
@@ -412,7 +422,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
         if (threadIdx.x != 0)
             return;
-        for (int64_t tile = a.first_block + blockIdx.x; tile < a.n_tiles; tile += a.tile_stride, it++) {
+        for (int64_t tile = cta_tile(a, 0); tile < a.n_tiles; tile = cta_tile(a, ++it)) {
             const sm90_tile_pos tp = tile_pos<C>(a, tile);
             const int b = tp.b, h = tp.h, hk = tp.hk, m0 = tp.m0, n_blocks = tp.n_blocks;
             const int qb = it % C::QBUFS;
@@ -444,7 +454,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
-    for (int64_t tile = a.first_block + blockIdx.x; tile < a.n_tiles; tile += a.tile_stride, it++) {
+    for (int64_t tile = cta_tile(a, 0); tile < a.n_tiles; tile = cta_tile(a, ++it)) {
         const sm90_tile_pos tp = tile_pos<C>(a, tile);
         const int b = tp.b, h = tp.h, m0 = tp.m0, n_blocks = tp.n_blocks;
         const int64_t bh = tp.bh;
@@ -476,7 +486,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
          * the first unless the tile is the CTA's last, so every barrier balances. */
         const bool pp = C::PINGPONG;
         const int next_cw = (cw + 1) % C::CONSUMERS;
-        const bool last_tile = tile + a.tile_stride >= a.n_tiles;
+        const bool last_tile = cta_tile(a, it + 1) >= a.n_tiles;
         if (pp && cw == C::CONSUMERS - 1 && it == 0)
             turn_pass(0);
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, c};
@@ -643,6 +653,19 @@ static int sm90_persistent(const fa_params *p, int D)
     return !p->causal || (D == 64 && p->Nk <= 2048);
 }
 
+/* The order of a persistent causal walk. rank: rank-major, every head's heaviest tile first;
+ * balanced, but every head is in flight at once, and their K/V compete for L2. snake: head-major
+ * (each head's tiles together, heaviest first), odd passes of the grid backwards; about as
+ * balanced up to 4k keys (a simulation of the two walks is in bench/LOG.md) with 2-5x fewer heads
+ * in flight. FA_SM90_ORDER=rank or snake; rank by default until measured. */
+static void sm90_causal_order(sm90_args *a, const fa_params *p)
+{
+    const char *order = getenv("FA_SM90_ORDER");
+    const int snake = order != NULL && strcmp(order, "snake") == 0;
+    a->rank_major = p->causal && !snake;
+    a->snake = p->causal && snake;
+}
+
 /* Launches the tile shape C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80
  * kernel runs) for what it does not take. */
 template <typename T, class C>
@@ -710,7 +733,7 @@ static int sm90_launch(const fa_params *p, cudaStream_t stream)
         const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
         a.first_block = 0;
         a.tile_stride = grid;
-        a.rank_major = p->causal;
+        sm90_causal_order(&a, p);
         kernel<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
         return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
     }

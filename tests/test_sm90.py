@@ -56,14 +56,17 @@ def test_sm90_lse_and_layouts(dtype, causal, d, forced):
 
 
 @sm90
-@pytest.mark.parametrize("grid", ["0", "1"], ids=["one_cta_per_tile", "persistent"])
+@pytest.mark.parametrize("grid,order", [("0", "rank"), ("1", "rank"), ("1", "snake")],
+                         ids=["one_cta_per_tile", "persistent", "persistent_snake"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [64, 128, 256])
-def test_sm90_both_grids(grid, causal, d, forced, monkeypatch):
-    """Each grid forced (FA_SM90_PERSIST) on shapes with more query tiles than the GPU has SMs,
-    so that persistent CTAs walk several tiles of different heads and lengths (the K/V ring and
-    the Q buffers running on across them), with GQA, tails and lse."""
+def test_sm90_both_grids(grid, order, causal, d, forced, monkeypatch):
+    """Each grid (FA_SM90_PERSIST) and causal walk (FA_SM90_ORDER) forced on shapes with more
+    query tiles than the GPU has SMs, so that persistent CTAs walk several tiles of different
+    heads and lengths (the K/V ring and the Q buffers running on across them), with GQA, tails
+    and lse."""
     monkeypatch.setenv("FA_SM90_PERSIST", grid)
+    monkeypatch.setenv("FA_SM90_ORDER", order)
     torch.manual_seed(d + int(causal))
     for B, Hq, Hkv, nq, nk in [(3, 16, 4, 777, 1025), (2, 12, 3, 1500, 1500), (1, 4, 4, 4100, 300)]:
         q = randn(B, Hq, nq, d, dtype=torch.bfloat16, device="cuda")

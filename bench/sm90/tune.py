@@ -5,7 +5,8 @@ FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG} values (nvcc runs in parallel), load
 through fa_sm90_forward with a params struct that mirrors csrc/fa.h. Every variant is checked
 against SDPA math on float64 over awkward shapes before it is timed next to the production kernel
 (torch.ops.fa.forward with FA_KERNEL=sm90: its automatic grid, "auto", and each grid forced with
-FA_SM90_PERSIST, "grid" = one CTA per tile, "persist" = one CTA per SM) and SDPA's cudnn backend, on FlashAttention's grid
+FA_SM90_PERSIST, "grid" = one CTA per tile, "persist" = one CTA per SM, "snake" = the same with
+causal tiles walked head-major as a snake, FA_SM90_ORDER) and SDPA's cudnn backend, on FlashAttention's grid
 (bf16, B·N = 16k, H·d = 2048), with triton.testing.do_bench. On the H200, after the build:
 
     python3 bench/sm90/tune.py [--d 128] [--n 1k 4k 16k] [--no-variants]
@@ -28,7 +29,9 @@ import torch_flashattn  # noqa: E402,F401
 VARIANTS = [
     (64, 128, 3, 3, 1), (128, 176, 2, 2, 1), (256, 64, 2, 2, 1),
 ]
-PROD = {"auto": None, "grid": "0", "persist": "1"}  # FA_SM90_PERSIST for each production column
+# The production kernel's columns: the environment each runs under (csrc/fa_sm90.cu).
+PROD = {"auto": {}, "grid": {"FA_SM90_PERSIST": "0"}, "persist": {"FA_SM90_PERSIST": "1"},
+        "snake": {"FA_SM90_PERSIST": "1", "FA_SM90_ORDER": "snake"}}
 BUILD = os.environ.get("BUILD", "/tmp/sm90_tune")
 
 
@@ -139,11 +142,10 @@ def main():
                     if name == "cudnn":
                         ms = cudnn_ms
                     elif name in PROD:
-                        os.environ.pop("FA_SM90_PERSIST", None)
-                        if PROD[name] is not None:
-                            os.environ["FA_SM90_PERSIST"] = PROD[name]
+                        os.environ.update(PROD[name])
                         ms = do_bench(lambda: torch.ops.fa.forward(q, k, v, None, causal), warmup=25, rep=100)
-                        os.environ.pop("FA_SM90_PERSIST", None)
+                        for var in PROD[name]:
+                            del os.environ[var]
                     else:
                         vt, lib = mine[j - len(PROD) - 1]
                         if status[vt] != "ok":
