@@ -702,6 +702,11 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
             break;
         splits++;
     }
+    /* FA_DECODE_SPLITS=n overrides the rule (bench/decode_sweep.py); the chunks below keep at
+     * least 64 keys each. */
+    const char *force_splits = getenv("FA_DECODE_SPLITS");
+    if (force_splits != NULL && atoi(force_splits) > 0)
+        splits = atoi(force_splits);
     a->chunk = ((p->Nk + splits - 1) / splits + 63) / 64 * 64;
     a->chunk = a->chunk > 0 ? a->chunk : 64;
     a->splits = p->Nk > 0 ? (p->Nk + a->chunk - 1) / a->chunk : 1;

@@ -202,6 +202,15 @@ def test_kvcache_cuda_long(dtype, nq, groups):
 
 
 @gpu
+@pytest.mark.parametrize("splits", ["1", "3", "100000"])
+def test_kvcache_cuda_forced_splits(splits, monkeypatch):
+    """FA_DECODE_SPLITS (the split sweep's knob): one split (no combine), an odd count, and more
+    than the 64-key chunks allow (capped), on ragged lengths with GQA and an append."""
+    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
+    run_case("cuda", torch.bfloat16, 3, 8, 2, 2, 128, 5000, [4998, 1, 2500], 2, True)
+
+
+@gpu
 @pytest.mark.parametrize("case", [
     dict(B=1, Hq=1, Hkv=1, nq=1, d=1, Nmax=7, seqlens=[7], append=0, causal=False),   # d = 1
     dict(B=2, Hq=6, Hkv=3, nq=3, d=33, Nmax=129, seqlens=[0, 126], append=3, causal=True),   # odd d

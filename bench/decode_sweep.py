@@ -1,0 +1,71 @@
+# Split-count sweep of the decode kernel (csrc/fa_decode.cu): forward_kvcache on bench/decode.py's
+# shapes with the automatic split count and with FA_DECODE_SPLITS forced to each of a few counts,
+# beside SDPA's cuDNN backend, in one run. Every count is checked against an fp32 SDPA reference on
+# the valid prefixes (at most 2 × bf16 SDPA's error there) before it is timed; a failure prints and
+# shows as nan. On the GPU machine, after the build:
+#
+#   python3 -m bench.decode_sweep [--splits 1 2 4 8 16 32 64]
+import argparse
+import os
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import torch_flashattn  # noqa: F401
+from bench.attention import make_timer
+from bench.decode import SHAPES
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m bench.decode_sweep", description=__doc__)
+    ap.add_argument("--splits", nargs="+", type=int, default=[1, 2, 4, 8, 16, 32, 64])
+    ap.add_argument("--budget", type=float, default=0.1, help="seconds of timed calls per column and shape")
+    args = ap.parse_args(argv)
+    timer, how = make_timer("cuda")
+    cols = ["auto"] + [str(n) for n in args.splits]
+    print(f"TB/s of K+V read (valid tokens for fa, the padded cache for cuDNN); {how}")
+    print(f"{'shape':28} {'cudnn':>6} " + " ".join(f"{c:>6}" for c in cols))
+    for s in SHAPES:
+        if s.append:
+            continue
+        g = torch.Generator("cuda").manual_seed(0)
+        q = torch.randn(s.B, s.Hq, 1, s.d, generator=g, device="cuda").to(torch.bfloat16)
+        k = torch.randn(s.B, s.Hkv, s.Nk, s.d, generator=g, device="cuda").to(torch.bfloat16)
+        v = torch.randn(s.B, s.Hkv, s.Nk, s.d, generator=g, device="cuda").to(torch.bfloat16)
+        lengths = s.lengths()
+        seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+        scale = s.d ** -0.5
+        ref = [F.scaled_dot_product_attention(q[b:b + 1].float(), k[b:b + 1, :, :n].float(),
+                                              v[b:b + 1, :, :n].float(), scale=scale, enable_gqa=True)
+               for b, n in enumerate(lengths)]
+        # The accuracy rule of the tests: at most 2 × the error of SDPA in bf16 on the same prefixes.
+        pt = [F.scaled_dot_product_attention(q[b:b + 1], k[b:b + 1, :, :n], v[b:b + 1, :, :n], scale=scale,
+                                             enable_gqa=True) for b, n in enumerate(lengths)]
+        bound = 2 * max((x.float() - r).abs().max().item() for x, r in zip(pt, ref)) + 1e-5
+        bytes_valid = 2 * sum(lengths) * s.Hkv * s.d * 2
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+            ms = timer(lambda: F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=True), args.budget)
+        row = [2 * s.B * s.Nk * s.Hkv * s.d * 2 / ms / 1e9]
+        for c in cols:
+            if c == "auto":
+                os.environ.pop("FA_DECODE_SPLITS", None)
+            else:
+                os.environ["FA_DECODE_SPLITS"] = c
+
+            def call():
+                return torch.ops.fa.forward_kvcache(q, k, v, seqlens, None, None, scale, False)
+
+            out = call()
+            err = max((out[b:b + 1].float() - r).abs().max().item() for b, r in enumerate(ref))
+            if not err <= bound:
+                row.append(float("nan"))
+                print(f"{s.label}, splits {c}: max error {err:.2e} > {bound:.2e}")
+                continue
+            row.append(bytes_valid / timer(call, args.budget) / 1e9)
+        os.environ.pop("FA_DECODE_SPLITS", None)
+        print(f"{s.label:28} " + " ".join(f"{x:6.2f}" for x in row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
