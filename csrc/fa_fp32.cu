@@ -43,7 +43,8 @@
 /* Tile choices per compiled head-dim width; all NT = 256 threads. Shared memory in bytes:
  * 4·(BM·D + BN·(D+4) + BN·D + BM·BN).
  *   d=64:  BM=128, BN=64, TM=8,  97 KB, 2 CTAs/SM on sm_90 (≤ 128 registers), 1 on sm_80.
- *   d=128: BM=128, BN=64, TM=8, 161 KB, 1 CTA/SM; also fits sm_80's 163 KB.
+ *   d=128: BM=64,  BN=64, TM=4, 116 KB, 1 CTA/SM. BM=128 (161 KB, 254 registers and spills
+ *          on sm_90a) ran at 14-17 TFLOP/s on the H200, this tile at 30-34 (bench/LOG.md).
  *   d=256: BM=64,  BN=32, TM=4, 137 KB, 1 CTA/SM; BN=64 would need 214 KB (> sm_80).
  * Not yet measured on the H200: bench/fp32/run.sh times them. */
 enum { NT = 256 };
@@ -51,7 +52,7 @@ enum { NT = 256 };
 /* CTAs per SM for d ≤ 64: 2 (128 registers, S loop not unrolled) or 1 (255 registers, unrolled).
  * bench/fp32/run.sh times both; the library keeps the default. */
 #ifndef FA_FP32_D128_BM            /* the d=128 tile; bench/fp32/run.sh also times others */
-#define FA_FP32_D128_BM 128
+#define FA_FP32_D128_BM 64
 #define FA_FP32_D128_BN 64
 #define FA_FP32_D128_MIN_CTAS 1
 #endif

@@ -25,7 +25,7 @@ build() {   # build NAME EXTRA_FLAGS...
 ( time build selftest ) 2> "$OUT/build_time.log" &
 build selftest_d64c1 -DFA_FP32_D64_MIN_CTAS=1 &
 build selftest_d128t64 -DFA_FP32_D128_BM=64 -DFA_FP32_D128_BN=32 -DFA_FP32_D128_MIN_CTAS=2 &
-build selftest_d128t64b -DFA_FP32_D128_BM=64 -DFA_FP32_D128_BN=64 -DFA_FP32_D128_MIN_CTAS=1 &
+build selftest_d128t128 -DFA_FP32_D128_BM=128 -DFA_FP32_D128_BN=64 -DFA_FP32_D128_MIN_CTAS=1 &
 wait
 cat "$OUT/build_time.log"
 grep -A2 "fp32_forward_kernel" "$OUT/build_selftest.log" | grep -E "entry|spill|registers"
@@ -40,7 +40,7 @@ echo "== d=64 with one 255-register CTA per SM"
 [ -x "$BIN/selftest_d64c1" ] && "$BIN/selftest_d64c1" --check --bench --d64 --no-baselines 2>&1 |
     grep -E "FAIL|passed|^fp32 |^kernel" | tee "$OUT/selftest_d64c1.log"
 
-for v in d128t64 d128t64b; do
+for v in d128t64 d128t128; do
     echo "== d=128 tile variant $v"
     [ -x "$BIN/selftest_$v" ] && "$BIN/selftest_$v" --check --bench --d128 --no-baselines 2>&1 |
         grep -E "FAIL|passed|^fp32 |^kernel" | tee "$OUT/selftest_$v.log"
