@@ -31,7 +31,7 @@
  * cache_seqlens on the host: a bad entry (fa.h) leaves the caches untouched and makes the output
  * NaN, checked by every CTA on the device.
  *
- * Builds with plain nvcc; includes CUDA headers and fa.h only:
+ * Builds with plain nvcc; includes CUDA headers, fa.h and fa_kernels.h only:
  *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -Icsrc -c csrc/fa_decode.cu
  */
 #include <cuda_runtime.h>
@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "fa.h"
+#include "fa_kernels.h"
 #include "fa_dtype.cuh"
 #include "fa_mma.cuh"
 
@@ -571,19 +572,6 @@ typedef struct {
     int mma;                 /* tensor-core kernel (grid over row tiles), else SIMT */
 } decode_plan;
 
-/* Once per device (devices past 31: every call): SM count. */
-static int sm_count(int dev, int *sms)
-{
-    static int s_sms[32];
-    if (dev < 32 && (*sms = __atomic_load_n(&s_sms[dev], __ATOMIC_ACQUIRE)) > 0)
-        return FA_OK;
-    if (cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        return FA_ERR_CUDA;
-    if (dev < 32)
-        __atomic_store_n(&s_sms[dev], *sms, __ATOMIC_RELEASE);
-    return FA_OK;
-}
-
 /* Once per device and kernel: raise its dynamic shared memory limit and read its occupancy.
  * FA_ERR_UNSUPPORTED when the device has no room for it (or is below sm_80 for MMA). */
 static int kernel_setup(decode_kernel kernel, size_t smem, int threads, int mma, int dev, int *occ,
@@ -656,7 +644,7 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     int dev, sms;
     if (cudaGetDevice(&dev) != cudaSuccess)
         return FA_ERR_CUDA;
-    int st = sm_count(dev, &sms);
+    int st = fa_cuda_sm_count(dev, &sms);
     if (st != FA_OK)
         return st;
     /* FA_KERNEL=simt forces the CUDA-core kernel; the forward families' names (and auto) leave the

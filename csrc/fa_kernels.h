@@ -4,7 +4,7 @@
  * Each family's launcher takes parameters already checked by fa_check_params,
  * for a non-empty problem (B, Hq, Nq >= 1), and returns FA_OK,
  * FA_ERR_UNSUPPORTED (the dispatcher then tries the next family) or
- * FA_ERR_CUDA. Included by .cu files only.
+ * FA_ERR_CUDA. Included by the .cu files and the binding's CUDA part.
  */
 #ifndef FA_KERNELS_H
 #define FA_KERNELS_H
@@ -33,5 +33,20 @@ int fa_fp32_forward(const fa_params *p, cudaStream_t stream);
 #ifdef __cplusplus
 }
 #endif
+
+/* The SM count of device dev, read once per device and file that asks (devices past 31: every
+ * call), so that launchers can size grids without a device query per call. Defined here, not in
+ * fa_cuda.cu, so that a kernel file still builds and loads alone (bench/sm90/tune.py). */
+static inline int fa_cuda_sm_count(int dev, int *sms)
+{
+    static int s_sms[32];
+    if (dev >= 0 && dev < 32 && (*sms = __atomic_load_n(&s_sms[dev], __ATOMIC_ACQUIRE)) > 0)
+        return FA_OK;
+    if (cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    if (dev >= 0 && dev < 32)
+        __atomic_store_n(&s_sms[dev], *sms, __ATOMIC_RELEASE);
+    return FA_OK;
+}
 
 #endif /* FA_KERNELS_H */

@@ -728,7 +728,7 @@ static int sm90_launch(const fa_params *p, cudaStream_t stream)
     a.n_tiles = a.n_q_tiles * p->B * p->Hq;
     if (sm90_persistent(p, C::D)) {
         int sms;
-        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+        if (fa_cuda_sm_count(dev, &sms) != FA_OK)
             return FA_ERR_CUDA;
         const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
         a.first_block = 0;

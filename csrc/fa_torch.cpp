@@ -34,6 +34,9 @@
 #endif
 
 #include "fa.h"
+#ifdef FA_WITH_CUDA
+#include "fa_kernels.h"
+#endif
 
 namespace {
 
@@ -169,7 +172,7 @@ bool use_split_kv(const fa_params &p)
     if (p.causal || p.Nk < kSplitKvMinKeys || (force != nullptr && *force != '\0' && std::strcmp(force, "auto") != 0))
         return false;
     int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    if (cudaGetDevice(&dev) != cudaSuccess || fa_cuda_sm_count(dev, &sms) != FA_OK)
         return false;
     return p.B * p.Hq * ((p.Nq + 127) / 128) < sms;
 }
