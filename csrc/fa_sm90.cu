@@ -47,9 +47,10 @@
  * producer; PINGPONG: the consumers take turns to issue their wgmmas, so that one's softmax runs
  * while another's matmuls occupy the tensor cores. The kernel walks a sequence of query tiles
  * (one per CTA, or a static stride of them on a persistent grid, chosen at launch), its K/V ring
- * running on from tile to tile, so the next tile's loads start during this one's epilogue. The 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24
- * per producer thread with 2 consumers, 160 and 32 with 3. Shared memory:
- * (BM + 2·STAGES·BN) · D · 2 bytes. */
+ * running on from tile to tile, so the next tile's loads start during this one's epilogue. The
+ * 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24 per producer
+ * thread with 2 consumers, 160 and 32 with 3. Shared memory: (QBUFS·BM + 2·STAGES·BN) · D · 2
+ * bytes. */
 template <int D_, int BN_, int STAGES_, int CONSUMERS_, int PINGPONG_>
 struct sm90_tile {
     static constexpr int D = D_, BN = BN_, STAGES = STAGES_, CONSUMERS = CONSUMERS_;
@@ -348,7 +349,8 @@ __device__ __forceinline__ void pack_p(uint32_t (&r_p)[BN / 16][4], const float 
 
 /* ---- Kernel -------------------------------------------------------------------------------- */
 
-/* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: the producer and C::CONSUMERS warpgroups. */
+/* Grid: 1-D, one CTA per tile or one per SM (sm90_persistent); block: the producer and
+ * C::CONSUMERS warpgroups. */
 /* Where a tile is: (b·Hq + h, query tile), tiles of one head next to each other (they share K
  * and V in L2). Causal runs each head's heaviest tiles (most keys) first. Persistent and causal,
  * a plain stride through that order would be unbalanced (with a stride that is a multiple of the
