@@ -186,12 +186,7 @@ __device__ __forceinline__ void load_rows16(uint32_t s_tile, const uint16_t *g, 
         if (vec) {
             cp_async16(s_tile + swz<D>(r, c), src, 2 * n);
         } else {
-            uint32_t w[4] = {0, 0, 0, 0};
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                if (e < n)
-                    w[e / 2] |= (uint32_t)src[e] << (16 * (e % 2));
-            st_shared_v4(s_tile + swz<D>(r, c), make_uint4(w[0], w[1], w[2], w[3]));
+            st_shared_v4(s_tile + swz<D>(r, c), load_chunk8(src, n));
         }
     }
 }
@@ -262,16 +257,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
                 const uint16_t *src = (const uint16_t *)p.q + b * p.q_batch_stride
                                     + (hk * G + row % G) * p.q_head_stride + (int64_t)(row / G) * p.q_row_stride
                                     + 8 * ch;
-                if (a.vec_q && n == 8) {
-                    x = *(const uint4 *)src;
-                } else {
-                    uint32_t w[4] = {0, 0, 0, 0};
-#pragma unroll
-                    for (int e = 0; e < 8; e++)
-                        if (e < n)
-                            w[e / 2] |= (uint32_t)src[e] << (16 * (e % 2));
-                    x = make_uint4(w[0], w[1], w[2], w[3]);
-                }
+                x = a.vec_q && n == 8 ? *(const uint4 *)src : load_chunk8(src, n);
             }
             st_shared_v4(smem_u32(s.q) + swz<D>(r, ch), x);
         }

@@ -79,6 +79,18 @@ __device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 x)
                  :: "r"(addr), "r"(x.x), "r"(x.y), "r"(x.z), "r"(x.w) : "memory");
 }
 
+/* The first n (0..8) 16-bit elements at src, by 2-byte loads (any alignment), zero-padded to one
+ * 16-byte chunk: the gather for rows that cp.async cannot take. */
+__device__ __forceinline__ uint4 load_chunk8(const uint16_t *src, int n)
+{
+    uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        if (e < n)
+            w[e / 2] |= (uint32_t)src[e] << (16 * (e % 2));
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr)
 {
     uint4 x;
