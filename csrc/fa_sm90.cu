@@ -643,29 +643,30 @@ static int make_map(CUtensorMap *map, int bf16, const void *x, int64_t B, int64_
 
 /* The grid. A persistent one (a CTA per SM walking the tiles) saves each tile the CTA's start,
  * its first loads and its last store: on the H200 it was as fast or faster on every non-causal
- * shape (1.24x at 512 keys, d = 64), and causal at d = 64 up to 2k keys (bench/LOG.md,
- * 2026-11-30). Longer causal runs, and causal at d >= 128, lose with it (up to 11 % at 16k keys):
- * its rank-major order spreads concurrent tiles over every head, whose K/V then no longer share
- * L2. FA_SM90_PERSIST=0 or 1 forces either grid. */
-static int sm90_persistent(const fa_params *p, int D)
+ * shape (1.24x at 512 keys, d = 64; bench/LOG.md, 2026-11-30). Causal, it wins up to 4k keys when
+ * it walks the tiles as a snake (sm90_causal_order; +23 % at d = 128, 512 keys, +2-6 % at 4k) and
+ * loses beyond (16k keys: the snake's passes no longer pair heavy with light tiles, and the
+ * rank-major walk spreads concurrent tiles over every head, whose K/V then compete for L2), so
+ * longer causal runs get one CTA per tile. FA_SM90_PERSIST=0 or 1 forces either grid. */
+static int sm90_persistent(const fa_params *p)
 {
     const char *force = getenv("FA_SM90_PERSIST");
     if (force && (force[0] == '0' || force[0] == '1') && force[1] == 0)
         return force[0] == '1';
-    return !p->causal || (D == 64 && p->Nk <= 2048);
+    return !p->causal || p->Nk <= 4096;
 }
 
-/* The order of a persistent causal walk. rank: rank-major, every head's heaviest tile first;
- * balanced, but every head is in flight at once, and their K/V compete for L2. snake: head-major
- * (each head's tiles together, heaviest first), odd passes of the grid backwards; about as
- * balanced up to 4k keys (a simulation of the two walks is in bench/LOG.md) with 2-5x fewer heads
- * in flight. FA_SM90_ORDER=rank or snake; rank by default until measured. */
+/* The order of a persistent causal walk. snake (the default): head-major (each head's tiles
+ * together, heaviest first), odd passes of the grid backwards, so a CTA that took a heavy tile
+ * then takes a light one; 2-5x fewer heads in flight than rank-major (bench/sm90/walks.py models
+ * both). rank: rank-major, every head's heaviest tile first; as balanced, but every head is in
+ * flight at once. FA_SM90_ORDER=rank or snake. */
 static void sm90_causal_order(sm90_args *a, const fa_params *p)
 {
     const char *order = getenv("FA_SM90_ORDER");
-    const int snake = order != NULL && strcmp(order, "snake") == 0;
-    a->rank_major = p->causal && !snake;
-    a->snake = p->causal && snake;
+    const int rank = order != NULL && strcmp(order, "rank") == 0;
+    a->rank_major = p->causal && rank;
+    a->snake = p->causal && !rank;
 }
 
 /* Launches the tile shape C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80
@@ -728,7 +729,7 @@ static int sm90_launch(const fa_params *p, cudaStream_t stream)
      * walking every grid-th tile. Else one CTA per tile, in launches of at most 2³¹−1 CTAs. */
     a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;
     a.n_tiles = a.n_q_tiles * p->B * p->Hq;
-    if (sm90_persistent(p, C::D)) {
+    if (sm90_persistent(p)) {
         int sms;
         if (fa_cuda_sm_count(dev, &sms) != FA_OK)
             return FA_ERR_CUDA;

@@ -5,8 +5,8 @@ FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG} values (nvcc runs in parallel), load
 through fa_sm90_forward with a params struct that mirrors csrc/fa.h. Every variant is checked
 against SDPA math on float64 over awkward shapes before it is timed next to the production kernel
 (torch.ops.fa.forward with FA_KERNEL=sm90: its automatic grid, "auto", and each grid forced with
-FA_SM90_PERSIST, "grid" = one CTA per tile, "persist" = one CTA per SM, "snake" = the same with
-causal tiles walked head-major as a snake, FA_SM90_ORDER) and SDPA's cudnn backend, on FlashAttention's grid
+FA_SM90_PERSIST, "grid" = one CTA per tile; one CTA per SM with causal tiles walked rank-major,
+"rank", or head-major as a snake, "snake", FA_SM90_ORDER) and SDPA's cudnn backend, on FlashAttention's grid
 (bf16, B·N = 16k, H·d = 2048), with triton.testing.do_bench. On the H200, after the build:
 
     python3 bench/sm90/tune.py [--d 128] [--n 1k 4k 16k] [--no-variants]
@@ -30,7 +30,8 @@ VARIANTS = [
     (64, 128, 3, 3, 1), (128, 176, 2, 2, 1), (256, 64, 2, 2, 1),
 ]
 # The production kernel's columns: the environment each runs under (csrc/fa_sm90.cu).
-PROD = {"auto": {}, "grid": {"FA_SM90_PERSIST": "0"}, "persist": {"FA_SM90_PERSIST": "1"},
+PROD = {"auto": {}, "grid": {"FA_SM90_PERSIST": "0"},
+        "rank": {"FA_SM90_PERSIST": "1", "FA_SM90_ORDER": "rank"},
         "snake": {"FA_SM90_PERSIST": "1", "FA_SM90_ORDER": "snake"}}
 BUILD = os.environ.get("BUILD", "/tmp/sm90_tune")
 
