@@ -67,6 +67,23 @@ typedef struct {
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
 
+/* Programmatic dependent launch (sm_90): the attend kernel lets the combine kernel start while it
+ * drains, and the combine kernel waits for the attend grid's completion and memory before it reads
+ * the partials. Launched without the attribute (or below sm_90) both are no-ops. */
+__device__ __forceinline__ void launch_dependents(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void wait_prerequisites(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
 /* cache_seqlens[b] before the append (default Nmax − Nnew). */
 __device__ __forceinline__ int64_t seq_start(const decode_args &a, int64_t b)
 {
@@ -170,13 +187,22 @@ struct decode_smem {
 
 /* Copies rows 0..15 (rows >= rows zero-filled) and columns 0..d-1 (the rest zero) of a global
  * (·, d) tile into a swizzled shared tile, by the 32 lanes of one warp. vec: 16-byte aligned rows,
- * cp.async (the caller commits); else 2-byte loads stored at once. */
+ * cp.async (the caller commits); else 2-byte loads stored at once. A whole block of 16 aligned
+ * rows of exactly D columns (every block but a sequence's last, at d = 64, 128, 256) takes the
+ * short path: one pointer step and one unpredicated cp.async per chunk. */
 template <int D>
 __device__ __forceinline__ void load_rows16(uint32_t s_tile, const uint16_t *g, int64_t row_stride, int rows,
                                             int d, int vec, int lane)
 {
     constexpr int CHUNKS = D / 8, STEP = 32 / CHUNKS;   /* STEP rows per pass of the warp */
     const int c = lane % CHUNKS;
+    if (vec && rows >= 16 && d == D) {
+        const uint16_t *src = g + (lane / CHUNKS) * row_stride + 8 * c;
+#pragma unroll
+        for (int it = 0; it < 16 / STEP; it++, src += STEP * row_stride)
+            cp_async16_full(s_tile + swz<D>(lane / CHUNKS + it * STEP, c), src);
+        return;
+    }
     const int nc = max(0, min(8, d - 8 * c));           /* valid elements of this lane's chunk */
 #pragma unroll
     for (int it = 0; it < 16 / STEP; it++) {
@@ -201,6 +227,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     extern __shared__ __align__(128) uint8_t smem_raw[];
     decode_smem<C> &s = *reinterpret_cast<decode_smem<C> *>(smem_raw);
 
+    launch_dependents();
     const fa_params &p = a.kp.p;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;               /* fragment row group, column pair */
@@ -320,7 +347,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
 
         /* m_new = max(m_i, rowmax(s)), over the 4 lanes of a quad. A row that has seen only −inf
          * so far uses 0 as its reference, so no exp2 sees −inf − (−inf). */
-        float m_ref[2];
+        float m_ref[2], alpha[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             float x = fmaxf(m_i[r], fmaxf(fmaxf(r_s[0][2 * r], r_s[0][2 * r + 1]),
@@ -329,14 +356,18 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
             x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
             m_ref[r] = x == -INFINITY ? 0.f : x;
             /* alpha = exp2(m_i − m_new): l_i and O are rescaled */
-            const float alpha = ex2(m_i[r] - m_ref[r]);
-            l_i[r] *= alpha;
-#pragma unroll
-            for (int n = 0; n < D / 8; n++) {
-                r_o[n][2 * r] *= alpha;
-                r_o[n][2 * r + 1] *= alpha;
-            }
+            alpha[r] = ex2(m_i[r] - m_ref[r]);
+            l_i[r] *= alpha[r];
             m_i[r] = x;
+        }
+        /* Once the running max has settled, most blocks leave every row's max as it was (alpha
+         * exactly 1): the warp then skips the D/4 multiplications of O. */
+        if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+#pragma unroll
+            for (int n = 0; n < D / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    r_o[n][e] *= alpha[e / 2];
         }
 
         /* P = exp2(s − m_new); l_i += rowsum(P). The C fragments of n-tiles 0 and 1 are the A
@@ -417,6 +448,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
 template <typename T>
 __global__ void __launch_bounds__(128, 2) decode_simt_kernel(const __grid_constant__ decode_args a)
 {
+    launch_dependents();
     const bool valid = seqlens_valid(a);
     const fa_params &p = a.kp.p;
     const int64_t wid = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
@@ -498,42 +530,71 @@ __global__ void __launch_bounds__(128, 2) decode_simt_kernel(const __grid_consta
 
 /* ---- 3. Combine ----------------------------------------------------------------------------- */
 
-/* O = Σ_s O_s · exp2(lse_s − M) / Σ_s exp2(lse_s − M), M = max_s lse_s; one warp per output row,
- * grid ceil(rows / 4) × 128. Splits that saw no key have lse −inf and O 0: weight 0. */
+/* O = Σ_s O_s · w_s / l, w_s = exp2(lse_s − M), l = Σ_s w_s, M = max_s lse_s; one warp per output
+ * row, grid ceil(rows / 4) × 128. Lane j reads the lse of splits j, j + 32, ... at once and keeps
+ * their weights; the O loop then takes each split's weight by a shuffle and issues 8 splits' loads
+ * per step, so a row costs a few memory latencies, not one per split. Splits that saw no key have
+ * lse −inf and O 0: weight 0. */
 template <typename T>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_constant__ decode_args a)
 {
+    enum { MAX_PASSES = 8 };                            /* weights kept for up to 256 splits */
+    wait_prerequisites();
     const bool valid = seqlens_valid(a);
     const fa_params &p = a.kp.p;
     const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
     if (row >= a.rows)
         return;
-    const int lane = threadIdx.x % 32, d = (int)p.d;
+    const int lane = threadIdx.x % 32, d = (int)p.d, splits = (int)a.splits;
     const int64_t i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq;
     const float *lse = a.lse_part + row;                /* split s at lse[s · rows] */
 
-    float M = -INFINITY;
-    for (int64_t sp = lane; sp < a.splits; sp += 32)
+    float w[MAX_PASSES], M = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < MAX_PASSES; k++) {
+        w[k] = 32 * k + lane < splits ? lse[(32 * k + lane) * a.rows] : -INFINITY;
+        M = fmaxf(M, w[k]);
+    }
+    for (int sp = 32 * MAX_PASSES + lane; sp < splits; sp += 32)    /* beyond 256 splits */
         M = fmaxf(M, lse[sp * a.rows]);
 #pragma unroll
     for (int off = 16; off >= 1; off /= 2)
         M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
-    float l = 0.f, r_o[8] = {};
-    if (M != -INFINITY) {
-        for (int64_t sp = lane; sp < a.splits; sp += 32)
-            l += exp2f(lse[sp * a.rows] - M);
+    const float Mr = M == -INFINITY ? 0.f : M;          /* no split saw a key: every weight 0 */
+    float l = 0.f;
 #pragma unroll
-        for (int off = 16; off >= 1; off /= 2)
-            l += __shfl_xor_sync(0xffffffffu, l, off);
-        /* Unrolled so that several splits' loads are in flight at once. */
-#pragma unroll 4
-        for (int64_t sp = 0; sp < a.splits; sp++) {
-            const float w = exp2f(lse[sp * a.rows] - M);
-            const float *o = a.o_part + (sp * a.rows + row) * d;
+    for (int k = 0; k < MAX_PASSES; k++) {
+        w[k] = ex2(w[k] - Mr);
+        l += w[k];
+    }
+    for (int sp = 32 * MAX_PASSES + lane; sp < splits; sp += 32)
+        l += ex2(lse[sp * a.rows] - Mr);
+#pragma unroll
+    for (int off = 16; off >= 1; off /= 2)
+        l += __shfl_xor_sync(0xffffffffu, l, off);
+
+    float r_o[8] = {};
+    const float *o = a.o_part + row * d;                /* split s at o[s · rows · d] */
+    for (int sp0 = 0; sp0 < splits; sp0 += 8) {
+        float x[8][8];
+#pragma unroll
+        for (int u = 0; u < 8; u++)
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                if (lane + 32 * e < d)
-                    r_o[e] = fmaf(w, o[lane + 32 * e], r_o[e]);
+                x[u][e] = sp0 + u < splits && lane + 32 * e < d ? o[(int64_t)(sp0 + u) * a.rows * d + lane + 32 * e] : 0.f;
+        float wk = w[0];                                /* splits sp0..sp0+7 are in pass sp0 / 32 */
+#pragma unroll
+        for (int k = 1; k < MAX_PASSES; k++)
+            wk = sp0 >= 32 * k ? w[k] : wk;
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const int sp = sp0 + u;
+            float wu = __shfl_sync(0xffffffffu, wk, sp % 32);   /* the weight lane sp % 32 holds */
+            if (sp >= 32 * MAX_PASSES)
+                wu = sp < splits ? ex2(lse[sp * a.rows] - Mr) : 0.f;
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                r_o[e] = fmaf(wu, x[u][e], r_o[e]);
         }
     }
     T *g_o = (T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
@@ -556,6 +617,7 @@ typedef struct {
     int ctas_per_sm;         /* occupancy of attend */
     int64_t ctas_per_split;  /* attend CTAs that one split adds */
     int mma;                 /* tensor-core kernel (grid over row tiles), else SIMT */
+    int pdl;                 /* sm_90+: combine launched as a programmatic dependent of attend */
 } decode_plan;
 
 /* Once per device and kernel: raise its dynamic shared memory limit and read its occupancy.
@@ -633,6 +695,15 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     int st = fa_cuda_sm_count(dev, &sms);
     if (st != FA_OK)
         return st;
+    static int s_major[32];
+    int major = dev >= 0 && dev < 32 ? __atomic_load_n(&s_major[dev], __ATOMIC_RELAXED) : 0;
+    if (major == 0) {
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+            return FA_ERR_CUDA;
+        if (dev >= 0 && dev < 32)
+            __atomic_store_n(&s_major[dev], major, __ATOMIC_RELAXED);
+    }
+    pl->pdl = major >= 9;
     /* FA_KERNEL=simt forces the CUDA-core kernel; the forward families' names (and auto) leave the
      * choice here; anything else is refused as by fa_forward_cuda. */
     const char *force = getenv("FA_KERNEL");
@@ -763,8 +834,17 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
     if (cudaGetLastError() != cudaSuccess)
         return FA_ERR_CUDA;
     if (a.splits > 1) {
-        pl.combine<<<(unsigned)combine_blocks, 128, 0, stream>>>(a);
-        if (cudaGetLastError() != cudaSuccess)
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr.val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDim = dim3((unsigned)combine_blocks);
+        cfg.blockDim = dim3(128);
+        cfg.stream = stream;
+        cfg.attrs = &attr;
+        cfg.numAttrs = pl.pdl ? 1 : 0;
+        if (cudaLaunchKernelEx(&cfg, pl.combine, a) != cudaSuccess || cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;
     }
     return FA_OK;

@@ -41,6 +41,12 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int by
                  :: "r"(dst), "l"(src), "r"(bytes) : "memory");
 }
 
+/* 16-byte async copy of a whole chunk. */
+__device__ __forceinline__ void cp_async16_full(uint32_t dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit(void)
 {
     asm volatile("cp.async.commit_group;\n" ::: "memory");
