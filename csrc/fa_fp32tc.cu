@@ -38,8 +38,8 @@
  * one, so an ldmatrix phase (8 rows × 16 bytes) and a quarter-warp's 16-byte V reads (rows 2t,
  * columns 4g) each cover all 32 banks once.
  *
- * Head dims are padded to a compiled width (64, 128, 256): columns ≥ d are zero in shared memory
- * and never stored. Causal blocks above a warp's rows are skipped and the CTA's last ones never
+ * Head dims 1..128 are padded to a compiled width (64, 128): columns ≥ d are zero in shared
+ * memory and never stored; d > 128 is declined (FA_ERR_UNSUPPORTED, see the tile table). Causal blocks above a warp's rows are skipped and the CTA's last ones never
  * loaded; masks are applied only on tail and diagonal blocks; causal query tiles run heaviest
  * first within a head.
  *
@@ -64,19 +64,19 @@ struct tc_tile {
     static_assert(D % 32 == 0 && BN % 16 == 0 && STAGES >= 1, "tile shape");
 };
 
-/* The tiles; not yet measured on the H200 (bench/fp32/run.sh times them and the variants).
- *   d=64:  85 KB, 2 CTAs per SM on sm_90 (1 on sm_80's 164 KB).
- *   d=128: 99 KB, 2 CTAs per SM on sm_90; BN=64 with one buffer each for K and V (K of the next
- *          block loads during P V, V during S = Q Kᵀ, as in fa_fp32.cu), or BN=32 double-buffered
- *          at the same size.
- *   d=256: 130 KB, 1 CTA per SM. */
-#ifndef FA_FP32TC_D128_BN
-#define FA_FP32TC_D128_BN 64
-#define FA_FP32TC_D128_STAGES 1
+/* The tiles (ptxas, nvcc 13.0, sm_90a / sm_80: registers, no spills); not yet measured on the
+ * H200: bench/fp32/run.sh times them and the d=128 variant.
+ *   d=64:  BN=64, 2 stages, 85 KB: 2 CTAs per SM on sm_90 (1 on sm_80). 212 / 200 registers.
+ *   d=128: BN=32, 2 stages, 99 KB: 2 CTAs per SM on sm_90. 237 / 228 registers. BN=64 with one
+ *          buffer each for K and V (same size) needs 255 and spills 40 bytes.
+ * d > 128 is declined: O alone is 128 registers there, and every tile tried spilled (BN=32 with
+ * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fa_fp32.cu runs it. */
+#ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times BN=64, one stage */
+#define FA_FP32TC_D128_BN 32
+#define FA_FP32TC_D128_STAGES 2
 #endif
 typedef tc_tile< 64, 64, 2, 2> tc_tile_d64;
 typedef tc_tile<128, FA_FP32TC_D128_BN, FA_FP32TC_D128_STAGES, 2> tc_tile_d128;
-typedef tc_tile<256, 32, 1, 1> tc_tile_d256;
 
 /* Which of q, k, v, o allow 16-byte accesses (base and every stride a multiple of 4 floats). */
 enum { VEC_Q = 1, VEC_K = 2, VEC_V = 4, VEC_O = 8 };
@@ -478,9 +478,10 @@ static int tc_launch(tc_args *a, cudaStream_t stream)
 
 extern "C" int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream)
 {
-    /* fp32 only; Nk == 0 (no key for any row) is left to the SIMT kernel. Row and key
-     * positions are int in the kernel (element offsets are 64-bit). */
-    if (p->dtype != FA_FLOAT32 || p->Nk < 1 || p->Nq > INT32_MAX - 256 || p->Nk > INT32_MAX - 256)
+    /* fp32 only, d ≤ 128 (see the tile table); Nk == 0 (no key for any row) is left to the SIMT
+     * kernel. Row and key positions are int in the kernel (element offsets are 64-bit). */
+    if (p->dtype != FA_FLOAT32 || p->d > 128 || p->Nk < 1 || p->Nq > INT32_MAX - 256 ||
+        p->Nk > INT32_MAX - 256)
         return FA_ERR_UNSUPPORTED;
 
     tc_args a = tc_args{};
@@ -491,9 +492,5 @@ extern "C" int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream)
             (vec_ok(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride) ? VEC_K : 0) |
             (vec_ok(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride) ? VEC_V : 0) |
             (vec_ok(p->o, p->o_batch_stride, p->o_head_stride, p->o_row_stride) ? VEC_O : 0);
-    if (p->d <= 64)
-        return tc_launch<tc_tile_d64>(&a, stream);
-    if (p->d <= 128)
-        return tc_launch<tc_tile_d128>(&a, stream);
-    return tc_launch<tc_tile_d256>(&a, stream);
+    return p->d <= 64 ? tc_launch<tc_tile_d64>(&a, stream) : tc_launch<tc_tile_d128>(&a, stream);
 }
