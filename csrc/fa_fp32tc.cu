@@ -68,7 +68,7 @@ struct tc_tile {
  * H200: bench/fp32/run.sh times them and the d=128 variant.
  *   d=64:  BN=64, 2 stages, 85 KB: 2 CTAs per SM on sm_90 (1 on sm_80). 212 / 200 registers.
  *   d=128: BN=32, 2 stages, 99 KB: 2 CTAs per SM on sm_90. 237 / 228 registers. BN=64 with one
- *          buffer each for K and V (same size) needs 255 and spills 40 bytes.
+ *          buffer each for K and V (same size) needs 255 and spills 52 bytes.
  * d > 128 is declined: O alone is 128 registers there, and every tile tried spilled (BN=32 with
  * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fa_fp32.cu runs it. */
 #ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times BN=64, one stage */
