@@ -60,7 +60,7 @@
 template <int D_, int BN_, int STAGES_, int MIN_CTAS_>
 struct tc_tile {
     static constexpr int D = D_, BN = BN_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_;
-    static constexpr int BM = 64, WARPS = 4, THREADS = 128, LD = D_ + 4;
+    static constexpr int BM = 64, THREADS = 128, LD = D_ + 4;
     static_assert(D % 32 == 0 && BN % 16 == 0 && STAGES >= 1, "tile shape");
 };
 
