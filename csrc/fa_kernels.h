@@ -30,6 +30,9 @@ int fa_sm80_forward(const fa_params *p, cudaStream_t stream);
 /* fa_fp32.cu: exact fp32 on CUDA cores (FFMA, no TF32), register-blocked tiles, Nk >= 1. */
 int fa_fp32_forward(const fa_params *p, cudaStream_t stream);
 
+/* fa_fp32tc.cu: fp32 at fp32 accuracy on tensor cores (3xTF32 mma.sync), sm_80+, d <= 128, Nk >= 1. */
+int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

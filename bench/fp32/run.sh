@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # run.sh — builds bench/fp32/selftest for the H200 (sm_90a) and runs, in one go:
-#   1. the checks and timings of csrc/fa_fp32.cu and csrc/fa_naive.cu (simt timed for reference),
+#   1. the checks and timings of csrc/fa_fp32.cu, csrc/fa_fp32tc.cu and csrc/fa_naive.cu (simt timed
+#      for reference),
 #   2. the same with FA_FP32_D64_MIN_CTAS=1 (d=64: one unrolled 255-register CTA per SM instead
 #      of two 128-register ones), to pick the d=64 tile from a measurement,
-#   3. compute-sanitizer memcheck and racecheck on the small cases,
-#   4. SDPA's efficient backend on fp32, same shapes, for the ratio (if torch is importable).
+#   3. fa_fp32tc.cu's other d=128 tile (BN=64, one stage) and fa_fp32.cu's d=128 tile variants,
+#   4. compute-sanitizer memcheck and racecheck on the small cases,
+#   5. SDPA's efficient backend on fp32, same shapes, for the ratio (if torch is importable).
 # Logs go to $OUT (default bench/fp32/out). From the repository root:
 #     bash bench/fp32/run.sh
 set -u
@@ -17,22 +19,26 @@ NVCC=(nvcc -std=c++17 -O3 -DNDEBUG -lineinfo -gencode arch=compute_90a,code=sm_9
 build() {   # build NAME EXTRA_FLAGS...
     local name=$1; shift
     local simt=(-DWITH_SIMT csrc/fa_simt.cu)
-    "${NVCC[@]}" "$@" "${simt[@]}" bench/fp32/selftest.cu csrc/fa_fp32.cu csrc/fa_naive.cu \
+    "${NVCC[@]}" "$@" "${simt[@]}" bench/fp32/selftest.cu csrc/fa_fp32.cu csrc/fa_fp32tc.cu csrc/fa_naive.cu \
         -o "$BIN/$name" > "$OUT/build_$name.log" 2>&1 ||
-    "${NVCC[@]}" "$@" bench/fp32/selftest.cu csrc/fa_fp32.cu csrc/fa_naive.cu \
+    "${NVCC[@]}" "$@" bench/fp32/selftest.cu csrc/fa_fp32.cu csrc/fa_fp32tc.cu csrc/fa_naive.cu \
         -o "$BIN/$name" > "$OUT/build_$name.log" 2>&1   # without the simt reference
 }
 ( time build selftest ) 2> "$OUT/build_time.log" &
 build selftest_d64c1 -DFA_FP32_D64_MIN_CTAS=1 &
 build selftest_d128t64 -DFA_FP32_D128_BM=64 -DFA_FP32_D128_BN=32 -DFA_FP32_D128_MIN_CTAS=2 &
 build selftest_d128t128 -DFA_FP32_D128_BM=128 -DFA_FP32_D128_BN=64 -DFA_FP32_D128_MIN_CTAS=1 &
+build selftest_tc128b64 -DFA_FP32TC_D128_BN=64 -DFA_FP32TC_D128_STAGES=1 &
 wait
 cat "$OUT/build_time.log"
 grep -A2 "fp32_forward_kernel" "$OUT/build_selftest.log" | grep -E "entry|spill|registers"
 grep -E "spill|error" "$OUT/build_selftest_d64c1.log" | head -10
+echo "fa_fp32tc (d=64, d=128), then its d=128 BN=64 variant:"
+grep -A2 "fa_fp32tc_kernel" "$OUT/build_selftest.log" | grep -E "entry|spill|registers"
+grep -A2 "fa_fp32tc_kernel.*ILi128" "$OUT/build_selftest_tc128b64.log" | grep -E "entry|spill|registers"
 [ -x "$BIN/selftest" ] || { echo "build failed"; cat "$OUT/build_selftest.log"; exit 1; }
 
-echo "== fp32 + naive: checks and timings"
+echo "== fp32 + fp32tc + naive: checks and timings"
 "$BIN/selftest" 2>&1 | tee "$OUT/selftest.log"
 status=${PIPESTATUS[0]}
 
@@ -45,6 +51,10 @@ for v in d128t64 d128t128; do
     [ -x "$BIN/selftest_$v" ] && "$BIN/selftest_$v" --check --bench --d128 --no-baselines 2>&1 |
         grep -E "FAIL|passed|^fp32 |^kernel" | tee "$OUT/selftest_$v.log"
 done
+
+echo "== fp32tc d=128 with BN=64, one stage"
+[ -x "$BIN/selftest_tc128b64" ] && "$BIN/selftest_tc128b64" --check --bench --d128 --no-baselines 2>&1 |
+    grep -E "FAIL|passed|^fp32tc |^kernel" | tee "$OUT/selftest_tc128b64.log"
 
 echo "== compute-sanitizer (small cases)"
 if command -v compute-sanitizer > /dev/null; then

@@ -1,19 +1,20 @@
 /*
- * selftest.cu — standalone check and timing of the fp32 FlashAttention kernel (csrc/fa_fp32.cu)
- * and the unfused baseline (csrc/fa_naive.cu); the CUDA-core fallback (csrc/fa_simt.cu) is timed
- * alongside for reference.
+ * selftest.cu — standalone check and timing of the fp32 FlashAttention kernels (csrc/fa_fp32.cu,
+ * FFMA; csrc/fa_fp32tc.cu, 3xTF32 tensor cores) and the unfused baseline (csrc/fa_naive.cu); the
+ * CUDA-core fallback (csrc/fa_simt.cu) is timed alongside for reference.
  *
  * Checks: random q, k, v on the GPU for a list of awkward cases (padded head dims, sequence
  * tails, Nq != Nk, causal, GQA, a (B, N, H, d) tensor viewed as (B, H, N, d), padded rows,
  * misaligned base pointers, B·H beyond 65535), compared with a float64 host reference computed
  * from the same (rounded) inputs. Outputs are poisoned with NaN first and guarded past their end.
- * Then times fa_fp32_forward with CUDA events on the benchmark shapes (B·N = 16k tokens,
+ * fa_fp32tc_forward must decline d > 128 (and does not run those cases).
+ * Then times fa_fp32_forward and fa_fp32tc_forward with CUDA events on the benchmark shapes (B·N = 16k tokens,
  * H·d = 2048) and prints TFLOP/s = 4·B·H·N²·d / time, halved when causal.
  *
  *     bench/fp32/run.sh            builds for sm_90a and runs everything
  *     selftest [--check] [--bench] [--small] [--d64] [--no-baselines]
  *         default: check and bench; --small: only cases with N ≤ 128 (for compute-sanitizer);
- *         --d64: time d = 64 only; --no-baselines: skip the naive and simt timings.
+ *         --d64 / --d128: time that d only; --no-baselines: skip the naive and simt timings.
  * Built with -DWITH_SIMT (and csrc/fa_simt.cu) it also times fa_simt_forward at N = 1024.
  *
  * Exits nonzero when a check fails.
@@ -30,6 +31,7 @@
 #include "fa.h"
 
 extern "C" int fa_fp32_forward(const fa_params *p, cudaStream_t stream);
+extern "C" int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream);
 extern "C" int fa_naive_forward(const fa_params *p, float *scratch, cudaStream_t stream);
 extern "C" size_t fa_naive_scratch_bytes(const fa_params *p);
 #ifdef WITH_SIMT
@@ -170,7 +172,8 @@ static int all_ones(const unsigned char *x, size_t n)
     return 1;
 }
 
-typedef enum { KERNEL_FP32, KERNEL_NAIVE } kernel_id;
+typedef enum { KERNEL_FP32, KERNEL_FP32TC, KERNEL_NAIVE } kernel_id;
+static const char *const k_kernel_names[] = {"fp32", "fp32tc", "naive"};
 
 /* Runs one kernel on one case; returns 1 on pass. */
 static int run_case(const test_case *c, kernel_id kid)
@@ -210,6 +213,8 @@ static int run_case(const test_case *c, kernel_id kid)
     int st;
     if (kid == KERNEL_FP32) {
         st = fa_fp32_forward(&p, 0);
+    } else if (kid == KERNEL_FP32TC) {
+        st = fa_fp32tc_forward(&p, 0);
     } else {
         CUDA_OK(cudaMalloc(&d_scratch, fa_naive_scratch_bytes(&p)));
         st = fa_naive_forward(&p, d_scratch, 0);
@@ -275,11 +280,21 @@ static int run_case(const test_case *c, kernel_id kid)
     bad_guard |= !all_ones(o_raw + (off + lo.elems) * es, k_guard * es);
     bad_guard |= !all_ones((const unsigned char *)(lse + n_lse), k_guard * sizeof(float));
 
-    const int pass = st == FA_OK && worst <= tol && err_lse <= tol_lse && !bad_guard;
-    printf("%-6s %-28s %s  status %d  max|o-ref| %.2e (tol %.0e·(1+|ref|))  max|lse-ref| %.2e%s  %s\n",
-           kid == KERNEL_FP32 ? "fp32" : "naive", c->name,
-           dt == FA_FLOAT32 ? "f32 " : dt == FA_FLOAT16 ? "fp16" : "bf16", st, err_o, tol, err_lse,
-           bad_guard ? "  WROTE OUTSIDE o/lse" : "", pass ? "PASS" : "FAIL");
+    /* fp32tc declines d > 128 (the dispatcher then runs fp32): it must return
+     * FA_ERR_UNSUPPORTED and leave o and lse untouched. */
+    int pass;
+    if (kid == KERNEL_FP32TC && c->d > 128) {
+        int touched = !all_ones(o_raw, o_bytes) || !all_ones((const unsigned char *)lse, lse_bytes);
+        pass = st == FA_ERR_UNSUPPORTED && !touched;
+        printf("%-6s %-28s %s  status %d  declines d > 128%s  %s\n", k_kernel_names[kid], c->name, "f32 ",
+               st, touched ? "  WROTE o/lse" : "", pass ? "PASS" : "FAIL");
+    } else {
+        pass = st == FA_OK && worst <= tol && err_lse <= tol_lse && !bad_guard;
+        printf("%-6s %-28s %s  status %d  max|o-ref| %.2e (tol %.0e·(1+|ref|))  max|lse-ref| %.2e%s  %s\n",
+               k_kernel_names[kid], c->name,
+               dt == FA_FLOAT32 ? "f32 " : dt == FA_FLOAT16 ? "fp16" : "bf16", st, err_o, tol, err_lse,
+               bad_guard ? "  WROTE OUTSIDE o/lse" : "", pass ? "PASS" : "FAIL");
+    }
     fflush(stdout);
 
     free(s), free(acc), free(valid), free(o_raw), free(lse), free(h_q), free(h_k), free(h_v);
@@ -293,19 +308,21 @@ static int run_case(const test_case *c, kernel_id kid)
     return pass;
 }
 
-/* fa_fp32_forward must decline what it does not run, so the dispatcher can fall back. */
-static int check_declines(void)
+/* fa_fp32_forward and fa_fp32tc_forward must decline what they do not run, so the dispatcher
+ * can fall back. */
+static int check_declines(kernel_id kid)
 {
+    int (*forward)(const fa_params *, cudaStream_t) = kid == KERNEL_FP32 ? fa_fp32_forward : fa_fp32tc_forward;
     fa_params p;
     memset(&p, 0, sizeof p);
     p.B = p.Hq = p.Hkv = p.Nq = 1, p.Nk = 1, p.d = 64, p.scale = 0.125f;
     p.dtype = FA_FLOAT16;
-    const int st_dtype = fa_fp32_forward(&p, 0);
+    const int st_dtype = forward(&p, 0);
     p.dtype = FA_FLOAT32, p.Nk = 0;
-    const int st_empty = fa_fp32_forward(&p, 0);
+    const int st_empty = forward(&p, 0);
     const int pass = st_dtype == FA_ERR_UNSUPPORTED && st_empty == FA_ERR_UNSUPPORTED;
-    printf("fp32   declines fp16 and Nk=0             status %d, %d  %s\n", st_dtype, st_empty,
-           pass ? "PASS" : "FAIL");
+    printf("%-6s declines fp16 and Nk=0             status %d, %d  %s\n", k_kernel_names[kid], st_dtype,
+           st_empty, pass ? "PASS" : "FAIL");
     return pass;
 }
 
@@ -315,7 +332,7 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-typedef enum { TIME_FP32, TIME_NAIVE, TIME_SIMT } time_id;
+typedef enum { TIME_FP32, TIME_FP32TC, TIME_NAIVE, TIME_SIMT } time_id;
 
 /* Median milliseconds of reps calls, after 2 warm-up calls. */
 static float time_kernel(time_id tid, const fa_params *p, float *scratch, int reps)
@@ -329,6 +346,8 @@ static float time_kernel(time_id tid, const fa_params *p, float *scratch, int re
         int st = FA_ERR_UNSUPPORTED;
         if (tid == TIME_FP32)
             st = fa_fp32_forward(p, 0);
+        else if (tid == TIME_FP32TC)
+            st = fa_fp32tc_forward(p, 0);
         else if (tid == TIME_NAIVE)
             st = fa_naive_forward(p, scratch, 0);
 #ifdef WITH_SIMT
@@ -391,6 +410,9 @@ static void bench(int only_d, int baselines)
                 const float ms = time_kernel(TIME_FP32, &p, NULL, 15);
                 printf("%-7s %4d %6d %3d %3d %6d  %10.3f %9.2f\n", "fp32", (int)d, (int)N, (int)B, (int)H,
                        causal, ms, flop / ms * 1e-9);
+                const float ms_tc = time_kernel(TIME_FP32TC, &p, NULL, 15);
+                printf("%-7s %4d %6d %3d %3d %6d  %10.3f %9.2f\n", "fp32tc", (int)d, (int)N, (int)B, (int)H,
+                       causal, ms_tc, flop / ms_tc * 1e-9);
                 if (baselines && N <= 4096) {   /* scratch B·H·N² floats: 8.6 GB at N = 4096 */
                     float *scratch;
                     CUDA_OK(cudaMalloc(&scratch, fa_naive_scratch_bytes(&p)));
@@ -433,16 +455,18 @@ int main(int argc, char **argv)
 
     int passed = 0, failed = 0;
     if (check) {
-        if (check_declines())
-            passed++;
-        else
-            failed++;
+        for (int kid = KERNEL_FP32; kid <= KERNEL_FP32TC; kid++) {
+            if (check_declines((kernel_id)kid))
+                passed++;
+            else
+                failed++;
+        }
         for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++) {
             const test_case *c = &k_cases[i];
             if (small && (c->Nq > 128 || c->Nk > 128 || c->B * c->Hq > 64))
                 continue;
             for (int kid = KERNEL_FP32; kid <= KERNEL_NAIVE; kid++) {
-                if (kid == KERNEL_FP32 && c->dtype != FA_FLOAT32)
+                if (kid != KERNEL_NAIVE && c->dtype != FA_FLOAT32)
                     continue;
                 if (run_case(c, (kernel_id)kid))
                     passed++;

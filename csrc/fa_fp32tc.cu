@@ -1,0 +1,496 @@
+/*
+ * fa_fp32tc.cu — FlashAttention forward for fp32 on tensor cores, at fp32 accuracy ("3xTF32").
+ *
+ * Every fp32 operand x is split into two TF32 numbers, big = tf32(x) and small = tf32(x − big),
+ * so that x = big + small to ~2⁻²² relative, and a product is taken as three TF32 MMAs,
+ *     a·b ≈ small_a·big_b + big_a·small_b + big_a·big_b     (small·small, ~2⁻²², dropped),
+ * issued in that order into one accumulator (the small terms are summed before the big one
+ * joins). It is the arithmetic of SDPA's fp32 efficient backend (CUTLASS OpMultiplyAddFastF32).
+ *
+ * One CTA of 4 warps owns BM = 64 query rows of one (batch, head); warp w owns rows 16w..16w+15
+ * and walks the key blocks of BN keys, which arrive through cp.async rings of STAGES buffers
+ * for K and for V (the fa_sm80.cu pipeline). Per block, with Q pre-scaled by scale · log2(e):
+ *
+ *     S = Q Kᵀ                                  mma.m16n8k8.tf32 × 3, fresh accumulator
+ *     m_new = max(m_i, rowmax(S))
+ *     P = exp2(S − m_new),  alpha = exp2(m_i − m_new)
+ *     l_i = l_i · alpha + rowsum(P)
+ *     O = O · alpha + P V                       P V in a fresh accumulator, added by FFMA
+ *     O /= l_i,  lse = (m_i + log2 l_i) · ln 2  at the end
+ *
+ * Tensor cores add into their accumulator with truncation, so a running O accumulated by MMA
+ * over thousands of keys would drift; each block's P V is summed from zero (BN/8 · 3 MMAs) and
+ * added into O with ordinary rounded FFMA.
+ *
+ * Fragments (g = lane / 4, t = lane % 4; m16n8k8.tf32: A a0 (g, t), a1 (g+8, t), a2 (g, t+4),
+ * a3 (g+8, t+4); B b0 (k t, n g), b1 (k t+4, n g); C c0, c1 (g, 2t, 2t+1), c2, c3 (g+8, ...)):
+ *   - Q (A) and K (B of S = Q Kᵀ) come from ldmatrix.b16, which sees one fp32 as two b16: an
+ *     8 × 8-b16 matrix is 8 rows × 4 fp32 and lane l receives row l/4, fp32 column l%4, which is
+ *     (g, t), the A layout for Q rows and the B layout for K stored [key][dim].
+ *   - P (A of P V) is the S accumulator itself: the k index of the P V MMA is free to name any
+ *     key of the 8, so k = t names key 2t and k = t+4 names key 2t+1; then a0, a1, a2, a3 of P
+ *     are c0, c2, c1, c3 of S, and V's b0, b1 are rows 2t and 2t+1 of the 8-key step.
+ *   - The n index of P V is free too: in a group of 4 n-tiles (32 output columns), n = g of tile
+ *     j names column 4g + j, so one 16-byte LDS of V row key, columns 4g..4g+3, holds b0 (or b1)
+ *     of all 4 tiles, and a thread's C entries of row g are the 8 consecutive output columns
+ *     8t..8t+7 of the group (c0 of tiles 0-3, then c1 of tiles 0-3): stored as two float4.
+ * Shared rows are padded to D + 4 floats: a row starts 16 bytes (4 banks) after the previous
+ * one, so an ldmatrix phase (8 rows × 16 bytes) and a quarter-warp's 16-byte V reads (rows 2t,
+ * columns 4g) each cover all 32 banks once.
+ *
+ * Head dims 1..128 are padded to a compiled width (64, 128): columns ≥ d are zero in shared
+ * memory and never stored; d > 128 is declined (FA_ERR_UNSUPPORTED, see the tile table). Causal blocks above a warp's rows are skipped and the CTA's last ones never
+ * loaded; masks are applied only on tail and diagonal blocks; causal query tiles run heaviest
+ * first within a head.
+ *
+ * Reached through fa_fp32tc_forward(); includes CUDA headers and fa.h only:
+ *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -c csrc/fa_fp32tc.cu -Icsrc
+ * bench/fp32/run.sh checks and times it.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "fa_kernels.h"
+#include "fa_mma.cuh"
+
+/* A tile shape: D the compiled head-dim width, BN keys per block, STAGES buffers per K and V
+ * ring, MIN_CTAS CTAs per SM that the registers must allow. Always 4 warps × 16 query rows.
+ * Shared memory: 4 · (D + 4) · (64 + 2 · STAGES · BN) bytes. */
+template <int D_, int BN_, int STAGES_, int MIN_CTAS_>
+struct tc_tile {
+    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_;
+    static constexpr int BM = 64, THREADS = 128, LD = D_ + 4;
+    static_assert(D % 32 == 0 && BN % 16 == 0 && STAGES >= 1, "tile shape");
+};
+
+/* The tiles (ptxas, nvcc 13.0, sm_90a / sm_80: registers, no spills); not yet measured on the
+ * H200: bench/fp32/run.sh times them and the d=128 variant.
+ *   d=64:  BN=64, 2 stages, 85 KB: 2 CTAs per SM on sm_90 (1 on sm_80). 212 / 200 registers.
+ *   d=128: BN=32, 2 stages, 99 KB: 2 CTAs per SM on sm_90. 237 / 228 registers. BN=64 with one
+ *          buffer each for K and V (same size) needs 255 and spills 52 bytes.
+ * d > 128 is declined: O alone is 128 registers there, and every tile tried spilled (BN=32 with
+ * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fa_fp32.cu runs it. */
+#ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times BN=64, one stage */
+#define FA_FP32TC_D128_BN 32
+#define FA_FP32TC_D128_STAGES 2
+#endif
+typedef tc_tile< 64, 64, 2, 2> tc_tile_d64;
+typedef tc_tile<128, FA_FP32TC_D128_BN, FA_FP32TC_D128_STAGES, 2> tc_tile_d128;
+
+/* Which of q, k, v, o allow 16-byte accesses (base and every stride a multiple of 4 floats). */
+enum { VEC_Q = 1, VEC_K = 2, VEC_V = 4, VEC_O = 8 };
+
+/* Kernel arguments: the caller's params plus scalars derived once on the host. */
+typedef struct {
+    fa_params p;
+    float scale_log2;        /* scale · log2(e), multiplied into Q as it is loaded */
+    int vec;                 /* VEC_* bits */
+    int64_t n_q_tiles;       /* ceil(Nq / BM) */
+    int64_t q_per_kv;        /* Hq / Hkv */
+    int64_t first_block;     /* index of this launch's first CTA in the flattened grid */
+} tc_args;
+
+/* Shared memory of one CTA, rows padded to LD = D + 4 floats. */
+template <class C>
+struct tc_smem {
+    float q[C::BM][C::LD];               /* Q · scale · log2(e) */
+    float k[C::STAGES][C::BN][C::LD];    /* K ring: key block j in stage j % STAGES */
+    float v[C::STAGES][C::BN][C::LD];    /* V ring, same stage as K */
+};
+
+/* ---- Helpers ------------------------------------------------------------------------------- */
+
+/* 4-byte async copy (any fp32 address); bytes 0 writes a zero. */
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+/* x = big + small + O(2⁻²² |x|), both TF32 (low 13 bits zero): big is x rounded to 10 mantissa
+ * bits, to nearest with ties away (add half a TF32 ulp, clear the rest), small the remainder
+ * x − big (exact in fp32) rounded the same way. Integer ops: full-rate, unlike a conversion. */
+__device__ __forceinline__ void split_tf32(uint32_t x, uint32_t &big, uint32_t &small)
+{
+    big = (x + 0x1000u) & 0xffffe000u;
+    small = (__float_as_uint(__uint_as_float(x) - __uint_as_float(big)) + 0x1000u) & 0xffffe000u;
+}
+
+/* C += A B, m16n8k8, TF32 inputs, fp32 accumulate; layouts in the header comment. */
+__device__ __forceinline__ void mma_tf32(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* C += A B at ~fp32 accuracy from split operands: the small products first, then big · big. */
+__device__ __forceinline__ void mma_3xtf32(float c[4], const uint32_t a_big[4], const uint32_t a_small[4],
+                                           uint32_t b0_big, uint32_t b1_big, uint32_t b0_small, uint32_t b1_small)
+{
+    mma_tf32(c, a_small, b0_big, b1_big);
+    mma_tf32(c, a_big, b0_small, b1_small);
+    mma_tf32(c, a_big, b0_big, b1_big);
+}
+
+/* Issues the copy of key block kb of K or V (g: (Nk, d), row stride in elements) into the shared
+ * tile s (BN rows of LD floats). Rows ≥ Nk and columns ≥ d are zero-filled (a zero-byte cp.async
+ * writes zeros): zero V rows keep 0 · V finite for masked keys. vec: 16-byte rows, one cp.async
+ * per 4 columns (a partial last chunk reads only its valid bytes); else one per element. */
+template <class C>
+__device__ __forceinline__ void load_block(uint32_t s, const float *g, int64_t row_stride, int kb,
+                                           int Nk, int d, bool vec)
+{
+    constexpr int D = C::D, BN = C::BN, NT = C::THREADS;
+    static_assert(BN * D % (4 * NT) == 0, "whole 16-byte chunks per thread");
+    const int key0 = kb * BN, rows = Nk - key0;
+    g += key0 * row_stride;
+    if (vec) {
+#pragma unroll
+        for (int i = 0; i < BN * D / 4 / NT; i++) {
+            const int idx = threadIdx.x + i * NT;
+            const int r = idx / (D / 4), c = idx % (D / 4) * 4;
+            const int n = r < rows && c < d ? min(4, d - c) : 0;
+            cp_async16(s + 4 * (r * C::LD + c), n ? g + r * row_stride + c : g, 4 * n);
+        }
+    } else {
+#pragma unroll 4
+        for (int i = 0; i < BN * D / NT; i++) {
+            const int idx = threadIdx.x + i * NT;
+            const int r = idx / D, c = idx % D;
+            const int n = r < rows && c < d ? 4 : 0;
+            cp_async4(s + 4 * (r * C::LD + c), n ? g + r * row_stride + c : g, n);
+        }
+    }
+}
+
+/* ---- Kernel -------------------------------------------------------------------------------- */
+
+/* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: 4 warps. */
+template <class C>
+__global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
+fa_fp32tc_kernel(const __grid_constant__ tc_args a)
+{
+    constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, LD = C::LD;
+    constexpr int NT = C::THREADS, NG = D / 32;        /* P V column groups of 4 n-tiles */
+    extern __shared__ __align__(128) uint8_t smem_raw[];
+    tc_smem<C> &s = *reinterpret_cast<tc_smem<C> *>(smem_raw);
+
+    const fa_params &p = a.p;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int g = lane / 4, t = lane % 4;               /* fragment row group, column pair */
+    const int d = (int)p.d, Nq = (int)p.Nq, Nk = (int)p.Nk;
+
+    /* CTA → (b·Hq + h, query tile). A head's tiles are consecutive so its K/V stays in L2;
+     * causal runs them last-first: the heaviest tiles (most keys) start earliest. */
+    const int64_t blk = a.first_block + blockIdx.x;
+    const int64_t bh = blk / a.n_q_tiles, rank = blk % a.n_q_tiles;
+    const int m0 = (int)(p.causal ? a.n_q_tiles - 1 - rank : rank) * BM;
+    const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / a.q_per_kv;
+    /* q, o: (B, Hq, Nq, d); k, v: (B, Hkv, Nk, d). */
+    const float *g_q = (const float *)p.q + b * p.q_batch_stride + h * p.q_head_stride;
+    const float *g_k = (const float *)p.k + b * p.k_batch_stride + hk * p.k_head_stride;
+    const float *g_v = (const float *)p.v + b * p.v_batch_stride + hk * p.v_head_stride;
+    const bool vec_k = a.vec & VEC_K, vec_v = a.vec & VEC_V;
+
+    /* Causal: keys past the tile's last row are masked for all its rows, so those blocks are
+     * never loaded. Every block below kv_end holds at least one key < Nk. */
+    const int kv_end = p.causal ? min(Nk, m0 + BM) : Nk;
+    const int n_blocks = (kv_end + BN - 1) / BN;
+
+    /* Prologue. cp.async groups are committed in the order K0, V0, K1, V1, ...; the K ring runs
+     * one block ahead of the V ring: K0..K(STAGES−1) and V0..V(STAGES−2) here. */
+    load_block<C>(smem_u32(s.k[0]), g_k, p.k_row_stride, 0, Nk, d, vec_k);
+    cp_async_commit();
+#pragma unroll
+    for (int j = 1; j < STAGES; j++) {
+        if (j - 1 < n_blocks)
+            load_block<C>(smem_u32(s.v[j - 1]), g_v, p.v_row_stride, j - 1, Nk, d, vec_v);
+        cp_async_commit();
+        if (j < n_blocks)
+            load_block<C>(smem_u32(s.k[j]), g_k, p.k_row_stride, j, Nk, d, vec_k);
+        cp_async_commit();
+    }
+
+    /* s.q = Q[m0 : m0+BM] · scale · log2(e), rows ≥ Nq and columns ≥ d zero, while K0 lands.
+     * Pre-scaling makes S the exp2 argument for any sign of scale, and a masked −inf stays −inf. */
+#pragma unroll
+    for (int i = 0; i < BM * D / 4 / NT; i++) {
+        const int idx = threadIdx.x + i * NT;
+        const int r = idx / (D / 4), c = idx % (D / 4) * 4;
+        float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (m0 + r < Nq) {
+            const float *src = g_q + (int64_t)(m0 + r) * p.q_row_stride + c;
+            if ((a.vec & VEC_Q) && c + 4 <= d) {
+                x = __ldg((const float4 *)src);
+            } else {
+                if (c + 0 < d) x.x = src[0];
+                if (c + 1 < d) x.y = src[1];
+                if (c + 2 < d) x.z = src[2];
+                if (c + 3 < d) x.w = src[3];
+            }
+        }
+        const float sl = a.scale_log2;
+        *(float4 *)&s.q[r][c] = make_float4(x.x * sl, x.y * sl, x.z * sl, x.w * sl);
+    }
+
+    const int row0 = m0 + 16 * warp;                    /* first query row of this warp */
+    const bool warp_live = row0 < Nq;                   /* else the warp only helps load */
+    /* ldmatrix.x4 row addresses (bytes). Q: lane gives row lane%16, columns 4·(lane/16)..: the
+     * matrices (rows 0-7, cols 0-3), (8-15, 0-3), (0-7, 4-7), (8-15, 4-7) are a0..a3 of one
+     * k-step. K: key lane%8 + 8·(lane/16), columns 4·((lane/8)%2)..: (keys 0-7, cols 0-3),
+     * (0-7, 4-7), (8-15, 0-3), (8-15, 4-7) are b0, b1 of n-tile 0 and b0, b1 of n-tile 1. */
+    const uint32_t q_lane = smem_u32(s.q[16 * warp + lane % 16]) + 16 * (lane / 16);
+    const uint32_t k_lane = 4 * ((lane % 8 + 8 * (lane / 16)) * LD + 4 * ((lane / 8) % 2));
+
+    /* O: rows g, g+8 of the warp; r_o[grp][j] is the C fragment of n-tile j of column group grp
+     * (columns 32·grp + 4n + j for its n = 0..7, see the header). */
+    float r_o[NG][4][4];
+    float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f};   /* rows g, g+8; l_i partial */
+#pragma unroll
+    for (int grp = 0; grp < NG; grp++)
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                r_o[grp][j][e] = 0.f;
+
+    for (int kb = 0; kb < n_blocks; kb++) {
+        /* After K_kb, the groups V_kb .. K_(kb+STAGES−1) may still be in flight. */
+        cp_async_wait<2 * STAGES - 2>();
+        /* Barrier: every thread's copies of K_kb (and its stores of Q) are visible, and every
+         * warp has finished block kb−1, whose V stage the load below overwrites. */
+        __syncthreads();
+        if (kb + STAGES - 1 < n_blocks)
+            load_block<C>(smem_u32(s.v[(kb + STAGES - 1) % STAGES]), g_v, p.v_row_stride,
+                          kb + STAGES - 1, Nk, d, vec_v);
+        cp_async_commit();                              /* possibly empty: keeps the count */
+
+        /* Warps past Nq idle; causal: a block starting past the warp's last row is all masked
+         * for it. Block 0 shows key 0 to every row, so after it every m_i is finite and no
+         * exp2 below sees −inf − −inf. */
+        const int key0 = kb * BN;
+        const bool active = warp_live && !(p.causal && key0 > row0 + 15);
+        /* P split for P V; entry kk is the A fragment (a0..a3) of keys key0 + 8kk .. +7. */
+        uint32_t p_big[BN / 8][4], p_small[BN / 8][4];
+        float alpha[2];
+        if (active) {
+            /* S = Q Kᵀ (scaled): 16 × BN per warp, C fragments of n-tiles of 8 keys. */
+            const uint32_t s_k = smem_u32(s.k[kb % STAGES]);
+            float r_s[BN / 8][4];
+#pragma unroll
+            for (int n = 0; n < BN / 8; n++)
+                r_s[n][0] = r_s[n][1] = r_s[n][2] = r_s[n][3] = 0.f;
+#pragma unroll
+            for (int kk = 0; kk < D / 8; kk++) {
+                uint32_t q[4], q_big[4], q_small[4];
+                ldsm_x4(q, q_lane + 32 * kk);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    split_tf32(q[e], q_big[e], q_small[e]);
+#pragma unroll
+                for (int np = 0; np < BN / 16; np++) {
+                    uint32_t k[4], k_big[4], k_small[4];
+                    ldsm_x4(k, s_k + 4 * 16 * np * LD + k_lane + 32 * kk);
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        split_tf32(k[e], k_big[e], k_small[e]);
+                    mma_3xtf32(r_s[2 * np], q_big, q_small, k_big[0], k_big[1], k_small[0], k_small[1]);
+                    mma_3xtf32(r_s[2 * np + 1], q_big, q_small, k_big[2], k_big[3], k_small[2], k_small[3]);
+                }
+            }
+
+            /* S = −inf where key ≥ Nk or (causal) key > row; only blocks on the Nk tail or
+             * crossing the warp's diagonal pay for the mask. */
+            if (key0 + BN > Nk || (p.causal && key0 + BN - 1 > row0)) {
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        const int key = key0 + 8 * n + 2 * t + e % 2;
+                        const int row = row0 + g + 8 * (e / 2);
+                        if (key >= Nk || (p.causal && key > row))
+                            r_s[n][e] = -INFINITY;
+                    }
+            }
+
+            /* m_new = max(m_i, rowmax(S)); a row lives on the 4 lanes of a quad (same g).
+             * P = exp2(S − m_new), alpha = exp2(m_i − m_new) (0 on the first block),
+             * l_i = l_i · alpha + rowsum(P) over this thread's columns. */
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                float mx = m_i[r];
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++)
+                    mx = fmaxf(mx, fmaxf(r_s[n][2 * r], r_s[n][2 * r + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                alpha[r] = ex2(m_i[r] - mx);
+                m_i[r] = mx;
+                float sum = 0.f;
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++) {
+                    r_s[n][2 * r] = ex2(r_s[n][2 * r] - mx);
+                    r_s[n][2 * r + 1] = ex2(r_s[n][2 * r + 1] - mx);
+                    sum += r_s[n][2 * r] + r_s[n][2 * r + 1];
+                }
+                l_i[r] = l_i[r] * alpha[r] + sum;
+            }
+
+            /* P as A fragments: key 2t of the step is k = t (a0, a1: rows g, g+8), key 2t+1
+             * is k = t+4 (a2, a3), i.e. (a0, a1, a2, a3) = (c0, c2, c1, c3). */
+#pragma unroll
+            for (int n = 0; n < BN / 8; n++) {
+                split_tf32(__float_as_uint(r_s[n][0]), p_big[n][0], p_small[n][0]);
+                split_tf32(__float_as_uint(r_s[n][2]), p_big[n][1], p_small[n][1]);
+                split_tf32(__float_as_uint(r_s[n][1]), p_big[n][2], p_small[n][2]);
+                split_tf32(__float_as_uint(r_s[n][3]), p_big[n][3], p_small[n][3]);
+            }
+        }
+
+        /* After V_kb, the groups K_(kb+1) .. V_(kb+STAGES−1) may still be in flight. */
+        cp_async_wait<2 * STAGES - 2>();
+        /* Barrier: every thread's copies of V_kb are visible, and every warp has finished
+         * S = Q K_kbᵀ, whose K stage the load below overwrites. */
+        __syncthreads();
+        if (kb + STAGES < n_blocks)
+            load_block<C>(smem_u32(s.k[kb % STAGES]), g_k, p.k_row_stride, kb + STAGES, Nk, d, vec_k);
+        cp_async_commit();
+
+        /* O = O · alpha + P V, one group of 4 n-tiles (32 columns) at a time. For the 8-key step
+         * kk, b0 is V row key0 + 8kk + 2t and b1 row + 1 (the key order of P above), at column
+         * 32·grp + 4g + j for n-tile j: one float4 per row serves the 4 tiles. */
+        if (active) {
+            const float *s_v = &s.v[kb % STAGES][2 * t][4 * g];
+#pragma unroll
+            for (int grp = 0; grp < NG; grp++) {
+                float r_pv[4][4];
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    r_pv[j][0] = r_pv[j][1] = r_pv[j][2] = r_pv[j][3] = 0.f;
+#pragma unroll
+                for (int kk = 0; kk < BN / 8; kk++) {
+                    const float4 v0 = *(const float4 *)(s_v + 8 * kk * LD + 32 * grp);
+                    const float4 v1 = *(const float4 *)(s_v + (8 * kk + 1) * LD + 32 * grp);
+                    const float b0[4] = {v0.x, v0.y, v0.z, v0.w}, b1[4] = {v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        uint32_t b0_big, b0_small, b1_big, b1_small;
+                        split_tf32(__float_as_uint(b0[j]), b0_big, b0_small);
+                        split_tf32(__float_as_uint(b1[j]), b1_big, b1_small);
+                        mma_3xtf32(r_pv[j], p_big[kk], p_small[kk], b0_big, b1_big, b0_small, b1_small);
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        r_o[grp][j][e] = fmaf(r_o[grp][j][e], alpha[e / 2], r_pv[j][e]);
+            }
+        }
+    }
+
+    if (!warp_live)
+        return;                                         /* no CTA barrier follows */
+    float *g_o = (float *)p.o + b * p.o_batch_stride + h * p.o_head_stride;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        /* l = rowsum over the quad; l ≥ 1 since each row's max term is exp2(0). */
+        float l = l_i[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const float inv_l = 1.f / l;
+        const int row = row0 + g + 8 * r;
+        if (row >= Nq)
+            continue;
+        /* lse = ln Σ exp(scaled scores) = (m_i + log2 l) · ln 2; lse: (B, Hq, Nq). */
+        if (p.lse != NULL && t == 0)
+            p.lse[bh * Nq + row] = (m_i[r] + log2f(l)) * 0.69314718055994531f;
+        /* O row, columns 32·grp + 8t .. +7: c(2r) of tiles 0-3, then c(2r+1) of tiles 0-3. */
+        float *dst = g_o + (int64_t)row * p.o_row_stride;
+#pragma unroll
+        for (int grp = 0; grp < NG; grp++)
+#pragma unroll
+            for (int half = 0; half < 2; half++) {
+                const int c = 32 * grp + 8 * t + 4 * half;
+                const float4 x = make_float4(r_o[grp][0][2 * r + half] * inv_l, r_o[grp][1][2 * r + half] * inv_l,
+                                             r_o[grp][2][2 * r + half] * inv_l, r_o[grp][3][2 * r + half] * inv_l);
+                if ((a.vec & VEC_O) && c + 4 <= d) {
+                    *(float4 *)(dst + c) = x;
+                } else {
+                    if (c + 0 < d) dst[c + 0] = x.x;
+                    if (c + 1 < d) dst[c + 1] = x.y;
+                    if (c + 2 < d) dst[c + 2] = x.z;
+                    if (c + 3 < d) dst[c + 3] = x.w;
+                }
+            }
+    }
+}
+
+/* ---- Host launch --------------------------------------------------------------------------- */
+
+/* 16-byte accesses need the base and every stride of a tensor to be multiples of 4 floats. */
+static bool vec_ok(const void *ptr, int64_t sb, int64_t sh, int64_t sr)
+{
+    return (uintptr_t)ptr % 16 == 0 && sb % 4 == 0 && sh % 4 == 0 && sr % 4 == 0;
+}
+
+/* Launches the tile shape C. */
+template <class C>
+static int tc_launch(tc_args *a, cudaStream_t stream)
+{
+    void (*kernel)(const tc_args) = fa_fp32tc_kernel<C>;
+    const size_t smem = sizeof(tc_smem<C>);
+
+    /* Once per device (bit dev of s_raised; devices past 31 are checked every call): the
+     * device must be sm_80+ with enough shared memory, and the dynamic limit is raised.
+     * Racing threads both set the same value: harmless. */
+    static unsigned s_raised;
+    int dev;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    if (dev >= 32 || !((__atomic_load_n(&s_raised, __ATOMIC_ACQUIRE) >> dev) & 1u)) {
+        int major, optin;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess
+            || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+            return FA_ERR_CUDA;
+        if (major < 8 || smem > (size_t)optin)
+            return FA_ERR_UNSUPPORTED;                  /* the FFMA kernel takes over */
+        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+            return FA_ERR_CUDA;
+        if (dev < 32)
+            __atomic_fetch_or(&s_raised, 1u << dev, __ATOMIC_RELEASE);
+    }
+
+    /* 1-D grid over (b·Hq + h) × query tile, split into launches of at most 2³¹−1 CTAs. */
+    a->n_q_tiles = (a->p.Nq + C::BM - 1) / C::BM;
+    const int64_t total = a->n_q_tiles * a->p.B * a->p.Hq;
+    for (int64_t first = 0; first < total; first += INT32_MAX) {
+        a->first_block = first;
+        const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
+        kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(*a);
+        if (cudaGetLastError() != cudaSuccess)
+            return FA_ERR_CUDA;
+    }
+    return FA_OK;
+}
+
+extern "C" int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream)
+{
+    /* fp32 only, d ≤ 128 (see the tile table); Nk == 0 (no key for any row) is left to the SIMT
+     * kernel. Row and key positions are int in the kernel (element offsets are 64-bit). */
+    if (p->dtype != FA_FLOAT32 || p->d > 128 || p->Nk < 1 || p->Nq > INT32_MAX - 256 ||
+        p->Nk > INT32_MAX - 256)
+        return FA_ERR_UNSUPPORTED;
+
+    tc_args a = tc_args{};
+    a.p = *p;
+    a.scale_log2 = p->scale * 1.4426950408889634f;
+    a.q_per_kv = p->Hq / p->Hkv;
+    a.vec = (vec_ok(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride) ? VEC_Q : 0) |
+            (vec_ok(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride) ? VEC_K : 0) |
+            (vec_ok(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride) ? VEC_V : 0) |
+            (vec_ok(p->o, p->o_batch_stride, p->o_head_stride, p->o_row_stride) ? VEC_O : 0);
+    return p->d <= 64 ? tc_launch<tc_tile_d64>(&a, stream) : tc_launch<tc_tile_d128>(&a, stream);
+}
