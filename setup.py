@@ -36,6 +36,7 @@ from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, C
 
 C_SOURCES = ["csrc/fa_common.c", "csrc/fa_cpu.c"]
 CUDA_SOURCES = ["csrc/fa_cuda.cu", "csrc/fa_simt.cu", "csrc/fa_sm80.cu", "csrc/fa_sm90.cu", "csrc/fa_fp32.cu",
+                "csrc/fa_fp32tc.cu",
                 "csrc/fa_naive.cu", "csrc/fa_decode.cu"]
 BINDING = ["csrc/fa_torch.cpp"]
 

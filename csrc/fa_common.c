@@ -24,7 +24,7 @@ const char *fa_strerror(int status)
     case FA_ERR_OUT_OF_MEMORY: return "out of host memory";
     case FA_ERR_NO_CUDA:       return "built without CUDA";
     case FA_ERR_CUDA:          return "a CUDA call failed";
-    case FA_ERR_KERNEL_CHOICE: return "FA_KERNEL must be auto, sm90, sm80, fp32 or simt";
+    case FA_ERR_KERNEL_CHOICE: return "FA_KERNEL must be auto, sm90, sm80, fp32tc, fp32 or simt";
     case FA_ERR_SEQLEN:        return "cache_seqlens[b] + Nnew must be in 0..Nmax";
     case FA_ERR_SCRATCH:       return "scratch buffer smaller than fa_kvcache_scratch_bytes";
     default:                   return "unknown status";

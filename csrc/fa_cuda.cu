@@ -4,7 +4,8 @@
  *
  *     FA_KERNEL=sm90   the Hopper kernel, fp16/bf16 on compute capability 9.0 (fa_sm90.cu)
  *     FA_KERNEL=sm80   the tensor-core kernel, fp16/bf16 (fa_sm80.cu)
- *     FA_KERNEL=fp32   the exact fp32 kernel (fa_fp32.cu)
+ *     FA_KERNEL=fp32tc fp32 on tensor cores, three TF32 products per product (fa_fp32tc.cu)
+ *     FA_KERNEL=fp32   fp32 on CUDA cores, FFMA only (fa_fp32.cu)
  *     FA_KERNEL=simt   the CUDA-core kernel, every dtype (fa_simt.cu)
  *     unset or auto    the fastest family that supports the problem
  *
@@ -16,7 +17,9 @@
 
 #include "fa_kernels.h"
 
-typedef enum { FAMILY_AUTO, FAMILY_SM90, FAMILY_SM80, FAMILY_FP32, FAMILY_SIMT, FAMILY_INVALID } family;
+typedef enum {
+    FAMILY_AUTO, FAMILY_SM90, FAMILY_SM80, FAMILY_FP32TC, FAMILY_FP32, FAMILY_SIMT, FAMILY_INVALID
+} family;
 
 /* FA_KERNEL, read on every call (a few hundred ns) so that tests and
  * benchmarks can switch families inside one process. */
@@ -29,6 +32,8 @@ static family forced_family(void)
         return FAMILY_SM90;
     if (strcmp(s, "sm80") == 0)
         return FAMILY_SM80;
+    if (strcmp(s, "fp32tc") == 0)
+        return FAMILY_FP32TC;
     if (strcmp(s, "fp32") == 0)
         return FAMILY_FP32;
     if (strcmp(s, "simt") == 0)
@@ -47,11 +52,14 @@ extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
     switch (forced_family()) {
     case FAMILY_AUTO: {
         /* fp16/bf16: the Hopper kernel on compute capability 9.0, else (or for what it does not
-         * take) the sm_80 kernel; fp32: the tiled fp32 kernel; the CUDA-core kernel for what
-         * none takes (Nk == 0, devices below sm_80). */
+         * take) the sm_80 kernel; fp32: the 3xTF32 tensor-core kernel (d <= 128, sm_80+), else
+         * the FFMA kernel; the CUDA-core kernel for what none takes (Nk == 0, devices below
+         * sm_80). */
         int status = FA_ERR_UNSUPPORTED;
         if (p->dtype == FA_FLOAT32) {
-            status = fa_fp32_forward(p, stream);
+            status = fa_fp32tc_forward(p, stream);
+            if (status == FA_ERR_UNSUPPORTED)
+                status = fa_fp32_forward(p, stream);
         } else {
             status = fa_sm90_forward(p, stream);
             if (status == FA_ERR_UNSUPPORTED)
@@ -63,6 +71,8 @@ extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
         return fa_sm90_forward(p, stream);
     case FAMILY_SM80:
         return fa_sm80_forward(p, stream);
+    case FAMILY_FP32TC:
+        return fa_fp32tc_forward(p, stream);
     case FAMILY_FP32:
         return fa_fp32_forward(p, stream);
     case FAMILY_SIMT:

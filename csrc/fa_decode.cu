@@ -708,7 +708,8 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
      * choice here; anything else is refused as by fa_forward_cuda. */
     const char *force = getenv("FA_KERNEL");
     if (force != NULL && *force != '\0' && strcmp(force, "auto") != 0 && strcmp(force, "simt") != 0
-        && strcmp(force, "sm90") != 0 && strcmp(force, "sm80") != 0 && strcmp(force, "fp32") != 0)
+        && strcmp(force, "sm90") != 0 && strcmp(force, "sm80") != 0 && strcmp(force, "fp32") != 0
+        && strcmp(force, "fp32tc") != 0)
         return FA_ERR_KERNEL_CHOICE;
     const int simt = p->dtype == FA_FLOAT32 || (force != NULL && strcmp(force, "simt") == 0);
     st = FA_ERR_UNSUPPORTED;

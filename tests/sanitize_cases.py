@@ -27,7 +27,7 @@ KVCACHE_CASES = [  # B, Hq, Hkv, Nq, Nmax, d, causal, seqlens before the append,
     (2, 2, 1, 2, 70, 33, True, [5, 68], 1, True),
 ]
 FAMILIES = {"simt": (torch.float32, torch.float16, torch.bfloat16), "sm80": (torch.float16, torch.bfloat16),
-            "fp32": (torch.float32,),
+            "fp32": (torch.float32,),   # auto runs fp32tc for fp32 at d <= 128
             "auto": (torch.float32, torch.float16, torch.bfloat16)}
 # TMA: k rows must stay 16-byte aligned. initcheck does not count the Hopper kernel's TMA bulk
 # stores as writes: it flags every element of its outputs (all of them, with every value right),

@@ -90,5 +90,5 @@ def test_different_devices_meta():
 @pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
 def test_unknown_kernel_family(monkeypatch):
     monkeypatch.setenv("FA_KERNEL", "no-such-kernel")
-    with pytest.raises(RuntimeError, match="FA_KERNEL must be auto, sm90, sm80, fp32 or simt"):
+    with pytest.raises(RuntimeError, match="FA_KERNEL must be auto, sm90, sm80, fp32tc, fp32 or simt"):
         torch_flashattn.attention(*qkv("cuda"))
