@@ -278,27 +278,43 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
         if (active) {
             /* S = Q Kᵀ (scaled): 16 × BN per warp, C fragments of n-tiles of 8 keys. */
             const uint32_t s_k = smem_u32(s.k[kb % STAGES]);
+            /* Staged: each 32 columns of d go into a fresh accumulator, added to S in fp32. The
+             * tensor cores' accumulation truncates; over 3·D/8 MMAs into one accumulator that
+             * bias grows with |S| (large logits), over 12 it stays at the level of SDPA's
+             * 3xTF32 kernels, which stage the same way. */
             float r_s[BN / 8][4];
 #pragma unroll
             for (int n = 0; n < BN / 8; n++)
                 r_s[n][0] = r_s[n][1] = r_s[n][2] = r_s[n][3] = 0.f;
+#pragma unroll 1
+            for (int k32 = 0; k32 < D / 32; k32++) {
+                float r_t[BN / 8][4];
 #pragma unroll
-            for (int kk = 0; kk < D / 8; kk++) {
-                uint32_t q[4], q_big[4], q_small[4];
-                ldsm_x4(q, q_lane + 32 * kk);
+                for (int n = 0; n < BN / 8; n++)
+                    r_t[n][0] = r_t[n][1] = r_t[n][2] = r_t[n][3] = 0.f;
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    split_tf32(q[e], q_big[e], q_small[e]);
-#pragma unroll
-                for (int np = 0; np < BN / 16; np++) {
-                    uint32_t k[4], k_big[4], k_small[4];
-                    ldsm_x4(k, s_k + 4 * 16 * np * LD + k_lane + 32 * kk);
+                for (int kk = 4 * k32; kk < 4 * k32 + 4; kk++) {
+                    uint32_t q[4], q_big[4], q_small[4];
+                    ldsm_x4(q, q_lane + 32 * kk);
 #pragma unroll
                     for (int e = 0; e < 4; e++)
-                        split_tf32(k[e], k_big[e], k_small[e]);
-                    mma_3xtf32(r_s[2 * np], q_big, q_small, k_big[0], k_big[1], k_small[0], k_small[1]);
-                    mma_3xtf32(r_s[2 * np + 1], q_big, q_small, k_big[2], k_big[3], k_small[2], k_small[3]);
+                        split_tf32(q[e], q_big[e], q_small[e]);
+#pragma unroll
+                    for (int np = 0; np < BN / 16; np++) {
+                        uint32_t k[4], k_big[4], k_small[4];
+                        ldsm_x4(k, s_k + 4 * 16 * np * LD + k_lane + 32 * kk);
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            split_tf32(k[e], k_big[e], k_small[e]);
+                        mma_3xtf32(r_t[2 * np], q_big, q_small, k_big[0], k_big[1], k_small[0], k_small[1]);
+                        mma_3xtf32(r_t[2 * np + 1], q_big, q_small, k_big[2], k_big[3], k_small[2], k_small[3]);
+                    }
                 }
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        r_s[n][e] += r_t[n][e];
             }
 
             /* S = −inf where key ≥ Nk or (causal) key > row; only blocks on the Nk tail or
