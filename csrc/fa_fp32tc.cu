@@ -108,12 +108,25 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, int byt
 }
 
 /* x = big + small + O(2⁻²² |x|), both TF32 (low 13 bits zero): big is x rounded to 10 mantissa
- * bits, to nearest with ties away (add half a TF32 ulp, clear the rest), small the remainder
- * x − big (exact in fp32) rounded the same way. Integer ops: full-rate, unlike a conversion. */
+ * bits, to nearest with ties away (add half a TF32 ulp, clear the rest; rounded down where that
+ * would pass FLT_MAX), small the remainder x − big (exact in fp32) rounded the same way. Integer
+ * ops: full-rate, unlike a conversion. Non-finite x keeps FFMA's answers: ±inf goes into small
+ * with big = ±the largest finite TF32, so that an infinite operand meets the other operand's big
+ * part (inf · b, as in FFMA) and never inf · (a small part that may be 0 or of the other sign),
+ * which would give NaN; NaN is made quiet in the 19 bits that TF32 reads. */
 __device__ __forceinline__ void split_tf32(uint32_t x, uint32_t &big, uint32_t &small)
 {
-    big = (x + 0x1000u) & 0xffffe000u;
-    small = (__float_as_uint(__uint_as_float(x) - __uint_as_float(big)) + 0x1000u) & 0xffffe000u;
+    if ((x & 0x7f800000u) != 0x7f800000u) {
+        big = (x + 0x1000u) & 0xffffe000u;
+        if ((big & 0x7f800000u) == 0x7f800000u)
+            big = x & 0xffffe000u;
+        small = (__float_as_uint(__uint_as_float(x) - __uint_as_float(big)) + 0x1000u) & 0xffffe000u;
+    } else if (x & 0x007fffffu) {
+        big = small = 0x7fc00000u;
+    } else {
+        big = (x & 0x80000000u) | 0x7f7fe000u;
+        small = x;
+    }
 }
 
 /* C += A B, m16n8k8, TF32 inputs, fp32 accumulate; layouts in the header comment. */
