@@ -843,7 +843,13 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
         cfg.blockDim = dim3(128);
         cfg.stream = stream;
         cfg.attrs = &attr;
-        cfg.numAttrs = pl.pdl ? 1 : 0;
+        /* Eager launches only: under stream capture the combine node follows the attend node as
+         * a plain graph edge (graph launches pay less per node, and that path is the one tested
+         * in graphs). */
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        if (pl.pdl && cudaStreamIsCapturing(stream, &capture) != cudaSuccess)
+            return FA_ERR_CUDA;
+        cfg.numAttrs = pl.pdl && capture == cudaStreamCaptureStatusNone ? 1 : 0;
         if (cudaLaunchKernelEx(&cfg, pl.combine, a) != cudaSuccess || cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;
     }
