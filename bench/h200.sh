@@ -30,13 +30,16 @@ for stage in "$@"; do
     stamp "$stage"
     case $stage in
     test) python3 -m pytest -q -n 16 tests 2>&1 | tee "$OUT/pytest.log" | tail -15 ;;
-    suite) { timeout 360 python3 -m pytest -q -n 16 -rfE --tb=short -p no:cacheprovider --durations=12 \
+    suite) { # -v: each result is logged as it lands, so a run cut short by its limit still names its failures
+             timeout 470 python3 -m pytest -v -n 16 -rfE --tb=short -p no:cacheprovider --durations=12 \
                  -k "not 2g_elements" tests > "$OUT/suite.log" 2>&1
              r1=$?
-             timeout 200 python3 -m pytest -q -n 2 -rfE --tb=short -p no:cacheprovider -k "2g_elements" \
+             timeout 60 python3 -m pytest -q -n 2 -rfE --tb=short -p no:cacheprovider -k "2g_elements" \
                  tests/test_extreme.py > "$OUT/suite_2g.log" 2>&1
              r2=$?
-             grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/suite.log" "$OUT/suite_2g.log" | cut -c1-300 | tail -40
+             [ $r1 -eq 124 ] && echo "suite: cut off by its time limit"
+             grep -hE " (FAILED|ERROR) " "$OUT/suite.log" | sed 's/^\[gw[0-9]*\] *\[ *[0-9]*%\] //' | sort -u | cut -c1-300 | head -40
+             grep -hE "^(FAILED|ERROR)|passed|failed" "$OUT/suite.log" "$OUT/suite_2g.log" | cut -c1-300 | tail -20
              [ $r1 -eq 0 ] && [ $r2 -eq 0 ]; } ;;
     random) FA_RANDOM_CASES=400 FA_RANDOM_MAX_N=4096 timeout 500 python3 -m pytest -q -n 16 -rfE --tb=short \
                 -p no:cacheprovider -k "cuda" tests/test_random.py > "$OUT/random.log" 2>&1

@@ -361,7 +361,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
             m_i[r] = x;
         }
         /* Once the running max has settled, most blocks leave every row's max as it was (alpha
-         * exactly 1): the warp then skips the D/4 multiplications of O. */
+         * exactly 1): the warp then skips its D/2 multiplications of O per thread. */
         if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
 #pragma unroll
             for (int n = 0; n < D / 8; n++)
@@ -581,7 +581,8 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
         for (int u = 0; u < 8; u++)
 #pragma unroll
             for (int e = 0; e < 8; e++)
-                x[u][e] = sp0 + u < splits && lane + 32 * e < d ? o[(int64_t)(sp0 + u) * a.rows * d + lane + 32 * e] : 0.f;
+                x[u][e] = sp0 + u < splits && lane + 32 * e < d
+                        ? o[(int64_t)(sp0 + u) * a.rows * d + lane + 32 * e] : 0.f;
         float wk = w[0];                                /* splits sp0..sp0+7 are in pass sp0 / 32 */
 #pragma unroll
         for (int k = 1; k < MAX_PASSES; k++)
@@ -844,7 +845,13 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
         cfg.blockDim = dim3(128);
         cfg.stream = stream;
         cfg.attrs = &attr;
-        cfg.numAttrs = pl.pdl ? 1 : 0;
+        /* Eager launches only: under stream capture the combine node follows the attend node as
+         * a plain graph edge (graph launches pay less per node, and that path is the one tested
+         * in graphs). */
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        if (pl.pdl && cudaStreamIsCapturing(stream, &capture) != cudaSuccess)
+            return FA_ERR_CUDA;
+        cfg.numAttrs = pl.pdl && capture == cudaStreamCaptureStatusNone ? 1 : 0;
         if (cudaLaunchKernelEx(&cfg, pl.combine, a) != cudaSuccess || cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;
     }

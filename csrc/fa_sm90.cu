@@ -414,10 +414,10 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     /* Barrier: the mbarriers are initialised before any thread (or TMA) uses them. */
     __syncthreads();
 
-    /* This CTA's tiles (cta_tile: one unless persistent); the producer and the consumers walk the same sequence. The K/V ring and the Q
-     * buffers run on across tiles: kc counts the blocks this CTA has passed through the ring, it
-     * the tiles. setmaxnreg comes first and unconditionally, so that ptxas allocates each role's
-     * loop under its own register budget. */
+    /* This CTA's tiles (cta_tile: one unless persistent); the producer and the consumers walk the
+     * same sequence. The K/V ring and the Q buffers run on across tiles: kc counts the blocks this
+     * CTA has passed through the ring, it the tiles. setmaxnreg comes first and unconditionally,
+     * so that ptxas allocates each role's loop under its own register budget. */
     int kc = 0, it = 0;
     if (wg == 0) {
         /* Producer: one thread issues every load; the others leave. */
