@@ -15,8 +15,8 @@
  *     O /= l_i,  lse = (m_i + log2 l_i) · ln 2
  *
  * Every inner step reads float4 operands from shared memory: per 4 reduction steps of S a
- * thread loads TM + TN float4 for 4·TM·TN FFMA (8 + 4 for 128 at d=64/128), per 4 keys of P V
- * TM + 4·D/64 float4 for 4·TM·D/16 FFMA. K streams through cp.async while the CTA works on S,
+ * thread loads TM + TN float4 for 4·TM·TN FFMA (8 + 4 for 128 at d=64, 4 + 4 for 64 at d=128),
+ * per 4 keys of P V TM + 4·D/64 float4 for 4·TM·D/16 FFMA. K streams through cp.async while the CTA works on S,
  * V while it works on P V, so one buffer of each overlaps load and compute.
  *
  * Shared layouts (all bank-conflict free for the reads above):
