@@ -48,6 +48,7 @@
  * bench/fp32/run.sh checks and times it.
  */
 #include <cuda_runtime.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -107,26 +108,57 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, int byt
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
 }
 
-/* x = big + small + O(2⁻²² |x|), both TF32 (low 13 bits zero): big is x rounded to 10 mantissa
- * bits, to nearest with ties away (add half a TF32 ulp, clear the rest; rounded down where that
- * would pass FLT_MAX), small the remainder x − big (exact in fp32) rounded the same way. Integer
- * ops: full-rate, unlike a conversion. Non-finite x keeps FFMA's answers: ±inf goes into small
- * with big = ±the largest finite TF32, so that an infinite operand meets the other operand's big
- * part (inf · b, as in FFMA) and never inf · (a small part that may be 0 or of the other sign),
- * which would give NaN; NaN is made quiet in the 19 bits that TF32 reads. */
+/* Splits: x = big + small + rest, all three TF32 (low 13 bits zero), with big + small = x to
+ * ~2⁻²² relative. Integer masks and adds: full-rate, unlike a conversion; no branches, so that
+ * the unrolled MMA loops stay straight-line code.
+ *
+ * Fast form, for finite x and for NaN: big is x truncated to 10 mantissa bits (never overflows),
+ * r = x − big exact in fp32 (at most 13 significant bits, the sign of x), small is r rounded to
+ * nearest TF32 (ties away: add half a TF32 ulp, clear the rest), rest = r − small exact (at most 2
+ * bits). NaN stays NaN in big. ±inf would give small = inf − inf = NaN where FFMA gives ±inf: a
+ * block holding ±inf takes the safe form instead (the kernel checks every tile it loads). */
+__device__ __forceinline__ void split3_fast(uint32_t x, uint32_t &big, uint32_t &small, uint32_t &rest)
+{
+    big = x & 0xffffe000u;
+    const float r = __uint_as_float(x) - __uint_as_float(big);
+    small = (__float_as_uint(r) + 0x1000u) & 0xffffe000u;
+    rest = __float_as_uint(r - __uint_as_float(small));
+}
+
+/* Safe form, any x: x is clamped to ±FLT_MAX first and what the clamp took off joins small, so
+ * ±inf gives big = ±the largest TF32 and small = ±inf (an infinite operand meets the other
+ * operand's big part, inf · b as in FFMA, never inf · a small part that may be 0 or of the other
+ * sign, which is NaN), NaN gives small = NaN (big is then a finite bound), and rest = 0 for both. */
+__device__ __forceinline__ void split3_safe(uint32_t x, uint32_t &big, uint32_t &small, uint32_t &rest)
+{
+    const float xf = __uint_as_float(x), xc = fminf(fmaxf(xf, -FLT_MAX), FLT_MAX);
+    uint32_t s;
+    split3_fast(__float_as_uint(xc), big, s, rest);
+    small = __float_as_uint(__uint_as_float(s) + (xf - xc));
+}
+
+template <bool SAFE>
+__device__ __forceinline__ void split3_tf32(uint32_t x, uint32_t &big, uint32_t &small, uint32_t &rest)
+{
+    if (SAFE)
+        split3_safe(x, big, small, rest);
+    else
+        split3_fast(x, big, small, rest);
+}
+
+/* big and small only (rest left for the compiler to drop). */
+template <bool SAFE>
 __device__ __forceinline__ void split_tf32(uint32_t x, uint32_t &big, uint32_t &small)
 {
-    if ((x & 0x7f800000u) != 0x7f800000u) {
-        big = (x + 0x1000u) & 0xffffe000u;
-        if ((big & 0x7f800000u) == 0x7f800000u)
-            big = x & 0xffffe000u;
-        small = (__float_as_uint(__uint_as_float(x) - __uint_as_float(big)) + 0x1000u) & 0xffffe000u;
-    } else if (x & 0x007fffffu) {
-        big = small = 0x7fc00000u;
-    } else {
-        big = (x & 0x80000000u) | 0x7f7fe000u;
-        small = x;
-    }
+    uint32_t rest;
+    split3_tf32<SAFE>(x, big, small, rest);
+}
+
+/* Largest |bits| (sign cleared) of four floats: ≥ 0x7f800000 iff one of them is ±inf or NaN. */
+__device__ __forceinline__ uint32_t max_abs_bits(float4 x)
+{
+    return max(max(__float_as_uint(x.x) & 0x7fffffffu, __float_as_uint(x.y) & 0x7fffffffu),
+               max(__float_as_uint(x.z) & 0x7fffffffu, __float_as_uint(x.w) & 0x7fffffffu));
 }
 
 /* C += A B, m16n8k8, TF32 inputs, fp32 accumulate; layouts in the header comment. */
@@ -145,6 +177,18 @@ __device__ __forceinline__ void mma_3xtf32(float c[4], const uint32_t a_big[4], 
     mma_tf32(c, a_small, b0_big, b1_big);
     mma_tf32(c, a_big, b0_small, b1_small);
     mma_tf32(c, a_big, b0_big, b1_big);
+}
+
+/* The same with b's rest as a fourth product, issued first: with a = 1 (a_small = 0) and b
+ * exactly big + small + rest, the partial sums rest, rest + small, b are all exact, so a row
+ * whose softmax puts all its weight on one key returns that key's value row exactly, as FFMA
+ * does. */
+__device__ __forceinline__ void mma_4xtf32(float c[4], const uint32_t a_big[4], const uint32_t a_small[4],
+                                           uint32_t b0_big, uint32_t b1_big, uint32_t b0_small, uint32_t b1_small,
+                                           uint32_t b0_rest, uint32_t b1_rest)
+{
+    mma_tf32(c, a_big, b0_rest, b1_rest);
+    mma_3xtf32(c, a_big, a_small, b0_big, b1_big, b0_small, b1_small);
 }
 
 /* Issues the copy of key block kb of K or V (g: (Nk, d), row stride in elements) into the shared
@@ -175,6 +219,114 @@ __device__ __forceinline__ void load_block(uint32_t s, const float *g, int64_t r
             const int n = r < rows && c < d ? 4 : 0;
             cp_async4(s + 4 * (r * C::LD + c), n ? g + r * row_stride + c : g, n);
         }
+    }
+}
+
+/* Whether a float that this thread copied into tile s by load_block (same mapping) is ±inf or
+ * NaN: called once its cp.async group has completed and before the barrier, so it reads only
+ * its own copies. The barrier then ORs the answers of all threads (__syncthreads_or). */
+template <class C>
+__device__ __forceinline__ bool tile_nonfinite(const float *s, bool vec)
+{
+    constexpr int D = C::D, BN = C::BN, NT = C::THREADS;
+    uint32_t m = 0;
+    if (vec) {
+#pragma unroll
+        for (int i = 0; i < BN * D / 4 / NT; i++) {
+            const int idx = threadIdx.x + i * NT;
+            m = max(m, max_abs_bits(*(const float4 *)(s + idx / (D / 4) * C::LD + idx % (D / 4) * 4)));
+        }
+    } else {
+#pragma unroll 4
+        for (int i = 0; i < BN * D / NT; i++) {
+            const int idx = threadIdx.x + i * NT;
+            m = max(m, __float_as_uint(s[idx / D * C::LD + idx % D]) & 0x7fffffffu);
+        }
+    }
+    return m >= 0x7f800000u;
+}
+
+/* S = Q K_jᵀ (scaled) for one warp: 16 × BN, the C fragments of n-tiles of 8 keys, from the
+ * Q rows at ldmatrix address q_lane and the K tile at s_k (+ k_lane, see the kernel). Staged:
+ * each 32 columns of d go into a fresh accumulator, added to S in fp32. The tensor cores'
+ * accumulation truncates; over 3·D/8 MMAs into one accumulator that bias grows with |S| (large
+ * logits), over 12 it stays at the level of SDPA's 3xTF32 kernels, which stage the same way.
+ * SAFE: the Q tile or this K tile holds ±inf or NaN. */
+template <class C, bool SAFE>
+__device__ __forceinline__ void qk_block(float r_s[C::BN / 8][4], uint32_t q_lane, uint32_t s_k, uint32_t k_lane)
+{
+    constexpr int D = C::D, BN = C::BN, LD = C::LD;
+#pragma unroll
+    for (int n = 0; n < BN / 8; n++)
+        r_s[n][0] = r_s[n][1] = r_s[n][2] = r_s[n][3] = 0.f;
+#pragma unroll 1
+    for (int k32 = 0; k32 < D / 32; k32++) {
+        float r_t[BN / 8][4];
+#pragma unroll
+        for (int n = 0; n < BN / 8; n++)
+            r_t[n][0] = r_t[n][1] = r_t[n][2] = r_t[n][3] = 0.f;
+#pragma unroll
+        for (int kk = 4 * k32; kk < 4 * k32 + 4; kk++) {
+            uint32_t q[4], q_big[4], q_small[4];
+            ldsm_x4(q, q_lane + 32 * kk);
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                split_tf32<SAFE>(q[e], q_big[e], q_small[e]);
+#pragma unroll
+            for (int np = 0; np < BN / 16; np++) {
+                uint32_t k[4], k_big[4], k_small[4];
+                ldsm_x4(k, s_k + 4 * 16 * np * LD + k_lane + 32 * kk);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    split_tf32<SAFE>(k[e], k_big[e], k_small[e]);
+                mma_3xtf32(r_t[2 * np], q_big, q_small, k_big[0], k_big[1], k_small[0], k_small[1]);
+                mma_3xtf32(r_t[2 * np + 1], q_big, q_small, k_big[2], k_big[3], k_small[2], k_small[3]);
+            }
+        }
+#pragma unroll
+        for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                r_s[n][e] += r_t[n][e];
+    }
+}
+
+/* O = O · alpha + P V for one warp, one group of 4 n-tiles (32 columns) at a time, each group's
+ * P V summed from zero. For the 8-key step kk, b0 is V row key0 + 8kk + 2t and b1 row + 1 (the
+ * key order of P), at column 32·grp + 4g + j for n-tile j: one float4 per row serves the 4 tiles
+ * (s_v: this thread's V row 2t, column 4g). V's rest is a fourth product (mma_4xtf32).
+ * SAFE: this V tile holds ±inf or NaN. */
+template <class C, bool SAFE>
+__device__ __forceinline__ void pv_block(float r_o[C::D / 32][4][4], const float alpha[2],
+                                         const uint32_t p_big[C::BN / 8][4], const uint32_t p_small[C::BN / 8][4],
+                                         const float *s_v)
+{
+    constexpr int BN = C::BN, LD = C::LD, NG = C::D / 32;
+#pragma unroll
+    for (int grp = 0; grp < NG; grp++) {
+        float r_pv[4][4];
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            r_pv[j][0] = r_pv[j][1] = r_pv[j][2] = r_pv[j][3] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < BN / 8; kk++) {
+            const float4 v0 = *(const float4 *)(s_v + 8 * kk * LD + 32 * grp);
+            const float4 v1 = *(const float4 *)(s_v + (8 * kk + 1) * LD + 32 * grp);
+            const float b0[4] = {v0.x, v0.y, v0.z, v0.w}, b1[4] = {v1.x, v1.y, v1.z, v1.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                uint32_t b0_big, b0_small, b0_rest, b1_big, b1_small, b1_rest;
+                split3_tf32<SAFE>(__float_as_uint(b0[j]), b0_big, b0_small, b0_rest);
+                split3_tf32<SAFE>(__float_as_uint(b1[j]), b1_big, b1_small, b1_rest);
+                mma_4xtf32(r_pv[j], p_big[kk], p_small[kk], b0_big, b1_big, b0_small, b1_small,
+                           b0_rest, b1_rest);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                r_o[grp][j][e] = fmaf(r_o[grp][j][e], alpha[e / 2], r_pv[j][e]);
     }
 }
 
@@ -226,6 +378,8 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
         cp_async_commit();
     }
 
+    /* Largest |bits| of this thread's scaled Q values: ≥ 0x7f800000 if one is ±inf or NaN. */
+    uint32_t q_bits = 0;
     /* s.q = Q[m0 : m0+BM] · scale · log2(e), rows ≥ Nq and columns ≥ d zero, while K0 lands.
      * Pre-scaling makes S the exp2 argument for any sign of scale, and a masked −inf stays −inf. */
 #pragma unroll
@@ -245,7 +399,9 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
             }
         }
         const float sl = a.scale_log2;
-        *(float4 *)&s.q[r][c] = make_float4(x.x * sl, x.y * sl, x.z * sl, x.w * sl);
+        x = make_float4(x.x * sl, x.y * sl, x.z * sl, x.w * sl);
+        q_bits = max(q_bits, max_abs_bits(x));
+        *(float4 *)&s.q[r][c] = x;
     }
 
     const int row0 = m0 + 16 * warp;                    /* first query row of this warp */
@@ -273,8 +429,10 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
         /* After K_kb, the groups V_kb .. K_(kb+STAGES−1) may still be in flight. */
         cp_async_wait<2 * STAGES - 2>();
         /* Barrier: every thread's copies of K_kb (and its stores of Q) are visible, and every
-         * warp has finished block kb−1, whose V stage the load below overwrites. */
-        __syncthreads();
+         * warp has finished block kb−1, whose V stage the load below overwrites. It also tells
+         * every thread whether Q or K_kb holds ±inf or NaN (safe splits for S, see split3_fast). */
+        const bool safe_s = __syncthreads_or(q_bits >= 0x7f800000u ||
+                                             tile_nonfinite<C>(&s.k[kb % STAGES][0][0], vec_k));
         if (kb + STAGES - 1 < n_blocks)
             load_block<C>(smem_u32(s.v[(kb + STAGES - 1) % STAGES]), g_v, p.v_row_stride,
                           kb + STAGES - 1, Nk, d, vec_v);
@@ -291,44 +449,11 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
         if (active) {
             /* S = Q Kᵀ (scaled): 16 × BN per warp, C fragments of n-tiles of 8 keys. */
             const uint32_t s_k = smem_u32(s.k[kb % STAGES]);
-            /* Staged: each 32 columns of d go into a fresh accumulator, added to S in fp32. The
-             * tensor cores' accumulation truncates; over 3·D/8 MMAs into one accumulator that
-             * bias grows with |S| (large logits), over 12 it stays at the level of SDPA's
-             * 3xTF32 kernels, which stage the same way. */
             float r_s[BN / 8][4];
-#pragma unroll
-            for (int n = 0; n < BN / 8; n++)
-                r_s[n][0] = r_s[n][1] = r_s[n][2] = r_s[n][3] = 0.f;
-#pragma unroll 1
-            for (int k32 = 0; k32 < D / 32; k32++) {
-                float r_t[BN / 8][4];
-#pragma unroll
-                for (int n = 0; n < BN / 8; n++)
-                    r_t[n][0] = r_t[n][1] = r_t[n][2] = r_t[n][3] = 0.f;
-#pragma unroll
-                for (int kk = 4 * k32; kk < 4 * k32 + 4; kk++) {
-                    uint32_t q[4], q_big[4], q_small[4];
-                    ldsm_x4(q, q_lane + 32 * kk);
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        split_tf32(q[e], q_big[e], q_small[e]);
-#pragma unroll
-                    for (int np = 0; np < BN / 16; np++) {
-                        uint32_t k[4], k_big[4], k_small[4];
-                        ldsm_x4(k, s_k + 4 * 16 * np * LD + k_lane + 32 * kk);
-#pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            split_tf32(k[e], k_big[e], k_small[e]);
-                        mma_3xtf32(r_t[2 * np], q_big, q_small, k_big[0], k_big[1], k_small[0], k_small[1]);
-                        mma_3xtf32(r_t[2 * np + 1], q_big, q_small, k_big[2], k_big[3], k_small[2], k_small[3]);
-                    }
-                }
-#pragma unroll
-                for (int n = 0; n < BN / 8; n++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        r_s[n][e] += r_t[n][e];
-            }
+            if (safe_s)
+                qk_block<C, true>(r_s, q_lane, s_k, k_lane);
+            else
+                qk_block<C, false>(r_s, q_lane, s_k, k_lane);
 
             /* S = −inf where key ≥ Nk or (causal) key > row; only blocks on the Nk tail or
              * crossing the warp's diagonal pay for the mask. */
@@ -371,18 +496,19 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
              * is k = t+4 (a2, a3), i.e. (a0, a1, a2, a3) = (c0, c2, c1, c3). */
 #pragma unroll
             for (int n = 0; n < BN / 8; n++) {
-                split_tf32(__float_as_uint(r_s[n][0]), p_big[n][0], p_small[n][0]);
-                split_tf32(__float_as_uint(r_s[n][2]), p_big[n][1], p_small[n][1]);
-                split_tf32(__float_as_uint(r_s[n][1]), p_big[n][2], p_small[n][2]);
-                split_tf32(__float_as_uint(r_s[n][3]), p_big[n][3], p_small[n][3]);
+                split_tf32<false>(__float_as_uint(r_s[n][0]), p_big[n][0], p_small[n][0]);
+                split_tf32<false>(__float_as_uint(r_s[n][2]), p_big[n][1], p_small[n][1]);
+                split_tf32<false>(__float_as_uint(r_s[n][1]), p_big[n][2], p_small[n][2]);
+                split_tf32<false>(__float_as_uint(r_s[n][3]), p_big[n][3], p_small[n][3]);
             }
         }
 
         /* After V_kb, the groups K_(kb+1) .. V_(kb+STAGES−1) may still be in flight. */
         cp_async_wait<2 * STAGES - 2>();
         /* Barrier: every thread's copies of V_kb are visible, and every warp has finished
-         * S = Q K_kbᵀ, whose K stage the load below overwrites. */
-        __syncthreads();
+         * S = Q K_kbᵀ, whose K stage the load below overwrites; and whether V_kb holds ±inf or
+         * NaN. P needs no check: it is in [0, 1] or NaN, which the fast split keeps. */
+        const bool safe_v = __syncthreads_or(tile_nonfinite<C>(&s.v[kb % STAGES][0][0], vec_v));
         if (kb + STAGES < n_blocks)
             load_block<C>(smem_u32(s.k[kb % STAGES]), g_k, p.k_row_stride, kb + STAGES, Nk, d, vec_k);
         cp_async_commit();
@@ -392,31 +518,10 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
          * 32·grp + 4g + j for n-tile j: one float4 per row serves the 4 tiles. */
         if (active) {
             const float *s_v = &s.v[kb % STAGES][2 * t][4 * g];
-#pragma unroll
-            for (int grp = 0; grp < NG; grp++) {
-                float r_pv[4][4];
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-                    r_pv[j][0] = r_pv[j][1] = r_pv[j][2] = r_pv[j][3] = 0.f;
-#pragma unroll
-                for (int kk = 0; kk < BN / 8; kk++) {
-                    const float4 v0 = *(const float4 *)(s_v + 8 * kk * LD + 32 * grp);
-                    const float4 v1 = *(const float4 *)(s_v + (8 * kk + 1) * LD + 32 * grp);
-                    const float b0[4] = {v0.x, v0.y, v0.z, v0.w}, b1[4] = {v1.x, v1.y, v1.z, v1.w};
-#pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        uint32_t b0_big, b0_small, b1_big, b1_small;
-                        split_tf32(__float_as_uint(b0[j]), b0_big, b0_small);
-                        split_tf32(__float_as_uint(b1[j]), b1_big, b1_small);
-                        mma_3xtf32(r_pv[j], p_big[kk], p_small[kk], b0_big, b1_big, b0_small, b1_small);
-                    }
-                }
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        r_o[grp][j][e] = fmaf(r_o[grp][j][e], alpha[e / 2], r_pv[j][e]);
-            }
+            if (safe_v)
+                pv_block<C, true>(r_o, alpha, p_big, p_small, s_v);
+            else
+                pv_block<C, false>(r_o, alpha, p_big, p_small, s_v);
         }
     }
 
