@@ -1,17 +1,21 @@
 /*
  * fa_fp32tc.cu — FlashAttention forward for fp32 on tensor cores, at fp32 accuracy ("3xTF32").
  *
- * Every fp32 operand x is split into two TF32 numbers, big = tf32(x) and small = tf32(x − big),
- * so that x = big + small to ~2⁻²² relative, and a product is taken as three TF32 MMAs,
+ * Every fp32 operand x is split into TF32 numbers, big + small = x to ~2⁻²² relative, and a
+ * product is taken as three TF32 MMAs,
  *     a·b ≈ small_a·big_b + big_a·small_b + big_a·big_b     (small·small, ~2⁻²², dropped),
  * issued in that order into one accumulator (the small terms are summed before the big one
  * joins). It is the arithmetic of SDPA's fp32 efficient backend (CUTLASS OpMultiplyAddFastF32).
+ * V also keeps the bits that big + small miss (rest, at most 2) as a fourth product, big_P·rest_V,
+ * issued first: a row whose softmax weight is all on one key (P = 1) gets that value row back
+ * exactly, as from FFMA. The splits are integer masks and adds (split3_fast); a tile holding ±inf
+ * or NaN, found as it lands (__syncthreads_or), takes split3_safe, which keeps FFMA's answers.
  *
  * One CTA of 4 warps owns BM = 64 query rows of one (batch, head); warp w owns rows 16w..16w+15
  * and walks the key blocks of BN keys, which arrive through cp.async rings of STAGES buffers
  * for K and for V (the fa_sm80.cu pipeline). Per block, with Q pre-scaled by scale · log2(e):
  *
- *     S = Q Kᵀ                                  mma.m16n8k8.tf32 × 3, fresh accumulator
+ *     S = Q Kᵀ                                  mma.m16n8k8.tf32 × 3, fresh accumulator per 32 d
  *     m_new = max(m_i, rowmax(S))
  *     P = exp2(S − m_new),  alpha = exp2(m_i − m_new)
  *     l_i = l_i · alpha + rowsum(P)
@@ -65,11 +69,10 @@ struct tc_tile {
     static_assert(D % 32 == 0 && BN % 16 == 0 && STAGES >= 1, "tile shape");
 };
 
-/* The tiles (ptxas, nvcc 13.0, sm_90a / sm_80: registers, no spills); not yet measured on the
- * H200: bench/fp32/run.sh times them and the d=128 variant.
- *   d=64:  BN=64, 2 stages, 85 KB: 2 CTAs per SM on sm_90 (1 on sm_80). 212 / 200 registers.
- *   d=128: BN=32, 2 stages, 99 KB: 2 CTAs per SM on sm_90. 237 / 228 registers. BN=64 with one
- *          buffer each for K and V (same size) needs 255 and spills 52 bytes.
+/* The tiles (ptxas, nvcc 13.0, sm_90a / sm_80: registers, no spills):
+ *   d=64:  BN=64, 2 stages, 85 KB: 2 CTAs per SM on sm_90 (1 on sm_80). 239 / 214 registers.
+ *   d=128: BN=32, 2 stages, 99 KB: 2 CTAs per SM on sm_90. 245 / 239 registers.
+ * On the H200 (bench/results/gpu_fp32.md): d=64 39.6-42.7 TFLOP/s non-causal, d=128 38.1-41.2.
  * d > 128 is declined: O alone is 128 registers there, and every tile tried spilled (BN=32 with
  * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fa_fp32.cu runs it. */
 #ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times BN=64, one stage */
