@@ -92,6 +92,13 @@ typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUM
     sm90_tile_d128;
 typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
     sm90_tile_d256;
+/* d = 128, non-causal, from FA_SM90_LONG_NK keys: 176 keys per block (FlashAttention-3's
+ * non-causal choice; one Q buffer at 226 KB). tune.py, bf16, non-causal from 2k keys: 577-617
+ * TFLOP/s against 559-603 for BN = 128; it loses at 512 / 1k keys and on causal runs. */
+#ifndef FA_SM90_LONG_NK
+#define FA_SM90_LONG_NK 2048
+#endif
+typedef sm90_tile<128, 176, 2, 2, 1> sm90_tile_d128_long;
 
 /* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
  * params with scalars derived on the host. */
@@ -762,6 +769,9 @@ extern "C" int fa_sm90_forward(const fa_params *p, cudaStream_t stream)
     if (p->d <= 64)
         return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, stream)
                     : sm90_launch<__half, sm90_tile_d64>(p, stream);
+    if (p->d <= 128 && !p->causal && p->Nk >= FA_SM90_LONG_NK)
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_long>(p, stream)
+                    : sm90_launch<__half, sm90_tile_d128_long>(p, stream);
     if (p->d <= 128)
         return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, stream)
                     : sm90_launch<__half, sm90_tile_d128>(p, stream);
