@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SOURCES = ["csrc/fa_simt.cu", "csrc/fa_sm80.cu", "csrc/fa_sm90.cu", "csrc/fa_fp32.cu", "csrc/fa_naive.cu",
-           "csrc/fa_decode.cu"]
+SOURCES = ["csrc/fa_simt.cu", "csrc/fa_sm80.cu", "csrc/fa_sm90.cu", "csrc/fa_fp32tc.cu", "csrc/fa_fp32.cu",
+           "csrc/fa_naive.cu", "csrc/fa_decode.cu"]
 
 
 def demangle(names):
