@@ -129,12 +129,22 @@ __device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, int byt
  * nearest TF32 (ties away: add half a TF32 ulp, clear the rest), rest = r − small exact (at most 2
  * bits). NaN stays NaN in big. ±inf would give small = inf − inf = NaN where FFMA gives ±inf: a
  * block holding ±inf takes the safe form instead (the kernel checks every tile it loads). */
+#ifndef FA_FP32TC_SMALL_TRUNC       /* 1: small = r as is, truncated by the MMA (bench/fp32/run.sh) */
+#define FA_FP32TC_SMALL_TRUNC 0
+#endif
 __device__ __forceinline__ void split3_fast(uint32_t x, uint32_t &big, uint32_t &small, uint32_t &rest)
 {
     big = x & 0xffffe000u;
     const float r = __uint_as_float(x) - __uint_as_float(big);
+#if FA_FP32TC_SMALL_TRUNC
+    /* The MMA reads the top 19 bits of a TF32 operand: r passed whole is r truncated, and rest
+     * is what that truncation drops. Two ops fewer; small's error up to twice as large. */
+    small = __float_as_uint(r);
+    rest = __float_as_uint(r - __uint_as_float(small & 0xffffe000u));
+#else
     small = (__float_as_uint(r) + 0x1000u) & 0xffffe000u;
     rest = __float_as_uint(r - __uint_as_float(small));
+#endif
 }
 
 /* Safe form, any x: x is clamped to ±FLT_MAX first and what the clamp took off joins small, so

@@ -34,6 +34,8 @@ build selftest_tc128b64 -DFA_FP32TC_D128_BN=64 -DFA_FP32TC_D128_STAGES=1 &
 build selftest_tcqs1 -DFA_FP32TC_D128_QS=1 -DFA_FP32TC_D64_QS=1 -DFA_FP32TC_D128_STAGES=1 &
 build selftest_tcqs2 -DFA_FP32TC_D128_QS=1 -DFA_FP32TC_D128_STAGES=2 &   # one CTA per SM
 build selftest_tcs1 -DFA_FP32TC_D128_STAGES=1 &                           # the stage effect alone
+build selftest_tct -DFA_FP32TC_SMALL_TRUNC=1 &                            # small left to the MMA to truncate
+build selftest_tcqs1t -DFA_FP32TC_D128_QS=1 -DFA_FP32TC_D64_QS=1 -DFA_FP32TC_D128_STAGES=1 -DFA_FP32TC_SMALL_TRUNC=1 &
 wait
 cat "$OUT/build_time.log"
 grep -A2 "fp32_forward_kernel" "$OUT/build_selftest.log" | grep -E "entry|spill|registers"
@@ -57,7 +59,7 @@ for v in d128t64 d128t128; do
         grep -E "FAIL|passed|^fp32 |^kernel" | tee "$OUT/selftest_$v.log"
 done
 
-for v in tc128b64 tcqs1 tcqs2 tcs1; do
+for v in tc128b64 tcqs1 tcqs2 tcs1 tct tcqs1t; do
     echo "== fp32tc variant $v (see the build lines above)"
     [ -x "$BIN/selftest_$v" ] && "$BIN/selftest_$v" --check --bench --no-baselines 2>&1 |
         grep -E "FAIL|passed|^fp32tc +[0-9]|^kernel" | tee "$OUT/selftest_$v.log"
