@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "fa.h"
+#include "fa_mma.cuh"
 
 /* Tile choices per compiled head-dim width; all NT = 256 threads. Shared memory in bytes:
  * 4·(BM·D + BN·(D+4) + BN·D + BM·BN).
@@ -78,47 +79,15 @@ struct fp32_smem {
     float s_p[BM][BN];       /* P = exp2(S − m), swizzled */
 };
 
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int bytes)
-{
-    const uint32_t s = (uint32_t)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(src), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void cp_async4(void *dst, const void *src, int bytes)
-{
-    const uint32_t s = (uint32_t)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(src), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_all(void) { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
-/* Rows [0, ROWS) of a (rows, d) global block g (row stride in elements) into the smem tile s
- * (row stride LD floats), asynchronously. Rows ≥ n_valid and columns ≥ d are zero-filled (a
- * zero-byte cp.async still writes its 16 or 4 bytes of zeros), so padded keys and columns add 0.
- * vec: g's rows are 16-byte aligned, so one 16-byte copy per 4 columns; else one per float. */
+/* Rows [0, ROWS) of a (rows, d) global block g into the smem tile s (row stride LD floats),
+ * asynchronously, rows ≥ n_valid and columns ≥ d zero-filled: load_rows_f32 (fa_mma.cuh). */
 template <int ROWS, int LD, int D>
 __device__ __forceinline__ void load_tile_async(float *s, const float *g, int64_t row_stride,
                                                 int64_t n_valid, int d, bool vec)
 {
-    static_assert(ROWS * D % (4 * NT) == 0, "whole 16-byte chunks per thread");
-    if (vec) {
-#pragma unroll
-        for (int t = 0; t < ROWS * D / 4 / NT; t++) {
-            const int idx = threadIdx.x + t * NT;
-            const int r = idx / (D / 4), c = idx % (D / 4) * 4;
-            const int n = r < n_valid && c < d ? min(4, d - c) : 0;
-            cp_async16(s + r * LD + c, n ? g + r * row_stride + c : g, 4 * n);
-        }
-    } else {
-#pragma unroll 4
-        for (int t = 0; t < ROWS * D / NT; t++) {
-            const int idx = threadIdx.x + t * NT;
-            const int r = idx / D, c = idx % D;
-            const int n = r < n_valid && c < d ? 4 : 0;
-            cp_async4(s + r * LD + c, n ? g + r * row_stride + c : g, n);
-        }
-    }
+    load_rows_f32<ROWS, LD, D, NT>(smem_u32(s), g, row_stride, n_valid, d, vec);
 }
 
 /* q, o: (B, Hq, Nq, d); k, v: (B, Hkv, Nk, d); strides from p. One tile = BM query rows of one

@@ -114,12 +114,6 @@ struct tc_smem {
 
 /* ---- Helpers ------------------------------------------------------------------------------- */
 
-/* 4-byte async copy (any fp32 address); bytes 0 writes a zero. */
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, int bytes)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
-}
-
 /* Splits: x = big + small + rest, all three TF32 (low 13 bits zero), with big + small = x to
  * ~2⁻²² relative. Integer masks and adds: full-rate, unlike a conversion; no branches, so that
  * the unrolled MMA loops stay straight-line code.
@@ -214,34 +208,14 @@ __device__ __forceinline__ void mma_4xtf32(float c[4], const uint32_t a_big[4], 
 }
 
 /* Issues the copy of key block kb of K or V (g: (Nk, d), row stride in elements) into the shared
- * tile s (BN rows of LD floats). Rows ≥ Nk and columns ≥ d are zero-filled (a zero-byte cp.async
- * writes zeros): zero V rows keep 0 · V finite for masked keys. vec: 16-byte rows, one cp.async
- * per 4 columns (a partial last chunk reads only its valid bytes); else one per element. */
+ * tile s (BN rows of LD floats): load_rows_f32, rows ≥ Nk and columns ≥ d zero-filled (zero V
+ * rows keep 0 · V finite for masked keys). */
 template <class C>
 __device__ __forceinline__ void load_block(uint32_t s, const float *g, int64_t row_stride, int kb,
                                            int Nk, int d, bool vec)
 {
-    constexpr int D = C::D, BN = C::BN, NT = C::THREADS;
-    static_assert(BN * D % (4 * NT) == 0, "whole 16-byte chunks per thread");
-    const int key0 = kb * BN, rows = Nk - key0;
-    g += key0 * row_stride;
-    if (vec) {
-#pragma unroll
-        for (int i = 0; i < BN * D / 4 / NT; i++) {
-            const int idx = threadIdx.x + i * NT;
-            const int r = idx / (D / 4), c = idx % (D / 4) * 4;
-            const int n = r < rows && c < d ? min(4, d - c) : 0;
-            cp_async16(s + 4 * (r * C::LD + c), n ? g + r * row_stride + c : g, 4 * n);
-        }
-    } else {
-#pragma unroll 4
-        for (int i = 0; i < BN * D / NT; i++) {
-            const int idx = threadIdx.x + i * NT;
-            const int r = idx / D, c = idx % D;
-            const int n = r < rows && c < d ? 4 : 0;
-            cp_async4(s + 4 * (r * C::LD + c), n ? g + r * row_stride + c : g, n);
-        }
-    }
+    const int key0 = kb * C::BN, rows = Nk - key0;
+    load_rows_f32<C::BN, C::LD, C::D, C::THREADS>(s, g + key0 * row_stride, row_stride, rows, d, vec);
 }
 
 /* Whether a float that this thread copied into tile s by load_block (same mapping) is ±inf or
@@ -617,37 +591,13 @@ static int tc_launch(tc_args *a, cudaStream_t stream)
     void (*kernel)(const tc_args) = fa_fp32tc_kernel<C>;
     const size_t smem = sizeof(tc_smem<C>);
 
-    /* Once per device (bit dev of s_raised; devices past 31 are checked every call): the
-     * device must be sm_80+ with enough shared memory, and the dynamic limit is raised.
-     * Racing threads both set the same value: harmless. */
+    /* Once per device: sm_80+ with enough shared memory (else FA_ERR_UNSUPPORTED, and the FFMA kernel
+     * takes over), the dynamic shared-memory limit raised. */
     static unsigned s_raised;
-    int dev;
-    if (cudaGetDevice(&dev) != cudaSuccess)
-        return FA_ERR_CUDA;
-    if (dev >= 32 || !((__atomic_load_n(&s_raised, __ATOMIC_ACQUIRE) >> dev) & 1u)) {
-        int major, optin;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess
-            || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-            return FA_ERR_CUDA;
-        if (major < 8 || smem > (size_t)optin)
-            return FA_ERR_UNSUPPORTED;                  /* the FFMA kernel takes over */
-        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-            return FA_ERR_CUDA;
-        if (dev < 32)
-            __atomic_fetch_or(&s_raised, 1u << dev, __ATOMIC_RELEASE);
-    }
-
-    /* 1-D grid over (b·Hq + h) × query tile, split into launches of at most 2³¹−1 CTAs. */
-    a->n_q_tiles = (a->p.Nq + C::BM - 1) / C::BM;
-    const int64_t total = a->n_q_tiles * a->p.B * a->p.Hq;
-    for (int64_t first = 0; first < total; first += INT32_MAX) {
-        a->first_block = first;
-        const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
-        kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(*a);
-        if (cudaGetLastError() != cudaSuccess)
-            return FA_ERR_CUDA;
-    }
-    return FA_OK;
+    const int st = fa_tc_prepare((const void *)kernel, smem, &s_raised);
+    if (st != FA_OK)
+        return st;
+    return fa_tc_launch_tiles(kernel, a, C::BM, C::THREADS, smem, stream);
 }
 
 extern "C" int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream)

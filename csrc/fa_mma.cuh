@@ -1,14 +1,18 @@
 /*
- * fa_mma.cuh — PTX wrappers shared by the tensor-core kernels (fa_sm80.cu, fa_decode.cu; fa_sm90.cu
- * uses the address, ex2 and packing ones): cp.async, ldmatrix, mma.m16n8k16, the (row mod 8) XOR
- * swizzle of 16-byte chunks in shared tiles. Include from .cu files only.
+ * fa_mma.cuh — PTX wrappers shared by the kernels (fa_sm80.cu, fa_decode.cu, fa_fp32tc.cu, fa_fp32.cu;
+ * fa_sm90.cu uses the address, ex2 and packing ones): cp.async and the fp32 row-tile load,
+ * ldmatrix, mma.m16n8k16, the (row mod 8) XOR swizzle of 16-byte chunks in shared tiles; and the host side of launching the one-CTA-per-tile
+ * kernels (fa_sm80.cu, fa_fp32tc.cu). Include from .cu files only.
  */
 #ifndef FA_MMA_CUH
 #define FA_MMA_CUH
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_runtime.h>
 #include <stdint.h>
+
+#include "fa.h"
 
 /* ---- PTX wrappers ------------------------------------------------------------------------- */
 
@@ -45,6 +49,41 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int by
 __device__ __forceinline__ void cp_async16_full(uint32_t dst, const void *src)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+}
+
+/* 4-byte async copy (any fp32 address); bytes 0 writes a zero. */
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+
+/* Rows [0, ROWS) of a (rows, d) fp32 block g (row stride in elements) into the shared tile s
+ * (byte address, rows of LD floats), asynchronously, by NT threads. Rows ≥ n_valid and columns
+ * ≥ d are zero-filled (a zero-byte cp.async still writes its 16 or 4 bytes of zeros), so padded
+ * keys and columns add 0. vec: g's rows are 16-byte aligned, so one 16-byte copy per 4 columns
+ * (a partial last chunk reads only its valid bytes); else one per float. */
+template <int ROWS, int LD, int D, int NT, typename Count>     /* Count: int or int64_t, the caller's */
+__device__ __forceinline__ void load_rows_f32(uint32_t s, const float *g, int64_t row_stride,
+                                              Count n_valid, int d, bool vec)
+{
+    static_assert(ROWS * D % (4 * NT) == 0, "whole 16-byte chunks per thread");
+    if (vec) {
+#pragma unroll
+        for (int i = 0; i < ROWS * D / 4 / NT; i++) {
+            const int idx = threadIdx.x + i * NT;
+            const int r = idx / (D / 4), c = idx % (D / 4) * 4;
+            const int n = r < n_valid && c < d ? min(4, d - c) : 0;
+            cp_async16(s + 4 * (r * LD + c), n ? g + r * row_stride + c : g, 4 * n);
+        }
+    } else {
+#pragma unroll 4
+        for (int i = 0; i < ROWS * D / NT; i++) {
+            const int idx = threadIdx.x + i * NT;
+            const int r = idx / D, c = idx % D;
+            const int n = r < n_valid && c < d ? 4 : 0;
+            cp_async4(s + 4 * (r * LD + c), n ? g + r * row_stride + c : g, n);
+        }
+    }
 }
 
 __device__ __forceinline__ void cp_async_commit(void)
@@ -154,6 +193,51 @@ __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
 {
     __nv_bfloat162 x = __floats2bfloat162_rn(lo, hi);
     return *reinterpret_cast<uint32_t *>(&x);
+}
+
+/* ---- Launching (host) ---------------------------------------------------------------------- */
+
+/* Once per device (bit dev of *raised; devices past 31 are checked every call): the device must
+ * be sm_80+ with smem bytes of opt-in shared memory per block, and kernel's dynamic limit is
+ * raised to smem. FA_ERR_UNSUPPORTED when the device cannot run it (the caller's fallback takes
+ * over). Racing threads both set the same value: harmless. */
+static inline int fa_tc_prepare(const void *kernel, size_t smem, unsigned *raised)
+{
+    int dev;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    if (dev < 32 && ((__atomic_load_n(raised, __ATOMIC_ACQUIRE) >> dev) & 1u))
+        return FA_OK;
+    int major, optin;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess
+        || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    if (major < 8 || smem > (size_t)optin)
+        return FA_ERR_UNSUPPORTED;
+    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+        return FA_ERR_CUDA;
+    if (dev < 32)
+        __atomic_fetch_or(raised, 1u << dev, __ATOMIC_RELEASE);
+    return FA_OK;
+}
+
+/* Runs kernel on a 1-D grid over (b·Hq + h) × query tile of BM rows, split into launches of at
+ * most 2³¹−1 CTAs: a->n_q_tiles and a->first_block tell each CTA its tile (Args: the kernel's
+ * argument struct, with the caller's fa_params as a->p). */
+template <class Args>
+static int fa_tc_launch_tiles(void (*kernel)(const Args), Args *a, int BM, int threads, size_t smem,
+                              cudaStream_t stream)
+{
+    a->n_q_tiles = (a->p.Nq + BM - 1) / BM;
+    const int64_t total = a->n_q_tiles * a->p.B * a->p.Hq;
+    for (int64_t first = 0; first < total; first += INT32_MAX) {
+        a->first_block = first;
+        const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
+        kernel<<<(unsigned)n, threads, smem, stream>>>(*a);
+        if (cudaGetLastError() != cudaSuccess)
+            return FA_ERR_CUDA;
+    }
+    return FA_OK;
 }
 
 #endif /* FA_MMA_CUH */

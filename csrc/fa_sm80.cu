@@ -472,37 +472,13 @@ static int sm80_launch(sm80_args *a, cudaStream_t stream)
     void (*kernel)(const sm80_args) = fa_sm80_kernel<T, C>;
     const size_t smem = sizeof(sm80_smem<T, C>);
 
-    /* Once per device (bit dev of s_raised; devices past 31 are checked every call): the
-     * device must be sm_80+ with enough shared memory, and the dynamic limit is raised.
-     * Racing threads both set the same value: harmless. */
+    /* Once per device: sm_80+ with enough shared memory (else FA_ERR_UNSUPPORTED, and the SIMT kernel
+     * takes over), the dynamic shared-memory limit raised. */
     static unsigned s_raised;
-    int dev;
-    if (cudaGetDevice(&dev) != cudaSuccess)
-        return FA_ERR_CUDA;
-    if (dev >= 32 || !((__atomic_load_n(&s_raised, __ATOMIC_ACQUIRE) >> dev) & 1u)) {
-        int major, optin;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess
-            || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-            return FA_ERR_CUDA;
-        if (major < 8 || smem > (size_t)optin)
-            return FA_ERR_UNSUPPORTED;                  /* the SIMT kernel takes over */
-        if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-            return FA_ERR_CUDA;
-        if (dev < 32)
-            __atomic_fetch_or(&s_raised, 1u << dev, __ATOMIC_RELEASE);
-    }
-
-    /* 1-D grid over (b·Hq + h) × query tile, split into launches of at most 2³¹−1 CTAs. */
-    a->n_q_tiles = (a->p.Nq + C::BM - 1) / C::BM;
-    const int64_t total = a->n_q_tiles * a->p.B * a->p.Hq;
-    for (int64_t first = 0; first < total; first += INT32_MAX) {
-        a->first_block = first;
-        const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
-        kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(*a);
-        if (cudaGetLastError() != cudaSuccess)
-            return FA_ERR_CUDA;
-    }
-    return FA_OK;
+    const int st = fa_tc_prepare((const void *)kernel, smem, &s_raised);
+    if (st != FA_OK)
+        return st;
+    return fa_tc_launch_tiles(kernel, a, C::BM, C::THREADS, smem, stream);
 }
 
 #ifndef FA_SM80_NO_ENTRY    /* bench/sm80/tune.cu: tile variants built without the entry point */
