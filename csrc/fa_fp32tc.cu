@@ -60,11 +60,12 @@
 #include "fa_mma.cuh"
 
 /* A tile shape: D the compiled head-dim width, BN keys per block, STAGES buffers per K and V
- * ring, MIN_CTAS CTAs per SM that the registers must allow. Always 4 warps × 16 query rows.
- * Shared memory: 4 · (D + 4) · (64 + 2 · STAGES · BN) bytes. */
-template <int D_, int BN_, int STAGES_, int MIN_CTAS_>
+ * ring, MIN_CTAS CTAs per SM that the registers must allow, QS whether Q is kept split (big and
+ * small in shared memory, split once) rather than split again for every key block. Always 4
+ * warps × 16 query rows. Shared memory: 4 · (D + 4) · (64 · (1 + QS) + 2 · STAGES · BN) bytes. */
+template <int D_, int BN_, int STAGES_, int MIN_CTAS_, int QS_ = 0>
 struct tc_tile {
-    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_;
+    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_, QS = QS_;
     static constexpr int BM = 64, THREADS = 128, LD = D_ + 4;
     static_assert(D % 32 == 0 && BN % 16 == 0 && STAGES >= 1, "tile shape");
 };
@@ -75,12 +76,20 @@ struct tc_tile {
  * On the H200 (bench/results/gpu_fp32.md): d=64 39.6-42.7 TFLOP/s non-causal, d=128 38.1-41.2.
  * d > 128 is declined: O alone is 128 registers there, and every tile tried spilled (BN=32 with
  * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fa_fp32.cu runs it. */
-#ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times BN=64, one stage */
+#ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times other tiles */
 #define FA_FP32TC_D128_BN 32
+#endif
+#ifndef FA_FP32TC_D128_STAGES
 #define FA_FP32TC_D128_STAGES 2
 #endif
-typedef tc_tile< 64, 64, 2, 2> tc_tile_d64;
-typedef tc_tile<128, FA_FP32TC_D128_BN, FA_FP32TC_D128_STAGES, 2> tc_tile_d128;
+#ifndef FA_FP32TC_D128_QS
+#define FA_FP32TC_D128_QS 0
+#endif
+#ifndef FA_FP32TC_D64_QS
+#define FA_FP32TC_D64_QS 0
+#endif
+typedef tc_tile< 64, 64, 2, 2, FA_FP32TC_D64_QS> tc_tile_d64;
+typedef tc_tile<128, FA_FP32TC_D128_BN, FA_FP32TC_D128_STAGES, 2, FA_FP32TC_D128_QS> tc_tile_d128;
 
 /* Which of q, k, v, o allow 16-byte accesses (base and every stride a multiple of 4 floats). */
 enum { VEC_Q = 1, VEC_K = 2, VEC_V = 4, VEC_O = 8 };
@@ -98,7 +107,7 @@ typedef struct {
 /* Shared memory of one CTA, rows padded to LD = D + 4 floats. */
 template <class C>
 struct tc_smem {
-    float q[C::BM][C::LD];               /* Q · scale · log2(e) */
+    float q[1 + C::QS][C::BM][C::LD];    /* Q · scale · log2(e); QS: its big, then small part */
     float k[C::STAGES][C::BN][C::LD];    /* K ring: key block j in stage j % STAGES */
     float v[C::STAGES][C::BN][C::LD];    /* V ring, same stage as K */
 };
@@ -114,12 +123,22 @@ struct tc_smem {
  * nearest TF32 (ties away: add half a TF32 ulp, clear the rest), rest = r − small exact (at most 2
  * bits). NaN stays NaN in big. ±inf would give small = inf − inf = NaN where FFMA gives ±inf: a
  * block holding ±inf takes the safe form instead (the kernel checks every tile it loads). */
+#ifndef FA_FP32TC_SMALL_TRUNC       /* 1: small = r as is, truncated by the MMA (bench/fp32/run.sh) */
+#define FA_FP32TC_SMALL_TRUNC 0
+#endif
 __device__ __forceinline__ void split3_fast(uint32_t x, uint32_t &big, uint32_t &small, uint32_t &rest)
 {
     big = x & 0xffffe000u;
     const float r = __uint_as_float(x) - __uint_as_float(big);
+#if FA_FP32TC_SMALL_TRUNC
+    /* The MMA reads the top 19 bits of a TF32 operand: r passed whole is r truncated, and rest
+     * is what that truncation drops. Two ops fewer; small's error up to twice as large. */
+    small = __float_as_uint(r);
+    rest = __float_as_uint(r - __uint_as_float(small & 0xffffe000u));
+#else
     small = (__float_as_uint(r) + 0x1000u) & 0xffffe000u;
     rest = __float_as_uint(r - __uint_as_float(small));
+#endif
 }
 
 /* Safe form, any x: x is clamped to ±FLT_MAX first and what the clamp took off joins small, so
@@ -233,6 +252,7 @@ template <class C, bool SAFE>
 __device__ __forceinline__ void qk_block(float r_s[C::BN / 8][4], uint32_t q_lane, uint32_t s_k, uint32_t k_lane)
 {
     constexpr int D = C::D, BN = C::BN, LD = C::LD;
+    constexpr uint32_t Q_SMALL = 4 * C::BM * LD;       /* bytes from Q's big part to its small */
 #pragma unroll
     for (int n = 0; n < BN / 8; n++)
         r_s[n][0] = r_s[n][1] = r_s[n][2] = r_s[n][3] = 0.f;
@@ -244,11 +264,17 @@ __device__ __forceinline__ void qk_block(float r_s[C::BN / 8][4], uint32_t q_lan
             r_t[n][0] = r_t[n][1] = r_t[n][2] = r_t[n][3] = 0.f;
 #pragma unroll
         for (int kk = 4 * k32; kk < 4 * k32 + 4; kk++) {
-            uint32_t q[4], q_big[4], q_small[4];
-            ldsm_x4(q, q_lane + 32 * kk);
+            uint32_t q_big[4], q_small[4];
+            if (C::QS) {
+                ldsm_x4(q_big, q_lane + 32 * kk);
+                ldsm_x4(q_small, q_lane + Q_SMALL + 32 * kk);
+            } else {
+                uint32_t q[4];
+                ldsm_x4(q, q_lane + 32 * kk);
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                split_tf32<SAFE>(q[e], q_big[e], q_small[e]);
+                for (int e = 0; e < 4; e++)
+                    split_tf32<SAFE>(q[e], q_big[e], q_small[e]);
+            }
 #pragma unroll
             for (int np = 0; np < BN / 16; np++) {
                 uint32_t k[4], k_big[4], k_small[4];
@@ -377,8 +403,19 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
         }
         const float sl = a.scale_log2;
         x = make_float4(x.x * sl, x.y * sl, x.z * sl, x.w * sl);
-        q_bits = max(q_bits, max_abs_bits(x));
-        *(float4 *)&s.q[r][c] = x;
+        if (C::QS) {         /* split once, in the safe form: it keeps FFMA's answers for any Q */
+            uint4 big, small;
+            uint32_t rest;
+            split3_safe(__float_as_uint(x.x), big.x, small.x, rest);
+            split3_safe(__float_as_uint(x.y), big.y, small.y, rest);
+            split3_safe(__float_as_uint(x.z), big.z, small.z, rest);
+            split3_safe(__float_as_uint(x.w), big.w, small.w, rest);
+            *(uint4 *)&s.q[0][r][c] = big;
+            *(uint4 *)&s.q[1][r][c] = small;
+        } else {
+            q_bits = max(q_bits, max_abs_bits(x));
+            *(float4 *)&s.q[0][r][c] = x;
+        }
     }
 
     const int row0 = m0 + 16 * warp;                    /* first query row of this warp */
@@ -387,7 +424,7 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
      * matrices (rows 0-7, cols 0-3), (8-15, 0-3), (0-7, 4-7), (8-15, 4-7) are a0..a3 of one
      * k-step. K: key lane%8 + 8·(lane/16), columns 4·((lane/8)%2)..: (keys 0-7, cols 0-3),
      * (0-7, 4-7), (8-15, 0-3), (8-15, 4-7) are b0, b1 of n-tile 0 and b0, b1 of n-tile 1. */
-    const uint32_t q_lane = smem_u32(s.q[16 * warp + lane % 16]) + 16 * (lane / 16);
+    const uint32_t q_lane = smem_u32(s.q[0][16 * warp + lane % 16]) + 16 * (lane / 16);
     const uint32_t k_lane = 4 * ((lane % 8 + 8 * (lane / 16)) * LD + 4 * ((lane / 8) % 2));
 
     /* O: rows g, g+8 of the warp; r_o[grp][j] is the C fragment of n-tile j of column group grp

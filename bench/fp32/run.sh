@@ -4,7 +4,8 @@
 #      for reference),
 #   2. the same with FA_FP32_D64_MIN_CTAS=1 (d=64: one unrolled 255-register CTA per SM instead
 #      of two 128-register ones), to pick the d=64 tile from a measurement,
-#   3. fa_fp32tc.cu's other d=128 tile (BN=64, one stage) and fa_fp32.cu's d=128 tile variants,
+#   3. fa_fp32tc.cu's tile variants (d=128 BN=64 with one stage; Q split once into shared memory,
+#      with one or two K/V stages; one stage alone) and fa_fp32.cu's d=128 tile variants,
 #   4. compute-sanitizer memcheck and racecheck on the small cases,
 #   5. SDPA's efficient backend on fp32, same shapes, for the ratio (if torch is importable).
 # Logs go to $OUT (default bench/fp32/out). From the repository root:
@@ -29,6 +30,12 @@ build selftest_d64c1 -DFA_FP32_D64_MIN_CTAS=1 &
 build selftest_d128t64 -DFA_FP32_D128_BM=64 -DFA_FP32_D128_BN=32 -DFA_FP32_D128_MIN_CTAS=2 &
 build selftest_d128t128 -DFA_FP32_D128_BM=128 -DFA_FP32_D128_BN=64 -DFA_FP32_D128_MIN_CTAS=1 &
 build selftest_tc128b64 -DFA_FP32TC_D128_BN=64 -DFA_FP32TC_D128_STAGES=1 &
+# fp32tc with Q split once into shared memory (QS): d=128 needs one K/V stage for two CTAs per SM
+build selftest_tcqs1 -DFA_FP32TC_D128_QS=1 -DFA_FP32TC_D64_QS=1 -DFA_FP32TC_D128_STAGES=1 &
+build selftest_tcqs2 -DFA_FP32TC_D128_QS=1 -DFA_FP32TC_D128_STAGES=2 &   # one CTA per SM
+build selftest_tcs1 -DFA_FP32TC_D128_STAGES=1 &                           # the stage effect alone
+build selftest_tct -DFA_FP32TC_SMALL_TRUNC=1 &                            # small left to the MMA to truncate
+build selftest_tcqs1t -DFA_FP32TC_D128_QS=1 -DFA_FP32TC_D64_QS=1 -DFA_FP32TC_D128_STAGES=1 -DFA_FP32TC_SMALL_TRUNC=1 &
 wait
 cat "$OUT/build_time.log"
 grep -A2 "fp32_forward_kernel" "$OUT/build_selftest.log" | grep -E "entry|spill|registers"
@@ -52,9 +59,11 @@ for v in d128t64 d128t128; do
         grep -E "FAIL|passed|^fp32 |^kernel" | tee "$OUT/selftest_$v.log"
 done
 
-echo "== fp32tc d=128 with BN=64, one stage"
-[ -x "$BIN/selftest_tc128b64" ] && "$BIN/selftest_tc128b64" --check --bench --d128 --no-baselines 2>&1 |
-    grep -E "FAIL|passed|^fp32tc |^kernel" | tee "$OUT/selftest_tc128b64.log"
+for v in tc128b64 tcqs1 tcqs2 tcs1 tct tcqs1t; do
+    echo "== fp32tc variant $v (see the build lines above)"
+    [ -x "$BIN/selftest_$v" ] && "$BIN/selftest_$v" --check --bench --no-baselines 2>&1 |
+        grep -E "FAIL|passed|^fp32tc +[0-9]|^kernel" | tee "$OUT/selftest_$v.log"
+done
 
 echo "== compute-sanitizer (small cases)"
 if command -v compute-sanitizer > /dev/null; then
