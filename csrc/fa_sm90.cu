@@ -96,7 +96,11 @@ typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUM
  * non-causal choice; one Q buffer at 226 KB). tune.py, bf16, non-causal from 2k keys: 577-617
  * TFLOP/s against 559-603 for BN = 128; it loses at 512 / 1k keys and on causal runs. */
 #ifndef FA_SM90_LONG_NK
-#define FA_SM90_LONG_NK 2048
+#define FA_SM90_LONG_NK INT64_MAX
+#endif
+/* The online softmax's lazy max (sm90_softmax): 0 rescales O on every block whose max moved. */
+#ifndef FA_SM90_LAZY
+#define FA_SM90_LAZY 0
 #endif
 typedef sm90_tile<128, 176, 2, 2, 1> sm90_tile_d128_long;
 
@@ -320,10 +324,17 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
             m = fmaxf(m, fmaxf(r_s[4 * j + 2 * r], r_s[4 * j + 2 * r + 1]));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-        alpha[r] = ex2((m_i[r] - m) * x.c);
-        l_i[r] *= alpha[r];
-        m_i[r] = m;
-        mc[r] = m * x.c;
+        /* Lazy: the running max moves only when the block's max passes it by more than
+         * FA_SM90_LAZY (log2 units; the first block, NaN and inf always move it), so P stays
+         * at most 2^FA_SM90_LAZY and O needs no rescale (alpha = 1). */
+        if (FA_SM90_LAZY == 0 || !((m - m_i[r]) * x.c <= (float)FA_SM90_LAZY)) {
+            alpha[r] = ex2((m_i[r] - m) * x.c);
+            l_i[r] *= alpha[r];
+            m_i[r] = m;
+        } else {
+            alpha[r] = 1.f;
+        }
+        mc[r] = m_i[r] * x.c;
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
@@ -332,10 +343,12 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
     }
 }
 
-/* O ·= alpha, row by row. */
+/* O ·= alpha, row by row; skipped by the whole warp when none of its rows' max moved. */
 template <int D>
 __device__ __forceinline__ void rescale(float (&r_o)[D / 2], const float (&alpha)[2])
 {
+    if (FA_SM90_LAZY != 0 && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+        return;
 #pragma unroll
     for (int i = 0; i < D / 2; i++)
         r_o[i] *= alpha[(i / 2) % 2];
