@@ -343,6 +343,18 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
     }
 }
 
+/* Ends the basic block after the softmax with a branch on its result (never taken: l_i >= 0 or
+ * NaN). Without it ptxas hoists the next wgmma wait (WARPGROUP.DEPBAR) above the softmax, which
+ * then runs after O += P V has completed instead of beside it. */
+#ifndef FA_SM90_SOFTMAX_FENCE
+#define FA_SM90_SOFTMAX_FENCE 1
+#endif
+__device__ __forceinline__ void softmax_done(const float (&l_i)[2])
+{
+    if (FA_SM90_SOFTMAX_FENCE && (l_i[0] < 0.f || l_i[1] < 0.f))
+        asm volatile("nanosleep.u32 0;\n" ::: "memory");
+}
+
 /* O ·= alpha, row by row; skipped by the whole warp when none of its rows' max moved. */
 template <int D>
 __device__ __forceinline__ void rescale(float (&r_o)[D / 2], const float (&alpha)[2])
@@ -546,6 +558,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             reg_fence(r_s);
             release(&s.empty_k[st], lane);
             sm90_softmax<C>(r_s, m_i, l_i, alpha, kb * BN, ctx);
+            softmax_done(l_i);
             wgmma_wait<0>();                                /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
             reg_fence_u(r_p);

@@ -4,8 +4,8 @@
 #      for reference),
 #   2. the same with FA_FP32_D64_MIN_CTAS=1 (d=64: one unrolled 255-register CTA per SM instead
 #      of two 128-register ones), to pick the d=64 tile from a measurement,
-#   3. fa_fp32tc.cu's tile variants (d=128 BN=64 with one stage; Q split once into shared memory,
-#      with one or two K/V stages; one stage alone) and fa_fp32.cu's d=128 tile variants,
+#   3. fa_fp32tc.cu's tile variants (d=128 BN=64 with one stage; Q split per key block; Q split
+#      once with two K/V stages) and fa_fp32.cu's d=128 tile variants,
 #   4. compute-sanitizer memcheck and racecheck on the small cases,
 #   5. SDPA's efficient backend on fp32, same shapes, for the ratio (if torch is importable).
 # Logs go to $OUT (default bench/fp32/out). From the repository root:
@@ -36,12 +36,10 @@ build selftest_d128t64 -DFA_FP32_D128_BM=64 -DFA_FP32_D128_BN=32 -DFA_FP32_D128_
 build selftest_d128t128 -DFA_FP32_D128_BM=128 -DFA_FP32_D128_BN=64 -DFA_FP32_D128_MIN_CTAS=1 &
 build selftest_tc128b64 -DFA_FP32TC_D128_BN=64 -DFA_FP32TC_D128_STAGES=1 &
 fi
-# fp32tc with Q split once into shared memory (QS): d=128 needs one K/V stage for two CTAs per SM
-build selftest_tcqs1 -DFA_FP32TC_D128_QS=1 -DFA_FP32TC_D64_QS=1 -DFA_FP32TC_D128_STAGES=1 &
-build selftest_tcqs2 -DFA_FP32TC_D128_QS=1 -DFA_FP32TC_D128_STAGES=2 &   # one CTA per SM
-build selftest_tcs1 -DFA_FP32TC_D128_STAGES=1 &                           # the stage effect alone
-build selftest_tct -DFA_FP32TC_SMALL_TRUNC=1 &                            # small left to the MMA to truncate
-build selftest_tcqs1t -DFA_FP32TC_D128_QS=1 -DFA_FP32TC_D64_QS=1 -DFA_FP32TC_D128_STAGES=1 -DFA_FP32TC_SMALL_TRUNC=1 &
+# fp32tc: the production tiles split Q once into shared memory (QS); tcqs0 splits it per key block
+# with two K/V stages at d=128, tcqs2 keeps QS with two stages (one CTA per SM at d=128)
+build selftest_tcqs0 -DFA_FP32TC_D128_QS=0 -DFA_FP32TC_D64_QS=0 -DFA_FP32TC_D128_STAGES=2 &
+build selftest_tcqs2 -DFA_FP32TC_D128_STAGES=2 &
 wait
 [ -n "${BUILD_ONLY:-}" ] && { ls -la "$BIN"; exit 0; }
 cat "$OUT/build_time.log"
@@ -66,7 +64,7 @@ for v in $([ -z "${FAST:-}" ] && echo d128t64 d128t128); do
         grep -E "FAIL|passed|^fp32 |^kernel" | tee "$OUT/selftest_$v.log"
 done
 
-for v in $([ -z "${FAST:-}" ] && echo tc128b64) tcqs1 tcqs2 tcs1 tct tcqs1t; do
+for v in $([ -z "${FAST:-}" ] && echo tc128b64) tcqs0 tcqs2; do
     echo "== fp32tc variant $v (see the build lines above)"
     [ -x "$BIN/selftest_$v" ] && "$BIN/selftest_$v" --check --bench --no-baselines 2>&1 |
         grep -E "FAIL|passed|^fp32tc +[0-9]|^kernel" | tee "$OUT/selftest_$v.log"
