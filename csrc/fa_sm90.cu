@@ -60,6 +60,8 @@ struct sm90_tile {
      * while this one is computed (one CTA per SM either way: the registers allow no more). */
     static constexpr int QBUFS = (2 * BM + 2 * STAGES_ * BN_) * D_ * 2 + 2048 <= 227 * 1024 ? 2 : 1;
     static constexpr int CONSUMER_REGS = CONSUMERS_ == 2 ? 240 : 160;
+    /* softmax_done after each block's softmax: d = 256 +5 %, d = 128 even, d = 64 −3 % (tune.py) */
+    static constexpr bool SOFTMAX_FENCE = D_ >= 256;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
                   "tile shape");
@@ -93,12 +95,14 @@ typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUM
 typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
     sm90_tile_d256;
 /* d = 128, non-causal, from FA_SM90_LONG_NK keys: 176 keys per block (FlashAttention-3's
- * non-causal choice; one Q buffer at 226 KB). tune.py, bf16, non-causal from 2k keys: 577-617
- * TFLOP/s against 559-603 for BN = 128; it loses at 512 / 1k keys and on causal runs. */
+ * non-causal choice; one Q buffer at 226 KB). tune.py, bf16, non-causal: +2-4 % from 4k keys,
+ * behind BN = 128 at 2k keys and below and on causal runs. */
 #ifndef FA_SM90_LONG_NK
-#define FA_SM90_LONG_NK INT64_MAX
+#define FA_SM90_LONG_NK 4096
 #endif
-/* The online softmax's lazy max (sm90_softmax): 0 rescales O on every block whose max moved. */
+/* The online softmax's lazy max (sm90_softmax), in log2 units; 0: off. tune.py, d = 128 with 8:
+ * +4 %, but the largest P of a block is then no longer exactly 1 and the bf16 errors grow
+ * 1.5-2x, past the accuracy rule on some shapes: off. */
 #ifndef FA_SM90_LAZY
 #define FA_SM90_LAZY 0
 #endif
@@ -346,20 +350,27 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
 /* Ends the basic block after the softmax with a branch on its result (never taken: l_i >= 0 or
  * NaN). Without it ptxas hoists the next wgmma wait (WARPGROUP.DEPBAR) above the softmax, which
  * then runs after O += P V has completed instead of beside it. */
-#ifndef FA_SM90_SOFTMAX_FENCE
-#define FA_SM90_SOFTMAX_FENCE 1
+#ifndef FA_SM90_SOFTMAX_FENCE       /* 1 on every tile, 0 on none; default: C::SOFTMAX_FENCE */
+#define FA_SM90_SOFTMAX_FENCE -1
 #endif
+template <class C>
 __device__ __forceinline__ void softmax_done(const float (&l_i)[2])
 {
-    if (FA_SM90_SOFTMAX_FENCE && (l_i[0] < 0.f || l_i[1] < 0.f))
+    constexpr bool on = FA_SM90_SOFTMAX_FENCE < 0 ? C::SOFTMAX_FENCE : FA_SM90_SOFTMAX_FENCE > 0;
+    if (on && (l_i[0] < 0.f || l_i[1] < 0.f))
         asm volatile("nanosleep.u32 0;\n" ::: "memory");
 }
 
-/* O ·= alpha, row by row; skipped by the whole warp when none of its rows' max moved. */
+/* O ·= alpha, row by row; skipped by the whole warp when every alpha of its rows is exactly 1
+ * (no row's max moved), which changes no bit of O. On long rows the max rarely moves: after j
+ * blocks of random scores a row's max moves with probability 1/(j+1). */
+#ifndef FA_SM90_RESCALE_SKIP
+#define FA_SM90_RESCALE_SKIP 1
+#endif
 template <int D>
 __device__ __forceinline__ void rescale(float (&r_o)[D / 2], const float (&alpha)[2])
 {
-    if (FA_SM90_LAZY != 0 && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+    if (FA_SM90_RESCALE_SKIP && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
         return;
 #pragma unroll
     for (int i = 0; i < D / 2; i++)
@@ -558,7 +569,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             reg_fence(r_s);
             release(&s.empty_k[st], lane);
             sm90_softmax<C>(r_s, m_i, l_i, alpha, kb * BN, ctx);
-            softmax_done(l_i);
+            softmax_done<C>(l_i);
             wgmma_wait<0>();                                /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
             reg_fence_u(r_p);
