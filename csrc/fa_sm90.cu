@@ -60,8 +60,11 @@ struct sm90_tile {
      * while this one is computed (one CTA per SM either way: the registers allow no more). */
     static constexpr int QBUFS = (2 * BM + 2 * STAGES_ * BN_) * D_ * 2 + 2048 <= 227 * 1024 ? 2 : 1;
     static constexpr int CONSUMER_REGS = CONSUMERS_ == 2 ? 240 : 160;
-    /* softmax_done after each block's softmax: d = 256 +5 %, d = 128 even, d = 64 −3 % (tune.py) */
+    /* softmax_done after each block's softmax: d = 256 +5 %, d = 128 even, d = 64 −3 %; the O
+     * rescale skipped when no row's max moved: d = 256 +1 %, d = 128 even, d = 64 −4 % (tune.py,
+     * 2026-11-30, bench/LOG.md) */
     static constexpr bool SOFTMAX_FENCE = D_ >= 256;
+    static constexpr bool RESCALE_SKIP = D_ >= 128;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
                   "tile shape");
@@ -364,16 +367,17 @@ __device__ __forceinline__ void softmax_done(const float (&l_i)[2])
 /* O ·= alpha, row by row; skipped by the whole warp when every alpha of its rows is exactly 1
  * (no row's max moved), which changes no bit of O. On long rows the max rarely moves: after j
  * blocks of random scores a row's max moves with probability 1/(j+1). */
-#ifndef FA_SM90_RESCALE_SKIP
-#define FA_SM90_RESCALE_SKIP 1
+#ifndef FA_SM90_RESCALE_SKIP        /* 1 on every tile, 0 on none; default: C::RESCALE_SKIP */
+#define FA_SM90_RESCALE_SKIP -1
 #endif
-template <int D>
-__device__ __forceinline__ void rescale(float (&r_o)[D / 2], const float (&alpha)[2])
+template <class C>
+__device__ __forceinline__ void rescale(float (&r_o)[C::D / 2], const float (&alpha)[2])
 {
-    if (FA_SM90_RESCALE_SKIP && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+    constexpr bool skip = FA_SM90_RESCALE_SKIP < 0 ? C::RESCALE_SKIP : FA_SM90_RESCALE_SKIP > 0;
+    if (skip && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
         return;
 #pragma unroll
-    for (int i = 0; i < D / 2; i++)
+    for (int i = 0; i < C::D / 2; i++)
         r_o[i] *= alpha[(i / 2) % 2];
 }
 
@@ -574,7 +578,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             reg_fence(r_o);
             reg_fence_u(r_p);
             release(&s.empty_v[pst], lane);
-            rescale<D>(r_o, alpha);
+            rescale<C>(r_o, alpha);
             pack_p<T, BN>(r_p, r_s);
         }
         {
