@@ -63,6 +63,7 @@ typedef struct {
     int vec_kv;              /* k, v caches: 16-byte aligned rows, cp.async */
     int vec_q;               /* q: 16-byte aligned rows */
     int vec_append;          /* append rows: 16-byte aligned and whole */
+    int combine_wpr;         /* combine: warps per output row, 1 or 4 (4 rows or 1 per CTA) */
 } decode_args;
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
@@ -530,20 +531,24 @@ __global__ void __launch_bounds__(128, 2) decode_simt_kernel(const __grid_consta
 
 /* ---- 3. Combine ----------------------------------------------------------------------------- */
 
-/* O = Σ_s O_s · w_s / l, w_s = exp2(lse_s − M), l = Σ_s w_s, M = max_s lse_s; one warp per output
- * row, grid ceil(rows / 4) × 128. Lane j reads the lse of splits j, j + 32, ... at once and keeps
- * their weights; the O loop then takes each split's weight by a shuffle and issues 8 splits' loads
- * per step, so a row costs a few memory latencies, not one per split. Splits that saw no key have
- * lse −inf and O 0: weight 0. */
+/* O = Σ_s O_s · w_s / l, w_s = exp2(lse_s − M), l = Σ_s w_s, M = max_s lse_s; a.combine_wpr warps
+ * per output row (1: grid ceil(rows / 4) × 128; 4: one row per CTA, for many splits over few
+ * rows). Lane j reads the lse of splits j, j + 32, ... at once and keeps their weights; the O loop
+ * then takes each split's weight by a shuffle and issues 8 splits' loads per step, the row's warps
+ * taking every wpr-th group of 8, so a row costs a few memory latencies, not one per split. With
+ * 4 warps per row their sums meet in shared memory. Splits that saw no key have lse −inf and
+ * O 0: weight 0. */
 template <typename T>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_constant__ decode_args a)
 {
     enum { MAX_PASSES = 8 };                            /* weights kept for up to 256 splits */
+    __shared__ float s_red[3][256];                     /* wpr = 4: warps 1-3's partial O */
     wait_prerequisites();
     const bool valid = seqlens_valid(a);
     const fa_params &p = a.kp.p;
-    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
-    if (row >= a.rows)
+    const int wpr = a.combine_wpr, phase = threadIdx.x / 32 % wpr;
+    const int64_t row = (int64_t)blockIdx.x * (4 / wpr) + threadIdx.x / 32 / wpr;
+    if (row >= a.rows)                                  /* wpr = 4: never (one row per CTA) */
         return;
     const int lane = threadIdx.x % 32, d = (int)p.d, splits = (int)a.splits;
     const int64_t i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq;
@@ -575,7 +580,7 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
 
     float r_o[8] = {};
     const float *o = a.o_part + row * d;                /* split s at o[s · rows · d] */
-    for (int sp0 = 0; sp0 < splits; sp0 += 8) {
+    for (int sp0 = 8 * phase; sp0 < splits; sp0 += 8 * wpr) {
         float x[8][8];
 #pragma unroll
         for (int u = 0; u < 8; u++)
@@ -597,6 +602,21 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
             for (int e = 0; e < 8; e++)
                 r_o[e] = fmaf(wu, x[u][e], r_o[e]);
         }
+    }
+    if (wpr > 1) {                                      /* 4 warps per row: sum in warp 0 */
+        if (phase > 0)
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                if (lane + 32 * e < d)
+                    s_red[phase - 1][lane + 32 * e] = r_o[e];
+        /* Barrier: the three partial sums are in shared memory. */
+        __syncthreads();
+        if (phase > 0)
+            return;
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            if (lane + 32 * e < d)
+                r_o[e] += s_red[0][lane + 32 * e] + s_red[1][lane + 32 * e] + s_red[2][lane + 32 * e];
     }
     T *g_o = (T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
 #pragma unroll
@@ -757,6 +777,11 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     a->chunk = ((p->Nk + splits - 1) / splits + 63) / 64 * 64;
     a->chunk = a->chunk > 0 ? a->chunk : 64;
     a->splits = p->Nk > 0 ? (p->Nk + a->chunk - 1) / a->chunk : 1;
+    /* Combine: with 16 or more splits a row's loads are spread over 4 warps (one row per CTA). */
+    a->combine_wpr = a->splits >= 16 && a->rows <= INT32_MAX ? 4 : 1;
+    const char *force_wpr = getenv("FA_DECODE_COMBINE_WARPS");   /* 1 or 4: bench/decode.py */
+    if (force_wpr != NULL && (atoi(force_wpr) == 1 || (atoi(force_wpr) == 4 && a->rows <= INT32_MAX)))
+        a->combine_wpr = atoi(force_wpr);
     return FA_OK;
 }
 
@@ -818,7 +843,7 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
     /* Grid sizes, all checked before the append writes anything into the caches. */
     const int64_t append_blocks = (p->B * p->Hkv * a.nnew + 3) / 4;
     const int64_t attend_blocks = pl.mma ? pl.ctas_per_split * a.splits : (a.rows * a.splits + 3) / 4;
-    const int64_t combine_blocks = (a.rows + 3) / 4;
+    const int64_t combine_blocks = a.combine_wpr == 4 ? a.rows : (a.rows + 3) / 4;
     if (append_blocks > INT32_MAX || attend_blocks > INT32_MAX || combine_blocks > INT32_MAX)
         return FA_ERR_UNSUPPORTED;
 

@@ -60,11 +60,12 @@
 #include "fa_mma.cuh"
 
 /* A tile shape: D the compiled head-dim width, BN keys per block, STAGES buffers per K and V
- * ring, MIN_CTAS CTAs per SM that the registers must allow. Always 4 warps × 16 query rows.
- * Shared memory: 4 · (D + 4) · (64 + 2 · STAGES · BN) bytes. */
-template <int D_, int BN_, int STAGES_, int MIN_CTAS_>
+ * ring, MIN_CTAS CTAs per SM that the registers must allow, QS whether Q is kept split (big and
+ * small in shared memory, split once) rather than split again for every key block. Always 4
+ * warps × 16 query rows. Shared memory: 4 · (D + 4) · (64 · (1 + QS) + 2 · STAGES · BN) bytes. */
+template <int D_, int BN_, int STAGES_, int MIN_CTAS_, int QS_ = 0>
 struct tc_tile {
-    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_;
+    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_, QS = QS_;
     static constexpr int BM = 64, THREADS = 128, LD = D_ + 4;
     static_assert(D % 32 == 0 && BN % 16 == 0 && STAGES >= 1, "tile shape");
 };
@@ -75,12 +76,20 @@ struct tc_tile {
  * On the H200 (bench/results/gpu_fp32.md): d=64 39.6-42.7 TFLOP/s non-causal, d=128 38.1-41.2.
  * d > 128 is declined: O alone is 128 registers there, and every tile tried spilled (BN=32 with
  * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fa_fp32.cu runs it. */
-#ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times BN=64, one stage */
+#ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times other tiles */
 #define FA_FP32TC_D128_BN 32
-#define FA_FP32TC_D128_STAGES 2
 #endif
-typedef tc_tile< 64, 64, 2, 2> tc_tile_d64;
-typedef tc_tile<128, FA_FP32TC_D128_BN, FA_FP32TC_D128_STAGES, 2> tc_tile_d128;
+#ifndef FA_FP32TC_D128_STAGES
+#define FA_FP32TC_D128_STAGES 1
+#endif
+#ifndef FA_FP32TC_D128_QS
+#define FA_FP32TC_D128_QS 1
+#endif
+#ifndef FA_FP32TC_D64_QS
+#define FA_FP32TC_D64_QS 1
+#endif
+typedef tc_tile< 64, 64, 2, 2, FA_FP32TC_D64_QS> tc_tile_d64;
+typedef tc_tile<128, FA_FP32TC_D128_BN, FA_FP32TC_D128_STAGES, 2, FA_FP32TC_D128_QS> tc_tile_d128;
 
 /* Which of q, k, v, o allow 16-byte accesses (base and every stride a multiple of 4 floats). */
 enum { VEC_Q = 1, VEC_K = 2, VEC_V = 4, VEC_O = 8 };
@@ -98,39 +107,48 @@ typedef struct {
 /* Shared memory of one CTA, rows padded to LD = D + 4 floats. */
 template <class C>
 struct tc_smem {
-    float q[C::BM][C::LD];               /* Q · scale · log2(e) */
+    float q[1 + C::QS][C::BM][C::LD];    /* Q · scale · log2(e); QS: its big, then small part */
     float k[C::STAGES][C::BN][C::LD];    /* K ring: key block j in stage j % STAGES */
     float v[C::STAGES][C::BN][C::LD];    /* V ring, same stage as K */
 };
 
 /* ---- Helpers ------------------------------------------------------------------------------- */
 
-/* Splits: x = big + small + rest, all three TF32 (low 13 bits zero), with big + small = x to
- * ~2⁻²² relative. Integer masks and adds: full-rate, unlike a conversion; no branches, so that
- * the unrolled MMA loops stay straight-line code.
+/* Splits: x = big + small + rest, where the MMA reads big and small as TF32 (it ignores the low
+ * 13 bits of a .tf32 operand, i.e. truncates) and rest is TF32, with big + small = x to ~2⁻²²
+ * relative. Integer masks and adds: full-rate, unlike a conversion; no branches, so that the
+ * unrolled MMA loops stay straight-line code.
  *
- * Fast form, for finite x and for NaN: big is x truncated to 10 mantissa bits (never overflows),
- * r = x − big exact in fp32 (at most 13 significant bits, the sign of x), small is r rounded to
- * nearest TF32 (ties away: add half a TF32 ulp, clear the rest), rest = r − small exact (at most 2
- * bits). NaN stays NaN in big. ±inf would give small = inf − inf = NaN where FFMA gives ±inf: a
- * block holding ±inf takes the safe form instead (the kernel checks every tile it loads). */
+ * Fast form: big is x rounded to nearest TF32 (ties away: add half a TF32 ulp, clear the rest),
+ * r = x − big exact in fp32 (at most 13 significant bits), small = r passed whole: the MMA's
+ * truncation keeps 11 of those 13 bits, as good as rounding r (big's rounding halves r, which is
+ * what sets the error; SDPA's efficient backend rounds both), and rest = what the truncation
+ * drops (at most 2 bits; V only). Three integer/FADD ops for big + small, five with rest. Needs
+ * |x| below 0x7f7ff000 (bits), where big cannot round up to inf: a tile holding ±inf, NaN or a
+ * value within half a TF32 ulp of FLT_MAX takes the safe form instead (the kernel checks every
+ * tile it loads; FP32TC_SAFE_BITS). P (in [0, 1], or NaN that r carries) always takes this form. */
+#define FP32TC_SAFE_BITS 0x7f7ff000u
 __device__ __forceinline__ void split3_fast(uint32_t x, uint32_t &big, uint32_t &small, uint32_t &rest)
 {
-    big = x & 0xffffe000u;
+    big = (x + 0x1000u) & 0xffffe000u;
     const float r = __uint_as_float(x) - __uint_as_float(big);
-    small = (__float_as_uint(r) + 0x1000u) & 0xffffe000u;
-    rest = __float_as_uint(r - __uint_as_float(small));
+    small = __float_as_uint(r);
+    rest = __float_as_uint(r - __uint_as_float(small & 0xffffe000u));
 }
 
-/* Safe form, any x: x is clamped to ±FLT_MAX first and what the clamp took off joins small, so
- * ±inf gives big = ±the largest TF32 and small = ±inf (an infinite operand meets the other
- * operand's big part, inf · b as in FFMA, never inf · a small part that may be 0 or of the other
- * sign, which is NaN), NaN gives small = NaN (big is then a finite bound), and rest = 0 for both. */
+/* Safe form, any x: x is clamped to ±FLT_MAX, big is the clamped value truncated to TF32 (never
+ * rounds past FLT_MAX), small the remainder rounded to nearest TF32, and what the clamp took off
+ * joins small; so ±inf gives big = ±the largest TF32 and small = ±inf (an infinite operand meets
+ * the other operand's big part, inf · b as in FFMA, never inf · a small part that may be 0 or of
+ * the other sign, which is NaN), NaN gives small = NaN (big is then a finite bound), and rest = 0
+ * for both. */
 __device__ __forceinline__ void split3_safe(uint32_t x, uint32_t &big, uint32_t &small, uint32_t &rest)
 {
     const float xf = __uint_as_float(x), xc = fminf(fmaxf(xf, -FLT_MAX), FLT_MAX);
-    uint32_t s;
-    split3_fast(__float_as_uint(xc), big, s, rest);
+    big = __float_as_uint(xc) & 0xffffe000u;
+    const float r = xc - __uint_as_float(big);
+    const uint32_t s = (__float_as_uint(r) + 0x1000u) & 0xffffe000u;
+    rest = __float_as_uint(r - __uint_as_float(s));
     small = __float_as_uint(__uint_as_float(s) + (xf - xc));
 }
 
@@ -151,7 +169,8 @@ __device__ __forceinline__ void split_tf32(uint32_t x, uint32_t &big, uint32_t &
     split3_tf32<SAFE>(x, big, small, rest);
 }
 
-/* Largest |bits| (sign cleared) of four floats: ≥ 0x7f800000 iff one of them is ±inf or NaN. */
+/* Largest |bits| (sign cleared) of four floats: ≥ FP32TC_SAFE_BITS iff one of them is ±inf, NaN
+ * or too close to FLT_MAX for the fast split. */
 __device__ __forceinline__ uint32_t max_abs_bits(float4 x)
 {
     return max(max(__float_as_uint(x.x) & 0x7fffffffu, __float_as_uint(x.y) & 0x7fffffffu),
@@ -199,8 +218,8 @@ __device__ __forceinline__ void load_block(uint32_t s, const float *g, int64_t r
     load_rows_f32<C::BN, C::LD, C::D, C::THREADS>(s, g + key0 * row_stride, row_stride, rows, d, vec);
 }
 
-/* Whether a float that this thread copied into tile s by load_block (same mapping) is ±inf or
- * NaN: called once its cp.async group has completed and before the barrier, so it reads only
+/* Whether a float that this thread copied into tile s by load_block (same mapping) needs the
+ * safe split (±inf, NaN, or |x| within half a TF32 ulp of FLT_MAX): called once its cp.async group has completed and before the barrier, so it reads only
  * its own copies. The barrier then ORs the answers of all threads (__syncthreads_or). */
 template <class C>
 __device__ __forceinline__ bool tile_nonfinite(const float *s, bool vec)
@@ -220,7 +239,7 @@ __device__ __forceinline__ bool tile_nonfinite(const float *s, bool vec)
             m = max(m, __float_as_uint(s[idx / D * C::LD + idx % D]) & 0x7fffffffu);
         }
     }
-    return m >= 0x7f800000u;
+    return m >= FP32TC_SAFE_BITS;
 }
 
 /* S = Q K_jᵀ (scaled) for one warp: 16 × BN, the C fragments of n-tiles of 8 keys, from the
@@ -233,6 +252,7 @@ template <class C, bool SAFE>
 __device__ __forceinline__ void qk_block(float r_s[C::BN / 8][4], uint32_t q_lane, uint32_t s_k, uint32_t k_lane)
 {
     constexpr int D = C::D, BN = C::BN, LD = C::LD;
+    constexpr uint32_t Q_SMALL = 4 * C::BM * LD;       /* bytes from Q's big part to its small */
 #pragma unroll
     for (int n = 0; n < BN / 8; n++)
         r_s[n][0] = r_s[n][1] = r_s[n][2] = r_s[n][3] = 0.f;
@@ -244,11 +264,17 @@ __device__ __forceinline__ void qk_block(float r_s[C::BN / 8][4], uint32_t q_lan
             r_t[n][0] = r_t[n][1] = r_t[n][2] = r_t[n][3] = 0.f;
 #pragma unroll
         for (int kk = 4 * k32; kk < 4 * k32 + 4; kk++) {
-            uint32_t q[4], q_big[4], q_small[4];
-            ldsm_x4(q, q_lane + 32 * kk);
+            uint32_t q_big[4], q_small[4];
+            if (C::QS) {
+                ldsm_x4(q_big, q_lane + 32 * kk);
+                ldsm_x4(q_small, q_lane + Q_SMALL + 32 * kk);
+            } else {
+                uint32_t q[4];
+                ldsm_x4(q, q_lane + 32 * kk);
 #pragma unroll
-            for (int e = 0; e < 4; e++)
-                split_tf32<SAFE>(q[e], q_big[e], q_small[e]);
+                for (int e = 0; e < 4; e++)
+                    split_tf32<SAFE>(q[e], q_big[e], q_small[e]);
+            }
 #pragma unroll
             for (int np = 0; np < BN / 16; np++) {
                 uint32_t k[4], k_big[4], k_small[4];
@@ -355,7 +381,7 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
         cp_async_commit();
     }
 
-    /* Largest |bits| of this thread's scaled Q values: ≥ 0x7f800000 if one is ±inf or NaN. */
+    /* Largest |bits| of this thread's scaled Q values (FP32TC_SAFE_BITS: see split3_fast). */
     uint32_t q_bits = 0;
     /* s.q = Q[m0 : m0+BM] · scale · log2(e), rows ≥ Nq and columns ≥ d zero, while K0 lands.
      * Pre-scaling makes S the exp2 argument for any sign of scale, and a masked −inf stays −inf. */
@@ -377,8 +403,26 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
         }
         const float sl = a.scale_log2;
         x = make_float4(x.x * sl, x.y * sl, x.z * sl, x.w * sl);
-        q_bits = max(q_bits, max_abs_bits(x));
-        *(float4 *)&s.q[r][c] = x;
+        if (C::QS) {         /* split once, each float4 in the form its values need */
+            uint4 big, small;
+            uint32_t rest;
+            if (max_abs_bits(x) >= FP32TC_SAFE_BITS) {
+                split3_safe(__float_as_uint(x.x), big.x, small.x, rest);
+                split3_safe(__float_as_uint(x.y), big.y, small.y, rest);
+                split3_safe(__float_as_uint(x.z), big.z, small.z, rest);
+                split3_safe(__float_as_uint(x.w), big.w, small.w, rest);
+            } else {
+                split3_fast(__float_as_uint(x.x), big.x, small.x, rest);
+                split3_fast(__float_as_uint(x.y), big.y, small.y, rest);
+                split3_fast(__float_as_uint(x.z), big.z, small.z, rest);
+                split3_fast(__float_as_uint(x.w), big.w, small.w, rest);
+            }
+            *(uint4 *)&s.q[0][r][c] = big;
+            *(uint4 *)&s.q[1][r][c] = small;
+        } else {
+            q_bits = max(q_bits, max_abs_bits(x));
+            *(float4 *)&s.q[0][r][c] = x;
+        }
     }
 
     const int row0 = m0 + 16 * warp;                    /* first query row of this warp */
@@ -387,7 +431,7 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
      * matrices (rows 0-7, cols 0-3), (8-15, 0-3), (0-7, 4-7), (8-15, 4-7) are a0..a3 of one
      * k-step. K: key lane%8 + 8·(lane/16), columns 4·((lane/8)%2)..: (keys 0-7, cols 0-3),
      * (0-7, 4-7), (8-15, 0-3), (8-15, 4-7) are b0, b1 of n-tile 0 and b0, b1 of n-tile 1. */
-    const uint32_t q_lane = smem_u32(s.q[16 * warp + lane % 16]) + 16 * (lane / 16);
+    const uint32_t q_lane = smem_u32(s.q[0][16 * warp + lane % 16]) + 16 * (lane / 16);
     const uint32_t k_lane = 4 * ((lane % 8 + 8 * (lane / 16)) * LD + 4 * ((lane / 8) % 2));
 
     /* O: rows g, g+8 of the warp; r_o[grp][j] is the C fragment of n-tile j of column group grp
@@ -408,7 +452,7 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
         /* Barrier: every thread's copies of K_kb (and its stores of Q) are visible, and every
          * warp has finished block kb−1, whose V stage the load below overwrites. It also tells
          * every thread whether Q or K_kb holds ±inf or NaN (safe splits for S, see split3_fast). */
-        const bool safe_s = __syncthreads_or(q_bits >= 0x7f800000u ||
+        const bool safe_s = __syncthreads_or(q_bits >= FP32TC_SAFE_BITS ||
                                              tile_nonfinite<C>(&s.k[kb % STAGES][0][0], vec_k));
         if (kb + STAGES - 1 < n_blocks)
             load_block<C>(smem_u32(s.v[(kb + STAGES - 1) % STAGES]), g_v, p.v_row_stride,

@@ -60,6 +60,11 @@ struct sm90_tile {
      * while this one is computed (one CTA per SM either way: the registers allow no more). */
     static constexpr int QBUFS = (2 * BM + 2 * STAGES_ * BN_) * D_ * 2 + 2048 <= 227 * 1024 ? 2 : 1;
     static constexpr int CONSUMER_REGS = CONSUMERS_ == 2 ? 240 : 160;
+    /* softmax_done after each block's softmax: d = 256 +5 %, d = 128 even, d = 64 −3 %; the O
+     * rescale skipped when no row's max moved: d = 256 +1 %, d = 128 even, d = 64 −4 % (tune.py,
+     * 2026-11-30, bench/LOG.md) */
+    static constexpr bool SOFTMAX_FENCE = D_ >= 256;
+    static constexpr bool RESCALE_SKIP = D_ >= 128;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
                   "tile shape");
@@ -92,6 +97,19 @@ typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUM
     sm90_tile_d128;
 typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
     sm90_tile_d256;
+/* d = 128, non-causal, from FA_SM90_LONG_NK keys: 176 keys per block (FlashAttention-3's
+ * non-causal choice; one Q buffer at 226 KB). tune.py, bf16, non-causal: +2-4 % from 4k keys,
+ * behind BN = 128 at 2k keys and below and on causal runs. */
+#ifndef FA_SM90_LONG_NK
+#define FA_SM90_LONG_NK 4096
+#endif
+/* The online softmax's lazy max (sm90_softmax), in log2 units; 0: off. tune.py, d = 128 with 8:
+ * +4 %, but the largest P of a block is then no longer exactly 1 and the bf16 errors grow
+ * 1.5-2x, past the accuracy rule on some shapes: off. */
+#ifndef FA_SM90_LAZY
+#define FA_SM90_LAZY 0
+#endif
+typedef sm90_tile<128, 176, 2, 2, 1> sm90_tile_d128_long;
 
 /* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
  * params with scalars derived on the host. */
@@ -313,10 +331,17 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
             m = fmaxf(m, fmaxf(r_s[4 * j + 2 * r], r_s[4 * j + 2 * r + 1]));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
-        alpha[r] = ex2((m_i[r] - m) * x.c);
-        l_i[r] *= alpha[r];
-        m_i[r] = m;
-        mc[r] = m * x.c;
+        /* Lazy: the running max moves only when the block's max passes it by more than
+         * FA_SM90_LAZY (log2 units; the first block, NaN and inf always move it), so P stays
+         * at most 2^FA_SM90_LAZY and O needs no rescale (alpha = 1). */
+        if (FA_SM90_LAZY == 0 || !((m - m_i[r]) * x.c <= (float)FA_SM90_LAZY)) {
+            alpha[r] = ex2((m_i[r] - m) * x.c);
+            l_i[r] *= alpha[r];
+            m_i[r] = m;
+        } else {
+            alpha[r] = 1.f;
+        }
+        mc[r] = m_i[r] * x.c;
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
@@ -325,12 +350,34 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
     }
 }
 
-/* O ·= alpha, row by row. */
-template <int D>
-__device__ __forceinline__ void rescale(float (&r_o)[D / 2], const float (&alpha)[2])
+/* Ends the basic block after the softmax with a branch on its result (never taken: l_i >= 0 or
+ * NaN). Without it ptxas hoists the next wgmma wait (WARPGROUP.DEPBAR) above the softmax, which
+ * then runs after O += P V has completed instead of beside it. */
+#ifndef FA_SM90_SOFTMAX_FENCE       /* 1 on every tile, 0 on none; default: C::SOFTMAX_FENCE */
+#define FA_SM90_SOFTMAX_FENCE -1
+#endif
+template <class C>
+__device__ __forceinline__ void softmax_done(const float (&l_i)[2])
 {
+    constexpr bool on = FA_SM90_SOFTMAX_FENCE < 0 ? C::SOFTMAX_FENCE : FA_SM90_SOFTMAX_FENCE > 0;
+    if (on && (l_i[0] < 0.f || l_i[1] < 0.f))
+        asm volatile("nanosleep.u32 0;\n" ::: "memory");
+}
+
+/* O ·= alpha, row by row; skipped by the whole warp when every alpha of its rows is exactly 1
+ * (no row's max moved), which changes no bit of O. On long rows the max rarely moves: after j
+ * blocks of random scores a row's max moves with probability 1/(j+1). */
+#ifndef FA_SM90_RESCALE_SKIP        /* 1 on every tile, 0 on none; default: C::RESCALE_SKIP */
+#define FA_SM90_RESCALE_SKIP -1
+#endif
+template <class C>
+__device__ __forceinline__ void rescale(float (&r_o)[C::D / 2], const float (&alpha)[2])
+{
+    constexpr bool skip = FA_SM90_RESCALE_SKIP < 0 ? C::RESCALE_SKIP : FA_SM90_RESCALE_SKIP > 0;
+    if (skip && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+        return;
 #pragma unroll
-    for (int i = 0; i < D / 2; i++)
+    for (int i = 0; i < C::D / 2; i++)
         r_o[i] *= alpha[(i / 2) % 2];
 }
 
@@ -526,11 +573,12 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             reg_fence(r_s);
             release(&s.empty_k[st], lane);
             sm90_softmax<C>(r_s, m_i, l_i, alpha, kb * BN, ctx);
+            softmax_done<C>(l_i);
             wgmma_wait<0>();                                /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
             reg_fence_u(r_p);
             release(&s.empty_v[pst], lane);
-            rescale<D>(r_o, alpha);
+            rescale<C>(r_o, alpha);
             pack_p<T, BN>(r_p, r_s);
         }
         {
@@ -762,6 +810,9 @@ extern "C" int fa_sm90_forward(const fa_params *p, cudaStream_t stream)
     if (p->d <= 64)
         return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, stream)
                     : sm90_launch<__half, sm90_tile_d64>(p, stream);
+    if (p->d <= 128 && !p->causal && p->Nk >= FA_SM90_LONG_NK)
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_long>(p, stream)
+                    : sm90_launch<__half, sm90_tile_d128_long>(p, stream);
     if (p->d <= 128)
         return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, stream)
                     : sm90_launch<__half, sm90_tile_d128>(p, stream);

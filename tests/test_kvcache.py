@@ -211,6 +211,20 @@ def test_kvcache_cuda_forced_splits(splits, monkeypatch):
 
 
 @gpu
+@pytest.mark.parametrize("warps", ["1", "4"])
+@pytest.mark.parametrize("d", [72, 256])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+def test_kvcache_cuda_combine_warps(warps, d, dtype, monkeypatch):
+    """The combine kernel with one warp per output row and with four (one row per CTA, the sums
+    meeting in shared memory), forced with FA_DECODE_COMBINE_WARPS, over 47 splits of 128 keys
+    (a pass of 32 weights and one of 15; groups of 8 loads, the last of 7) at head dims that do not
+    fill the lanes."""
+    monkeypatch.setenv("FA_DECODE_COMBINE_WARPS", warps)
+    monkeypatch.setenv("FA_DECODE_SPLITS", "50")
+    run_case("cuda", dtype, 2, 4, 1, 2, d, 6000, [5999, 3001], 1, True)
+
+
+@gpu
 @pytest.mark.parametrize("case", [
     dict(B=1, Hq=1, Hkv=1, nq=1, d=1, Nmax=7, seqlens=[7], append=0, causal=False),   # d = 1
     dict(B=2, Hq=6, Hkv=3, nq=3, d=33, Nmax=129, seqlens=[0, 126], append=3, causal=True),   # odd d

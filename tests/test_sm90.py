@@ -56,6 +56,25 @@ def test_sm90_lse_and_layouts(dtype, causal, d, forced):
 
 
 @sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d", [72, 128])
+@pytest.mark.parametrize("nq,nk", [(1, 4096), (300, 4097), (129, 5000)])
+@pytest.mark.parametrize("grid", ["0", "1"], ids=["one_cta_per_tile", "persistent"])
+def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, monkeypatch):
+    """Non-causal from FA_SM90_LONG_NK (4096) keys at d <= 128 runs the 176-key tile: block tails
+    (4097 = 23 · 176 + 49, 5000 = 28 · 176 + 72), one query row, GQA, lse, both grids."""
+    monkeypatch.setenv("FA_SM90_PERSIST", grid)
+    torch.manual_seed(nq + nk + d)
+    q = randn(2, 4, nq, d, dtype=dtype, device="cuda")
+    k = randn(2, 2, nk, d, dtype=dtype, device="cuda")
+    v = randn(2, 2, nk, d, dtype=dtype, device="cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v)
+    assert_accurate(out, q, k, v, False, what=f"sm90 long-key tile {dtype} d={d} Nq={nq} Nk={nk}")
+    err = (lse.double() - reference_lse(q, k, False)).abs().max().item()
+    assert err < 1e-4, f"lse max error {err:.3e}"
+
+
+@sm90
 @pytest.mark.parametrize("grid,order", [("0", "rank"), ("1", "rank"), ("1", "snake")],
                          ids=["one_cta_per_tile", "persistent", "persistent_snake"])
 @pytest.mark.parametrize("causal", [False, True])

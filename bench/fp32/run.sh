@@ -4,7 +4,8 @@
 #      for reference),
 #   2. the same with FA_FP32_D64_MIN_CTAS=1 (d=64: one unrolled 255-register CTA per SM instead
 #      of two 128-register ones), to pick the d=64 tile from a measurement,
-#   3. fa_fp32tc.cu's other d=128 tile (BN=64, one stage) and fa_fp32.cu's d=128 tile variants,
+#   3. fa_fp32tc.cu's tile variants (d=128 BN=64 with one stage; Q split per key block; Q split
+#      once with two K/V stages) and fa_fp32.cu's d=128 tile variants,
 #   4. compute-sanitizer memcheck and racecheck on the small cases,
 #   5. SDPA's efficient backend on fp32, same shapes, for the ratio (if torch is importable).
 # Logs go to $OUT (default bench/fp32/out). From the repository root:
@@ -13,23 +14,34 @@ set -u
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-bench/fp32/out}
 mkdir -p "$OUT"
-BIN=$(mktemp -d)
+# PREBUILT=dir: the binaries were built there already (same sources, e.g. on a machine without a
+# GPU with BUILD_ONLY=1); FAST=1: fp32tc variants only, no sanitizer.
+BIN=${PREBUILT:-$(mktemp -d)}
 NVCC=(nvcc -std=c++17 -O3 -DNDEBUG -lineinfo -gencode arch=compute_90a,code=sm_90a -Xptxas -v -Icsrc)
 
 build() {   # build NAME EXTRA_FLAGS...
     local name=$1; shift
+    [ -n "${PREBUILT:-}" ] && [ -x "$BIN/$name" ] && [ -z "${BUILD_ONLY:-}" ] && return
     local simt=(-DWITH_SIMT csrc/fa_simt.cu)
+    [ -n "${FAST:-}" ] && simt=()
     "${NVCC[@]}" "$@" "${simt[@]}" bench/fp32/selftest.cu csrc/fa_fp32.cu csrc/fa_fp32tc.cu csrc/fa_naive.cu \
         -o "$BIN/$name" > "$OUT/build_$name.log" 2>&1 ||
     "${NVCC[@]}" "$@" bench/fp32/selftest.cu csrc/fa_fp32.cu csrc/fa_fp32tc.cu csrc/fa_naive.cu \
         -o "$BIN/$name" > "$OUT/build_$name.log" 2>&1   # without the simt reference
 }
 ( time build selftest ) 2> "$OUT/build_time.log" &
+if [ -z "${FAST:-}" ]; then
 build selftest_d64c1 -DFA_FP32_D64_MIN_CTAS=1 &
 build selftest_d128t64 -DFA_FP32_D128_BM=64 -DFA_FP32_D128_BN=32 -DFA_FP32_D128_MIN_CTAS=2 &
 build selftest_d128t128 -DFA_FP32_D128_BM=128 -DFA_FP32_D128_BN=64 -DFA_FP32_D128_MIN_CTAS=1 &
 build selftest_tc128b64 -DFA_FP32TC_D128_BN=64 -DFA_FP32TC_D128_STAGES=1 &
+fi
+# fp32tc: the production tiles split Q once into shared memory (QS); tcqs0 splits it per key block
+# with two K/V stages at d=128, tcqs2 keeps QS with two stages (one CTA per SM at d=128)
+build selftest_tcqs0 -DFA_FP32TC_D128_QS=0 -DFA_FP32TC_D64_QS=0 -DFA_FP32TC_D128_STAGES=2 &
+build selftest_tcqs2 -DFA_FP32TC_D128_STAGES=2 &
 wait
+[ -n "${BUILD_ONLY:-}" ] && { ls -la "$BIN"; exit 0; }
 cat "$OUT/build_time.log"
 grep -A2 "fp32_forward_kernel" "$OUT/build_selftest.log" | grep -E "entry|spill|registers"
 grep -E "spill|error" "$OUT/build_selftest_d64c1.log" | head -10
@@ -46,18 +58,20 @@ echo "== d=64 with one 255-register CTA per SM"
 [ -x "$BIN/selftest_d64c1" ] && "$BIN/selftest_d64c1" --check --bench --d64 --no-baselines 2>&1 |
     grep -E "FAIL|passed|^fp32 |^kernel" | tee "$OUT/selftest_d64c1.log"
 
-for v in d128t64 d128t128; do
+for v in $([ -z "${FAST:-}" ] && echo d128t64 d128t128); do
     echo "== d=128 tile variant $v"
     [ -x "$BIN/selftest_$v" ] && "$BIN/selftest_$v" --check --bench --d128 --no-baselines 2>&1 |
         grep -E "FAIL|passed|^fp32 |^kernel" | tee "$OUT/selftest_$v.log"
 done
 
-echo "== fp32tc d=128 with BN=64, one stage"
-[ -x "$BIN/selftest_tc128b64" ] && "$BIN/selftest_tc128b64" --check --bench --d128 --no-baselines 2>&1 |
-    grep -E "FAIL|passed|^fp32tc |^kernel" | tee "$OUT/selftest_tc128b64.log"
+for v in $([ -z "${FAST:-}" ] && echo tc128b64) tcqs0 tcqs2; do
+    echo "== fp32tc variant $v (see the build lines above)"
+    [ -x "$BIN/selftest_$v" ] && "$BIN/selftest_$v" --check --bench --no-baselines 2>&1 |
+        grep -E "FAIL|passed|^fp32tc +[0-9]|^kernel" | tee "$OUT/selftest_$v.log"
+done
 
 echo "== compute-sanitizer (small cases)"
-if command -v compute-sanitizer > /dev/null; then
+if [ -z "${FAST:-}" ] && command -v compute-sanitizer > /dev/null; then
     timeout 300 compute-sanitizer --tool memcheck "$BIN/selftest" --check --small 2>&1 | tail -4 | tee "$OUT/memcheck.log"
     timeout 300 compute-sanitizer --tool racecheck "$BIN/selftest" --check --small 2>&1 | tail -4 | tee "$OUT/racecheck.log"
 fi
@@ -89,5 +103,5 @@ for d in (64, 128):
             flop = 4 * b * h * n * n * d * (0.5 if causal else 1.0)
             print(f"{'sdpa-ef':7s} {d:4d} {n:6d} {b:3d} {h:3d} {causal:6d}  {ms:10.3f} {flop / ms * 1e-9:9.2f}", flush=True)
 PY
-rm -rf "$BIN"
+[ -z "${PREBUILT:-}" ] && rm -rf "$BIN"
 exit $status

@@ -25,14 +25,30 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 import torch_flashattn  # noqa: E402,F401
 
-# (d, BN, STAGES, CONSUMERS, PINGPONG); the production tiles are timed through the op.
+# (d, BN, STAGES, CONSUMERS, PINGPONG, other FA_SM90_* defines); the production tiles are timed
+# through the op. LAZY: the lazy running max (sm90_softmax); LONG_NK: the 176-key d = 128 tile
+# from that many keys on, non-causal; SOFTMAX_FENCE: 1 / 0 softmax_done on every tile / none;
+# RESCALE_SKIP: 0 rescales O even when no row's max moved.
 VARIANTS = [
-    (64, 128, 2, 2, 1), (64, 64, 2, 2, 1), (128, 176, 2, 2, 1), (256, 64, 2, 2, 1),
+    (64, 128, 2, 3, 1, {"RESCALE_SKIP": 0}),
+    (128, 128, 2, 2, 1, {"RESCALE_SKIP": 0}), (128, 128, 2, 2, 1, {"SOFTMAX_FENCE": 1}),
+    (128, 128, 2, 2, 1, {"LONG_NK": 1 << 40}),
+    (256, 80, 2, 2, 1, {"RESCALE_SKIP": 0}),
 ]
+if os.environ.get("TUNE_VARIANTS"):      # e.g. "128,176,2,2,1,LAZY=8;64,128,2,3,1"
+    VARIANTS = [tuple(int(x) for x in v.split(",")[:5]) + (dict((kv.split("=")[0], int(kv.split("=")[1]))
+                for kv in v.split(",")[5:]),) for v in os.environ["TUNE_VARIANTS"].split(";")]
+
+
+def vname(v):
+    short = {"LAZY": "L", "LONG_NK": "K", "SOFTMAX_FENCE": "F", "RESCALE_SKIP": "R"}
+    return f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}" + "".join(f"{short.get(k, k)}{x}" for k, x in v[5].items())
 # The production kernel's columns: the environment each runs under (csrc/fa_sm90.cu).
 PROD = {"auto": {}, "grid": {"FA_SM90_PERSIST": "0"},
         "rank": {"FA_SM90_PERSIST": "1", "FA_SM90_ORDER": "rank"},
         "snake": {"FA_SM90_PERSIST": "1", "FA_SM90_ORDER": "snake"}}
+if os.environ.get("TUNE_PROD"):          # e.g. "auto": only those columns of the production kernel
+    PROD = {k: PROD[k] for k in os.environ["TUNE_PROD"].split(",")}
 BUILD = os.environ.get("BUILD", "/tmp/sm90_tune")
 
 
@@ -44,19 +60,26 @@ class Params(ctypes.Structure):
          ("num_threads", ctypes.c_int)]
 
 
-def build(variants):
+def build(variants, load=True):
     os.makedirs(BUILD, exist_ok=True)
     procs = []
-    for d, bn, st, cons, pp in variants:
-        so = f"{BUILD}/d{d}_bn{bn}_s{st}_c{cons}_p{pp}.so"
+    for v in variants:
+        d, bn, st, cons, pp, extra = v
+        so = f"{BUILD}/d{d}_{vname(v)}.so"
+        if os.environ.get("TUNE_PREBUILT") and os.path.exists(so):    # built elsewhere (same sources)
+            procs.append((so, None))
+            continue
         cmd = ["nvcc", "-std=c++17", "-O3", "-DNDEBUG", "-shared", "-Xcompiler", "-fPIC",
                "-gencode=arch=compute_90a,code=sm_90a", "-Icsrc", "-Xptxas", "-v",
                f"-DFA_SM90_D{d}_BN={bn}", f"-DFA_SM90_D{d}_STAGES={st}", f"-DFA_SM90_D{d}_CONSUMERS={cons}",
-               f"-DFA_SM90_D{d}_PINGPONG={pp}",
-               "csrc/fa_sm90.cu", "-o", so]
+               f"-DFA_SM90_D{d}_PINGPONG={pp}"] + [f"-DFA_SM90_{k}={x}" for k, x in extra.items()] + \
+              ["csrc/fa_sm90.cu", "-o", so]
         procs.append((so, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
     libs = []
     for so, proc in procs:
+        if proc is None:
+            libs.append(ctypes.CDLL(so) if load else so)
+            continue
         log = proc.communicate()[0]
         if proc.returncode != 0:
             print(f"build failed: {so}\n{log[-3000:]}")
@@ -65,7 +88,7 @@ def build(variants):
         spills = [line.strip() for line in log.splitlines() if "spill" in line and not line.strip().startswith("0 bytes stack frame, 0 bytes spill")]
         if spills:
             print(f"{os.path.basename(so)}: {spills[:2]}")
-        libs.append(ctypes.CDLL(so))
+        libs.append(ctypes.CDLL(so) if load else so)
     return libs
 
 
@@ -116,18 +139,23 @@ def main():
     ap.add_argument("--d", nargs="+", type=int, default=[64, 128, 256])
     ap.add_argument("--n", nargs="+", default=["1k", "2k", "4k", "16k"])
     ap.add_argument("--no-variants", action="store_true", help="time the production kernel only")
+    ap.add_argument("--build-only", action="store_true", help="build the variants into $BUILD and stop")
     args = ap.parse_args()
     ns = [int(x[:-1]) * 1024 if x.endswith("k") else int(x) for x in args.n]
     variants = [] if args.no_variants else [v for v in VARIANTS if v[0] in args.d]
+    if args.build_only:
+        for so in build(variants, load=False):
+            print(so)
+        return
     libs = build(variants)
     os.environ["FA_KERNEL"] = "sm90"
     for d in args.d:
         mine = [(v, lib) for v, lib in zip(variants, libs) if v[0] == d and lib is not None]
-        status = {v: check(lib, d) for v, lib in mine}
-        names = list(PROD) + ["cudnn"] + [f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}" for v, _ in mine]
+        status = [check(lib, d) for v, lib in mine]
+        names = list(PROD) + ["cudnn"] + [vname(v) for v, _ in mine]
         print(f"\nd={d} TFLOP/s (bf16, B·N=16k, H·d=2048); checks: " +
-              ", ".join(f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]} {status[v]}" for v, _ in mine))
-        print("causal N      " + " ".join(f"{n:>12}" for n in names))
+              ", ".join(f"{vname(v)} {st}" for (v, _), st in zip(mine, status)))
+        print("causal N      " + " ".join(f"{n:>17}" for n in names))
         logs = {n: [] for n in names}
         for causal in (False, True):
             for N in ns:
@@ -149,15 +177,15 @@ def main():
                             del os.environ[var]
                     else:
                         vt, lib = mine[j - len(PROD) - 1]
-                        if status[vt] != "ok":
+                        if status[j - len(PROD) - 1] != "ok":
                             row.append(float("nan"))
                             continue
                         ms = do_bench(lambda: call(lib, q, k, v, o, causal), warmup=25, rep=100)
                     tf = flops / ms / 1e9
                     row.append(tf)
                     logs[name].append(math.log(tf))
-                print(f"{int(causal):6} {N:5}  " + " ".join(f"{x:12.0f}" for x in row), flush=True)
-        print("geomean       " + " ".join(f"{math.exp(sum(l) / len(l)) if l else float('nan'):12.0f}" for l in logs.values()))
+                print(f"{int(causal):6} {N:5}  " + " ".join(f"{x:17.0f}" for x in row), flush=True)
+        print("geomean       " + " ".join(f"{math.exp(sum(l) / len(l)) if l else float('nan'):17.0f}" for l in logs.values()))
 
 
 if __name__ == "__main__":
