@@ -3,7 +3,7 @@
 #
 #   bench/h200.sh tests sanitize bench memory        # stages: test suite random tests sanitize bench memory
 #                                                    #         grid model decode dsweep examples sm90 ncu sm80tune
-#                                                    #         fp32test
+#                                                    #         fp32test ncusrc ncu80
 #
 # test: the whole pytest suite; suite: the same on 16 workers with the tensors past 2³¹ elements
 # afterwards on 2 (they need tens of GiB each), summaries and slowest tests in $OUT/suite*.log;
@@ -11,6 +11,8 @@
 # tests: file by file with time limits (bench/h200_tests.sh); examples: examples/*.py;
 # sm90: the Hopper kernel's SASS census, smoke check, tests and tile sweep (bench/sm90/run.sh);
 # ncu: Nsight Compute on the decode kernels and the Hopper kernel (bench/decode_ncu.sh, bench/sm90/ncu.sh);
+# ncusrc: the Hopper kernel's warp stalls per SASS instruction (bench/sm90/ncu_source.sh); ncu80: the
+# sm_80 kernel beside SDPA's flash backend at d = 256 (bench/sm80/ncu_compare.sh);
 # sanitize: tests/sanitize.sh; bench: the full FlashAttention grid (bench/results/gpu.*); grid: fa
 # against SDPA flash and cuDNN on it (bench/results/gpu_sm90.*); memory:
 # bench/memory.py; model: bench/model.py ($OUT/model.*); decode: bench/decode.py ($OUT/decode.*);
@@ -49,6 +51,8 @@ for stage in "$@"; do
                   2>&1 | tee "$OUT/examples.log"; ! grep -q -- "-> examples" "$OUT/examples.log" ;;
     sm90) OUT="$OUT" bash bench/sm90/run.sh 2>&1 | tee "$OUT/sm90.log" | tail -60 ;;
     ncu) { OUT="$OUT" bash bench/decode_ncu.sh; OUT="$OUT" bash bench/sm90/ncu.sh; } 2>&1 | tail -120 ;;
+    ncusrc) OUT="$OUT" bash bench/sm90/ncu_source.sh 2>&1 | tail -80 ;;
+    ncu80) OUT="$OUT" bash bench/sm80/ncu_compare.sh 2>&1 | tail -90 ;;
     sanitize) tests/sanitize.sh 2>&1 | tee "$OUT/sanitize.log" | tail -20 ;;
     bench) python3 -m bench.attention --preset gpu --out "$OUT/gpu" 2>&1 | tail -120 ;;
     grid) python3 -m bench.attention --device cuda --providers fa sdpa-flash sdpa-cudnn --dtype bf16 fp16 \
