@@ -236,9 +236,13 @@ def time_cpu(fn, budget_s):
     return statistics.median(times) * 1e3
 
 
-def time_cuda_events(fn, budget_s):
-    """Median ms over CUDA events, L2 flushed before each call (what do_bench does)."""
+def time_cuda_events(fn, budget_s, flush_mode="zero"):
+    """Median ms over CUDA events, L2 flushed before each call: by writing 256 MB of zeros (what
+    do_bench does; the dirty lines it leaves in L2 are written back during the timed call), or with
+    flush_mode="read" by reading 256 MB (L2 left holding clean lines)."""
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    if flush_mode == "read":
+        flush = flush.view(torch.float32).zero_()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(5):
@@ -248,7 +252,10 @@ def time_cuda_events(fn, budget_s):
     reps = max(10, min(1000, int(budget_s * 1e3 / max(start.elapsed_time(end) / 5, 1e-3))))
     events = [[torch.cuda.Event(enable_timing=True) for _ in range(2)] for _ in range(reps)]
     for e0, e1 in events:
-        flush.zero_()
+        if flush_mode == "read":
+            flush.amax()
+        else:
+            flush.zero_()
         e0.record()
         fn()
         e1.record()
@@ -256,10 +263,14 @@ def time_cuda_events(fn, budget_s):
     return statistics.median(e0.elapsed_time(e1) for e0, e1 in events)
 
 
-def make_timer(device):
-    """(timer(fn, budget_s) -> median ms, description)."""
+def make_timer(device, flush_mode="zero"):
+    """(timer(fn, budget_s) -> median ms, description). flush_mode="read": CUDA events with a
+    read-only L2 flush (time_cuda_events) instead of do_bench's zero fill."""
     if device == "cpu":
         return time_cpu, "time.perf_counter, 1 warm-up, median of >= 3 calls / budget"
+    if flush_mode == "read":
+        return (lambda fn, budget_s: time_cuda_events(fn, budget_s, "read"),
+                "CUDA events, 5 warm-up, median of >= 10 calls / budget, L2 flushed by reading 256 MB")
     try:
         from triton.testing import do_bench
     except ImportError:

@@ -151,9 +151,12 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="two small shapes")
     ap.add_argument("--budget", type=float, default=0.2, help="seconds of timed calls per provider and shape")
     ap.add_argument("--out", help="output path without suffix, e.g. bench/results/decode")
+    ap.add_argument("--flush", choices=["zero", "read"], default="zero",
+                    help="L2 flush before each timed call: do_bench's zero fill (default; its dirty lines "
+                         "are written back during the call) or a read of 256 MB")
     args = ap.parse_args(argv)
     import torch_flashattn  # noqa: F401  (registers torch.ops.fa)
-    timer, note = make_timer("cuda")
+    timer, note = make_timer("cuda", args.flush)
     result = {"name": "decode", "command": shlex.join(["python3", "-m", "bench.decode", *argv]),
               "date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "git_commit": git_commit(),
               **environment("cuda"), "timer": f"{note} ({args.budget:g} s)", "points": []}
