@@ -98,18 +98,19 @@ typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUM
 typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
     sm90_tile_d256;
 /* d = 128, non-causal, from FA_SM90_LONG_NK keys: 176 keys per block (FlashAttention-3's
- * non-causal choice; one Q buffer at 226 KB). tune.py, bf16, non-causal: +2-4 % from 4k keys,
- * behind BN = 128 at 2k keys and below and on causal runs. */
+ * non-causal choice; one Q buffer at 226 KB). tune.py, bf16, non-causal from 4k keys, three runs
+ * against BN = 128: −3 to +6 %, +1.5 % on average; behind it at 2k keys and on causal runs. */
 #ifndef FA_SM90_LONG_NK
 #define FA_SM90_LONG_NK 4096
 #endif
+typedef sm90_tile<128, 176, 2, 2, 1> sm90_tile_d128_long;
+
 /* The online softmax's lazy max (sm90_softmax), in log2 units; 0: off. tune.py, d = 128 with 8:
  * +4 %, but the largest P of a block is then no longer exactly 1 and the bf16 errors grow
  * 1.5-2x, past the accuracy rule on some shapes: off. */
 #ifndef FA_SM90_LAZY
 #define FA_SM90_LAZY 0
 #endif
-typedef sm90_tile<128, 176, 2, 2, 1> sm90_tile_d128_long;
 
 /* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
  * params with scalars derived on the host. */
