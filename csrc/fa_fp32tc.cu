@@ -70,10 +70,13 @@ struct tc_tile {
     static_assert(D % 32 == 0 && BN % 16 == 0 && STAGES >= 1, "tile shape");
 };
 
-/* The tiles (ptxas, nvcc 13.0, sm_90a / sm_80: registers, no spills):
- *   d=64:  BN=64, 2 stages, 85 KB: 2 CTAs per SM on sm_90 (1 on sm_80). 239 / 214 registers.
- *   d=128: BN=32, 2 stages, 99 KB: 2 CTAs per SM on sm_90. 245 / 239 registers.
- * On the H200 (bench/results/gpu_fp32.md): d=64 39.6-42.7 TFLOP/s non-causal, d=128 38.1-41.2.
+/* The tiles, Q split once into shared memory (ptxas, nvcc 13.0, sm_90a / sm_80):
+ *   d=64:  BN=64, 2 stages, 102 KB: 2 CTAs per SM on sm_90 (1 on sm_80). 232 / 212 registers.
+ *   d=128: BN=32, 1 stage, 99 KB: 2 CTAs per SM on sm_90. 254 / 255 registers and 32 / 16 bytes
+ *          of spill stores, all outside the key loop but one reload per key block.
+ * On the H200 (bench/results/gpu_fp32.md): d=64 42.5-46.0 TFLOP/s non-causal, d=128 41.5-45.3;
+ * bench/fp32/run.sh's variants: two stages at d=128 (one CTA per SM) 29-31, Q split per key block
+ * with two stages 41-42.
  * d > 128 is declined: O alone is 128 registers there, and every tile tried spilled (BN=32 with
  * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fa_fp32.cu runs it. */
 #ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times other tiles */
