@@ -73,7 +73,7 @@ struct tc_tile {
 /* The tiles, Q split once into shared memory (ptxas, nvcc 13.0, sm_90a / sm_80):
  *   d=64:  BN=64, 2 stages, 102 KB: 2 CTAs per SM on sm_90 (1 on sm_80). 232 / 212 registers.
  *   d=128: BN=32, 1 stage, 99 KB: 2 CTAs per SM on sm_90. 254 / 255 registers and 32 / 16 bytes
- *          of spill stores, all outside the key loop but one reload per key block.
+ *          of spill stores (64-bit values).
  * On the H200 (bench/results/gpu_fp32.md): d=64 42.5-46.0 TFLOP/s non-causal, d=128 41.5-45.3;
  * bench/fp32/run.sh's variants: two stages at d=128 (one CTA per SM) 29-31, Q split per key block
  * with two stages 41-42.
