@@ -75,8 +75,8 @@ struct tc_tile {
  *   d=128: BN=32, 1 stage, 99 KB: 2 CTAs per SM on sm_90. 254 / 255 registers and 32 / 16 bytes
  *          of spill stores (64-bit values).
  * On the H200 (bench/results/gpu_fp32.md): d=64 42.5-46.0 TFLOP/s non-causal, d=128 41.5-45.3;
- * bench/fp32/run.sh's variants: two stages at d=128 (one CTA per SM) 29-31, Q split per key block
- * with two stages 41-42.
+ * bench/fp32/run.sh at d=128, N 1k-16k non-causal: two stages with Q split (one CTA per SM)
+ * 29-31; the previous tile (Q split per key block, two stages, big truncated) 41-42.
  * d > 128 is declined: O alone is 128 registers there, and every tile tried spilled (BN=32 with
  * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fa_fp32.cu runs it. */
 #ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times other tiles */
