@@ -6,9 +6,7 @@
 #     OUT=$OUT bash bench/decode_ncu.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT=${OUT:-/tmp/out}
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
-[ -z "$NCU" ] && { echo "no ncu"; exit 1; }
+source bench/ncu_env.sh
 for shape in "1 32 32 32768" "8 32 8 32768" "1 32 32 4096"; do
     set -- $shape
     tag="decode_b$1_h$2-$3_n$4"

@@ -6,9 +6,7 @@
 # NCU_SHAPE="B H N d causal" (default 4 8 4096 256 0, bf16).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
-[ -z "$NCU" ] && { echo "no ncu"; exit 1; }
+source bench/ncu_env.sh
 set -- ${NCU_SHAPE:-4 8 4096 256 0}
 shape="B=$1 H=$2 N=$3 d=$4 causal=$5"
 for who in fa sdpa; do

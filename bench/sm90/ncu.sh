@@ -5,9 +5,7 @@
 # FA_SM90_PERSIST=1 in the environment).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
-[ -z "$NCU" ] && { echo "no ncu"; exit 1; }
+source bench/ncu_env.sh
 IFS=';' read -r -a shapes <<< "${NCU_SHAPES:-2 16 8192 128 0;32 32 512 64 1}"
 for shape in "${shapes[@]}"; do
     set -- $shape

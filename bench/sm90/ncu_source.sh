@@ -4,9 +4,7 @@
 # the SASS source page as CSV, and bench/sm90/ncu_source.py's summary.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-/tmp/out}
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
-[ -z "$NCU" ] && { echo "no ncu"; exit 1; }
+source bench/ncu_env.sh
 set -- ${NCU_SHAPE:-1 16 16384 128 0}
 tag="d$4_n$3_c$5${NCU_TAG:-}"
 FA_KERNEL=sm90 timeout 200 "$NCU" --kernel-name regex:fa_sm90 --launch-skip 2 --launch-count 1 \
