@@ -82,6 +82,12 @@ struct sm80_smem {
 
 /* ---- Tile loads ---------------------------------------------------------------------------- */
 
+/* Tiles at least this wide take load_tile's whole-tile path (d = 256: 23 → 3 instructions per
+ * chunk in SASS; narrower tiles, with 32 rows per warp, spill with it). */
+#ifndef FA_SM80_WHOLE_MIN_D
+#define FA_SM80_WHOLE_MIN_D 256
+#endif
+
 /* Copies rows 0..ROWS-1, columns 0..D-1 of a global tile into a swizzled shared tile; rows >= rows
  * and columns >= d are zero-filled. vec: rows are 16-byte aligned, so cp.async moves 16-byte
  * chunks (a partial last chunk reads only its valid bytes); else plain 2-byte loads, stored at
@@ -95,6 +101,19 @@ __device__ __forceinline__ void load_tile(uint32_t s_tile, const uint16_t *g, in
     static_assert(THREADS % CHUNKS == 0 && ROWS % STEP == 0, "tile must split evenly over threads");
     const int c = threadIdx.x % CHUNKS;                 /* this thread's chunk in every row */
     const int nc = max(0, min(8, d - 8 * c));           /* its valid elements in a valid row */
+    if (D >= FA_SM80_WHOLE_MIN_D && vec && rows >= ROWS && d == D) {
+        /* Whole tile: this thread's chunks are column c of rows r0 + i·STEP, so one pointer
+         * walks them, and their swizzled places repeat every 2 steps (the swizzle reads r % 8). */
+        static_assert((2 * STEP) % 8 == 0, "swizzle period");
+        const int r0 = threadIdx.x / CHUNKS;
+        const uint16_t *src = g + r0 * row_stride + 8 * c;
+        const int64_t step = STEP * row_stride;
+        const uint32_t s0 = s_tile + swz<D>(r0, c), s1 = s_tile + swz<D>(r0 + STEP, c) - STEP * D * 2;
+#pragma unroll
+        for (int i = 0; i < ROWS / STEP; i++, src += step)
+            cp_async16_full((i % 2 ? s1 : s0) + i * STEP * D * 2, src);
+        return;
+    }
     if (vec) {
 #pragma unroll
         for (int i = 0; i < ROWS / STEP; i++) {
