@@ -67,6 +67,18 @@ __device__ __forceinline__ void load_rows_f32(uint32_t s, const float *g, int64_
                                               Count n_valid, int d, bool vec)
 {
     static_assert(ROWS * D % (4 * NT) == 0, "whole 16-byte chunks per thread");
+    if (NT % (D / 4) == 0 && vec && n_valid >= ROWS && d == D) {
+        /* Whole tile: this thread's chunks are one column of rows r0 + i·STEP (the mapping
+         * below), so one pointer walks them. */
+        constexpr int CH = D / 4, STEP = NT % CH == 0 ? NT / CH : 1;
+        const int r0 = threadIdx.x / CH, c = threadIdx.x % CH * 4;
+        const float *src = g + r0 * row_stride + c;
+        const int64_t step = STEP * row_stride;
+#pragma unroll
+        for (int i = 0; i < ROWS * D / 4 / NT; i++, src += step)
+            cp_async16_full(s + 4 * ((r0 + i * STEP) * LD + c), src);
+        return;
+    }
     if (vec) {
 #pragma unroll
         for (int i = 0; i < ROWS * D / 4 / NT; i++) {

@@ -39,13 +39,16 @@
 /* A tile shape: D the compiled head-dim width; BM query rows per CTA over WARPS warps (WM = BM /
  * 16 / WARPS m16 tiles per warp); BN keys per block; STAGES buffers per K and V ring; MIN_CTAS
  * CTAs per SM that the registers must allow (__launch_bounds__); Q_IN_REGS: each warp keeps its
- * Q fragments in registers for the whole key loop instead of re-reading them from shared memory.
- * Shared memory: (BM + 2·STAGES·BN) · D · 2 bytes. */
-template <int D_, int BM_, int BN_, int WARPS_, int STAGES_, int MIN_CTAS_, bool Q_IN_REGS_>
+ * Q fragments in registers for the whole key loop instead of re-reading them from shared memory;
+ * WHOLE: whole tiles take load_tile's one-pointer path (d = 256: 23 → 3 instructions per chunk in
+ * SASS; on the 32-rows-per-warp d = 64 and 128 tiles ptxas then spills a few 64-bit values, so
+ * they are timed with it as variants first). Shared memory: (BM + 2·STAGES·BN) · D · 2 bytes. */
+template <int D_, int BM_, int BN_, int WARPS_, int STAGES_, int MIN_CTAS_, bool Q_IN_REGS_,
+          bool WHOLE_ = (D_ >= 256)>
 struct sm80_tile {
     static constexpr int D = D_, BM = BM_, BN = BN_, WARPS = WARPS_, STAGES = STAGES_;
     static constexpr int MIN_CTAS = MIN_CTAS_, THREADS = 32 * WARPS_, WM = BM_ / (16 * WARPS_);
-    static constexpr bool Q_IN_REGS = Q_IN_REGS_;
+    static constexpr bool Q_IN_REGS = Q_IN_REGS_, WHOLE = WHOLE_;
     static_assert(D % 64 == 0 && BN % 16 == 0 && WM >= 1 && BM == 16 * WM * WARPS && STAGES >= 1,
                   "tile shape");
 };
@@ -86,7 +89,7 @@ struct sm80_smem {
  * and columns >= d are zero-filled. vec: rows are 16-byte aligned, so cp.async moves 16-byte
  * chunks (a partial last chunk reads only its valid bytes); else plain 2-byte loads, stored at
  * once, which the next __syncthreads publishes like a finished cp.async group. */
-template <int ROWS, int D, int THREADS>
+template <int ROWS, int D, int THREADS, bool WHOLE>
 __device__ __forceinline__ void load_tile(uint32_t s_tile, const uint16_t *g, int64_t row_stride,
                                           int rows, int d, int vec)
 {
@@ -95,6 +98,19 @@ __device__ __forceinline__ void load_tile(uint32_t s_tile, const uint16_t *g, in
     static_assert(THREADS % CHUNKS == 0 && ROWS % STEP == 0, "tile must split evenly over threads");
     const int c = threadIdx.x % CHUNKS;                 /* this thread's chunk in every row */
     const int nc = max(0, min(8, d - 8 * c));           /* its valid elements in a valid row */
+    if (WHOLE && vec && rows >= ROWS && d == D) {
+        /* Whole tile: this thread's chunks are column c of rows r0 + i·STEP, so one pointer
+         * walks them, and their swizzled places repeat every 2 steps (the swizzle reads r % 8). */
+        static_assert((2 * STEP) % 8 == 0, "swizzle period");
+        const int r0 = threadIdx.x / CHUNKS;
+        const uint16_t *src = g + r0 * row_stride + 8 * c;
+        const int64_t step = STEP * row_stride;
+        const uint32_t s0 = s_tile + swz<D>(r0, c), s1 = s_tile + swz<D>(r0 + STEP, c) - STEP * D * 2;
+#pragma unroll
+        for (int i = 0; i < ROWS / STEP; i++, src += step)
+            cp_async16_full((i % 2 ? s1 : s0) + i * STEP * D * 2, src);
+        return;
+    }
     if (vec) {
 #pragma unroll
         for (int i = 0; i < ROWS / STEP; i++) {
@@ -139,7 +155,7 @@ __device__ __forceinline__ void load_block(uint32_t s_tile, const uint16_t *g, i
                                            int kb, const sm80_args &a)
 {
     const int64_t row0 = (int64_t)kb * C::BN;
-    load_tile<C::BN, C::D, C::THREADS>(s_tile, g + row0 * row_stride, row_stride,
+    load_tile<C::BN, C::D, C::THREADS, C::WHOLE>(s_tile, g + row0 * row_stride, row_stride,
                                        (int)(a.p.Nk - row0), (int)a.p.d, a.vec_load);
 }
 
@@ -185,7 +201,7 @@ fa_sm80_kernel(const __grid_constant__ sm80_args a)
 
     /* Prologue. cp.async groups are committed in the order K0 (with Q), V0, K1, V1, ...; the
      * K ring runs one block ahead of the V ring: K0..K(STAGES−1) and V0..V(STAGES−2) here. */
-    load_tile<BM, D, THREADS>(smem_u32(s.q), g_q, p.q_row_stride, Nq - m0, d, a.vec_load);
+    load_tile<BM, D, THREADS, C::WHOLE>(smem_u32(s.q), g_q, p.q_row_stride, Nq - m0, d, a.vec_load);
     load_block<C>(smem_u32(s.k[0]), g_k, p.k_row_stride, 0, a);
     cp_async_commit();
 #pragma unroll
