@@ -104,6 +104,12 @@ typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUM
 #define FA_SM90_LONG_NK 4096
 #endif
 typedef sm90_tile<128, 176, 2, 2, 1> sm90_tile_d128_long;
+/* d = 64, causal, up to FA_SM90_D64_SHORT_CAUSAL query rows: 2 consumers (BM = 128). tune.py,
+ * bf16, causal: 1k +13 % over the 3-consumer tile, 2k −4 % (bench/LOG.md, 2026-11-30). */
+#ifndef FA_SM90_D64_SHORT_CAUSAL
+#define FA_SM90_D64_SHORT_CAUSAL 1024
+#endif
+typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
 
 /* The online softmax's lazy max (sm90_softmax), in log2 units; 0: off. tune.py, d = 128 with 8:
  * +4 %, but the largest P of a block is then no longer exactly 1 and the bf16 errors grow
@@ -808,6 +814,9 @@ extern "C" int fa_sm90_forward(const fa_params *p, cudaStream_t stream)
         || p->Nk > INT32_MAX - 256 || p->B > INT32_MAX || p->Hq > INT32_MAX)
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
+    if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64_short>(p, stream)
+                    : sm90_launch<__half, sm90_tile_d64_short>(p, stream);
     if (p->d <= 64)
         return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, stream)
                     : sm90_launch<__half, sm90_tile_d64>(p, stream);

@@ -75,6 +75,26 @@ def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, monkeypatch):
 
 
 @sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d", [40, 64])
+@pytest.mark.parametrize("nq,nk", [(1024, 1024), (1025, 1025), (700, 2000), (1000, 300)])
+@pytest.mark.parametrize("grid", ["0", "1"], ids=["one_cta_per_tile", "persistent"])
+def test_sm90_d64_short_causal_tile(dtype, d, nq, nk, grid, forced, monkeypatch):
+    """Causal at d <= 64 up to FA_SM90_D64_SHORT_CAUSAL (1024) query rows runs the 2-consumer tile,
+    past it the 3-consumer one: both sides of the switch, more keys than queries and fewer, GQA,
+    lse, both grids."""
+    monkeypatch.setenv("FA_SM90_PERSIST", grid)
+    torch.manual_seed(nq + nk + d)
+    q = randn(2, 4, nq, d, dtype=dtype, device="cuda")
+    k = randn(2, 2, nk, d, dtype=dtype, device="cuda")
+    v = randn(2, 2, nk, d, dtype=dtype, device="cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=True)
+    assert_accurate(out, q, k, v, True, what=f"sm90 d64 causal {dtype} d={d} Nq={nq} Nk={nk}")
+    err = (lse.double() - reference_lse(q, k, True)).abs().max().item()
+    assert err < 1e-4, f"lse max error {err:.3e}"
+
+
+@sm90
 @pytest.mark.parametrize("grid,order", [("0", "rank"), ("1", "rank"), ("1", "snake")],
                          ids=["one_cta_per_tile", "persistent", "persistent_snake"])
 @pytest.mark.parametrize("causal", [False, True])
