@@ -41,10 +41,11 @@
  * CTAs per SM that the registers must allow (__launch_bounds__); Q_IN_REGS: each warp keeps its
  * Q fragments in registers for the whole key loop instead of re-reading them from shared memory;
  * WHOLE: whole tiles take load_tile's one-pointer path (d = 256: 23 → 3 instructions per chunk in
- * SASS; on the 32-rows-per-warp d = 64 and 128 tiles ptxas then spills a few 64-bit values, so
- * they are timed with it as variants first). Shared memory: (BM + 2·STAGES·BN) · D · 2 bytes. */
+ * SASS). bench/sm80/tune.cu, bf16, against the per-chunk path: d = 64 +7 %, d = 128 +6 % (though
+ * ptxas spills one 64-bit value there), d = 256 +11 % (2026-11-30, bench/LOG.md).
+ * Shared memory: (BM + 2·STAGES·BN) · D · 2 bytes. */
 template <int D_, int BM_, int BN_, int WARPS_, int STAGES_, int MIN_CTAS_, bool Q_IN_REGS_,
-          bool WHOLE_ = (D_ >= 256)>
+          bool WHOLE_ = true>
 struct sm80_tile {
     static constexpr int D = D_, BM = BM_, BN = BN_, WARPS = WARPS_, STAGES = STAGES_;
     static constexpr int MIN_CTAS = MIN_CTAS_, THREADS = 32 * WARPS_, WM = BM_ / (16 * WARPS_);
@@ -57,9 +58,9 @@ struct sm80_tile {
  * B·N = 16k, H·d = 2048, N 1k..16k, causal and not; geomean TFLOP/s, 2026-11-30, bench/LOG.md).
  * 4 warps of 32 rows for d <= 128; d = 256 keeps 16 rows per warp (its O alone is 128 registers).
  * All fit sm_86/89's 99 KB. */
-typedef sm80_tile< 64, 128, 128, 4, 2, 2, false> sm80_tile_d64;    /* 80 KB: 280; 128x64 s2 242, 8 warps 161 */
-typedef sm80_tile<128, 128,  64, 4, 2, 2, false> sm80_tile_d128;   /* 96 KB: 311; s1 301, BN=32 265, 8 warps 209 */
-typedef sm80_tile<256,  64,  64, 4, 1, 2, false> sm80_tile_d256;   /* 96 KB: 261; 128x64 8 warps 242-245, 64x32 238 */
+typedef sm80_tile< 64, 128, 128, 4, 2, 2, false> sm80_tile_d64;    /* 80 KB: 299; per-chunk loads 278 */
+typedef sm80_tile<128, 128,  64, 4, 2, 2, false> sm80_tile_d128;   /* 96 KB: 333; per-chunk loads 313 */
+typedef sm80_tile<256,  64,  64, 4, 1, 2, false> sm80_tile_d256;   /* 96 KB: 293; per-chunk 265, 128x64 8 warps 264 */
 
 /* Kernel arguments: the caller's params plus scalars derived once on the host. */
 typedef struct {
@@ -149,13 +150,23 @@ __device__ __forceinline__ void negate_tile(uint32_t s_tile)
     }
 }
 
+/* The whole-tile path in sm_80 code only from d = 256: ptxas spills with it on the d = 64 and 128
+ * tiles there (4 and 12 bytes; sm_90a code, the one timed, does not spill). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define SM80_WHOLE_MIN_D 256
+#else
+#define SM80_WHOLE_MIN_D 0
+#endif
+template <class C>
+__device__ __forceinline__ constexpr bool whole_loads() { return C::WHOLE && C::D >= SM80_WHOLE_MIN_D; }
+
 /* Issues the loads of key block kb (rows kb·BN..) of K or V (g: (Nk, d)) into s_tile. */
 template <class C>
 __device__ __forceinline__ void load_block(uint32_t s_tile, const uint16_t *g, int64_t row_stride,
                                            int kb, const sm80_args &a)
 {
     const int64_t row0 = (int64_t)kb * C::BN;
-    load_tile<C::BN, C::D, C::THREADS, C::WHOLE>(s_tile, g + row0 * row_stride, row_stride,
+    load_tile<C::BN, C::D, C::THREADS, whole_loads<C>()>(s_tile, g + row0 * row_stride, row_stride,
                                        (int)(a.p.Nk - row0), (int)a.p.d, a.vec_load);
 }
 
@@ -201,7 +212,7 @@ fa_sm80_kernel(const __grid_constant__ sm80_args a)
 
     /* Prologue. cp.async groups are committed in the order K0 (with Q), V0, K1, V1, ...; the
      * K ring runs one block ahead of the V ring: K0..K(STAGES−1) and V0..V(STAGES−2) here. */
-    load_tile<BM, D, THREADS, C::WHOLE>(smem_u32(s.q), g_q, p.q_row_stride, Nq - m0, d, a.vec_load);
+    load_tile<BM, D, THREADS, whole_loads<C>()>(smem_u32(s.q), g_q, p.q_row_stride, Nq - m0, d, a.vec_load);
     load_block<C>(smem_u32(s.k[0]), g_k, p.k_row_stride, 0, a);
     cp_async_commit();
 #pragma unroll

@@ -44,8 +44,8 @@
     X(9, sm80_tile<256,  64,  32, 4, 2, 2, false>)  /* the first kernel's tile */                 \
     X(10, sm80_tile<256, 128, 64, 8, 2, 1, false>)  /* two stages: 192 KB */                \
     X(11, sm80_tile<256, 128, 32, 8, 2, 1, false>)  /* 128 KB */                           \
-    X(12, sm80_tile< 64, 128, 128, 4, 2, 2, false, true>)  /* production, whole-tile loads */ \
-    X(13, sm80_tile<128, 128,  64, 4, 2, 2, false, true>)  /* production, whole-tile loads */ \
+    X(12, sm80_tile< 64, 128, 128, 4, 2, 2, false, false>) /* production, per-chunk loads */ \
+    X(13, sm80_tile<128, 128,  64, 4, 2, 2, false, false>) /* production, per-chunk loads */ \
     X(14, sm80_tile<256,  64,  64, 4, 1, 2, false, false>) /* production, per-chunk loads */
 
 template <int I> struct tune_variant;
