@@ -3,7 +3,7 @@
 #
 #   bench/h200.sh tests sanitize bench memory        # stages: test suite random tests sanitize bench memory
 #                                                    #         grid model decode dsweep examples sm90 ncu sm80tune
-#                                                    #         fp32test ncusrc ncu80
+#                                                    #         fp32test ncusrc ncu80 decodegap
 #
 # test: the whole pytest suite; suite: the same on 16 workers with the tensors past 2³¹ elements
 # afterwards on 2 (they need tens of GiB each), summaries and slowest tests in $OUT/suite*.log;
@@ -16,7 +16,8 @@
 # sanitize: tests/sanitize.sh; bench: the full FlashAttention grid (bench/results/gpu.*); grid: fa
 # against SDPA flash and cuDNN on it (bench/results/gpu_sm90.*); memory:
 # bench/memory.py; model: bench/model.py ($OUT/model.*); decode: bench/decode.py ($OUT/decode.*);
-# dsweep: the decode split-count sweep (bench/decode_sweep.py);
+# dsweep: the decode split-count sweep (bench/decode_sweep.py); decodegap: where a decode call's fixed
+# cost goes, ours and cuDNN's (bench/decode_gap.py);
 # sm80tune / fp32test: the standalone kernel harnesses.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +61,7 @@ for stage in "$@"; do
     memory) python3 -m bench.memory --out "$OUT/memory" 2>&1 | tail -12 ;;
     model) python3 -m bench.model --out "$OUT" 2>&1 | tee "$OUT/model.log" | tail -80 ;;
     decode) python3 -m bench.decode --out "$OUT/decode" 2>&1 | tail -30 ;;
+    decodegap) python3 -m bench.decode_gap 2>&1 | tee "$OUT/decode_gap.log" | tail -20 ;;
     dsweep) python3 -m bench.decode_sweep 2>&1 | tee "$OUT/decode_sweep.log" | tail -30 ;;
     sm80tune) bash bench/sm80/run.sh 2>&1 | tee "$OUT/sm80tune.log" | tail -60 ;;
     fp32test) bash bench/fp32/run.sh 2>&1 | tee "$OUT/fp32test.log" | tail -60 ;;
