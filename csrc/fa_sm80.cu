@@ -167,7 +167,7 @@ __device__ __forceinline__ void load_block(uint32_t s_tile, const uint16_t *g, i
 {
     const int64_t row0 = (int64_t)kb * C::BN;
     load_tile<C::BN, C::D, C::THREADS, whole_loads<C>()>(s_tile, g + row0 * row_stride, row_stride,
-                                       (int)(a.p.Nk - row0), (int)a.p.d, a.vec_load);
+                                                         (int)(a.p.Nk - row0), (int)a.p.d, a.vec_load);
 }
 
 /* ---- Kernel -------------------------------------------------------------------------------- */
