@@ -9,7 +9,13 @@
 #           from its first kernel's start to its last kernel's end (kernels and the gaps between)
 #   host    host time per call (perf_counter over calls queued without a sync)
 #
+# After the kernel names: each kernel's median start after the call's first kernel and its median
+# duration, µs. Then ours again with the combine launched as a programmatic dependent of the attend
+# kernel (FA_DECODE_PDL=1, "pdl"), and with the split count forced (FA_DECODE_SPLITS) to each of --splits.
+#
 #   python3 -m bench.decode_gap            # on the GPU machine, ~30 s
+import argparse
+import os
 import statistics
 import time
 
@@ -18,6 +24,7 @@ from torch.autograd import DeviceType
 from torch.nn.attention import SDPBackend
 from torch.profiler import ProfilerActivity, profile
 
+import torch_flashattn  # noqa: F401  (registers torch.ops.fa.*)
 from bench.decode import Shape, sdpa_call
 
 SHAPES = [Shape(1, 32, 32, 4096), Shape(8, 32, 8, 8192), Shape(1, 32, 8, 131072)]
@@ -75,10 +82,24 @@ def kernel_times(fn, flush):
             cur = []
             calls.append(cur)
         cur.append(e)
-    names = sorted({e.name[:60] for c in calls for e in c})
     busy = statistics.median(sum(e.time_range.elapsed_us() for e in c) for c in calls)
-    span = statistics.median(c[-1].time_range.end - c[0].time_range.start for c in calls)
-    return busy, span, len(calls), names
+    span = statistics.median(max(e.time_range.end for e in c) - c[0].time_range.start for c in calls)
+    # Per kernel: median start after the call's first kernel started, and median duration.
+    per = {}
+    for c in calls:
+        for e in c:
+            per.setdefault(short_name(e.name), []).append((e.time_range.start - c[0].time_range.start,
+                                                           e.time_range.elapsed_us()))
+    kernels = [f"{n} +{statistics.median(x[0] for x in v):.1f}/{statistics.median(x[1] for x in v):.1f}"
+               for n, v in sorted(per.items(), key=lambda kv: statistics.median(x[0] for x in kv[1]))]
+    return busy, span, len(calls), kernels
+
+
+def short_name(name):
+    """A kernel's name without its template arguments and parameters, at most 40 characters."""
+    for cut in ("<", "("):
+        name = name.split(cut)[0]
+    return name.replace("void ", "").replace("cudnn_generated_fort_native_sdpa_", "cudnn_")[:40]
 
 
 def host_time(fn):
@@ -94,7 +115,10 @@ def host_time(fn):
     return (t1 - t0) / REPS * 1e6
 
 
-def main():
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m bench.decode_gap", description="where a decode call's fixed cost goes")
+    ap.add_argument("--splits", nargs="*", type=int, default=[4, 8, 16, 32, 64])
+    splits = ap.parse_args(argv).splits
     flush = torch.zeros(64 << 20, dtype=torch.float32, device="cuda")      # 256 MB
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; µs per call, median of {REPS}")
     print(f"{'shape':24} {'provider':6} {'events':>7} {'ahead':>7} {'graph':>7} {'busy':>7} {'span':>7} "
@@ -126,6 +150,14 @@ def main():
             host = host_time(fn)
             print(f"{s.label:24} {name:6} {ev:7.1f} {ahead:7.1f} {gr} {busy:7.1f} {span:7.1f} {host:6.1f}  "
                   f"{n} calls: {'; '.join(names)}")
+        for var, val in [("FA_DECODE_PDL", "1")] + [("FA_DECODE_SPLITS", str(sp)) for sp in splits]:
+            os.environ[var] = val
+            ev = time_events(ours, flush)
+            busy, span, n, names = kernel_times(ours, flush)
+            del os.environ[var]
+            label = "pdl" if var == "FA_DECODE_PDL" else f"fa/{val}"
+            print(f"{s.label:24} {label:6} {ev:7.1f} {'':7} {'':7} {busy:7.1f} {span:7.1f} {'':6}  "
+                  f"{'; '.join(names)}")
 
 
 if __name__ == "__main__":

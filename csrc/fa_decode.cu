@@ -68,9 +68,10 @@ typedef struct {
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
 
-/* Programmatic dependent launch (sm_90): the attend kernel lets the combine kernel start while it
- * drains, and the combine kernel waits for the attend grid's completion and memory before it reads
- * the partials. Launched without the attribute (or below sm_90) both are no-ops. */
+/* Programmatic dependent launch (sm_90, FA_DECODE_PDL=1 only): the attend kernel lets the combine
+ * kernel start while it drains, and the combine kernel waits for the attend grid's completion and
+ * memory before it reads the partials. Launched without the attribute (or below sm_90) both are
+ * no-ops. */
 __device__ __forceinline__ void launch_dependents(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -724,7 +725,11 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
         if (dev >= 0 && dev < 32)
             __atomic_store_n(&s_major[dev], major, __ATOMIC_RELAXED);
     }
-    pl->pdl = major >= 9;
+    /* Off unless FA_DECODE_PDL=1: bench/decode_gap.py, read flush, H200: the early combine CTAs
+     * finished 8.5 µs after the attend grid against 5 µs for a plain launch (B = 1 H 32 4k: 33.3
+     * against 30.0 µs per call; B = 8 8k 79.4 against 76.2; bench/LOG.md, 2026-11-30). */
+    const char *pdl = getenv("FA_DECODE_PDL");
+    pl->pdl = major >= 9 && pdl != NULL && strcmp(pdl, "1") == 0;
     /* FA_KERNEL=simt forces the CUDA-core kernel; the forward families' names (and auto) leave the
      * choice here; anything else is refused as by fa_forward_cuda. */
     const char *force = getenv("FA_KERNEL");

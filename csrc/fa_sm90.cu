@@ -97,13 +97,14 @@ typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUM
     sm90_tile_d128;
 typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
     sm90_tile_d256;
-/* d = 128, non-causal, from FA_SM90_LONG_NK keys: 176 keys per block (FlashAttention-3's
- * non-causal choice; one Q buffer at 226 KB). tune.py, bf16, non-causal from 4k keys, three runs
- * against BN = 128: −3 to +6 %, +1.5 % on average; behind it at 2k keys and on causal runs. */
+/* d = 128, non-causal, from FA_SM90_LONG_NK keys: three consumer warpgroups (BM = 192) on 80-key
+ * blocks, 160 registers each. tune.py, bf16, non-causal (2026-11-30, bench/LOG.md): 2k 577, 4k
+ * 592, 16k 635 TFLOP/s against the 2-consumer tiles' 567 (BN 128), 575 and 609 (BN 176); behind
+ * at 1k (508 against 537) and on causal runs up to 4k. */
 #ifndef FA_SM90_LONG_NK
-#define FA_SM90_LONG_NK 4096
+#define FA_SM90_LONG_NK 2048
 #endif
-typedef sm90_tile<128, 176, 2, 2, 1> sm90_tile_d128_long;
+typedef sm90_tile<128, 80, 2, 3, 1> sm90_tile_d128_long;
 /* d = 64, causal, up to FA_SM90_D64_SHORT_CAUSAL query rows: 2 consumers (BM = 128). tune.py,
  * bf16, causal: 1k +13 % over the 3-consumer tile, 2k −4 % (bench/LOG.md, 2026-11-30). */
 #ifndef FA_SM90_D64_SHORT_CAUSAL

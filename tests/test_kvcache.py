@@ -196,8 +196,11 @@ def test_kvcache_cuda(dtype, d, groups, nq, causal, append):
 @gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
 @pytest.mark.parametrize("nq,groups", [(1, 8), (4, 4), (1, 1)])
-def test_kvcache_cuda_long(dtype, nq, groups):
-    """A 32k cache: many splits and the combine kernel."""
+@pytest.mark.parametrize("pdl", ["0", "1"], ids=["plain", "pdl"])
+def test_kvcache_cuda_long(dtype, nq, groups, pdl, monkeypatch):
+    """A 32k cache: many splits and the combine kernel, launched plainly and (FA_DECODE_PDL=1, sm_90)
+    as a programmatic dependent of the attend kernel."""
+    monkeypatch.setenv("FA_DECODE_PDL", pdl)
     run_case("cuda", dtype, 2, 2 * groups, 2, nq, 128, 32768, [32767, 20001], 1, True)
 
 

@@ -58,11 +58,13 @@ def test_sm90_lse_and_layouts(dtype, causal, d, forced):
 @sm90
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [72, 128])
-@pytest.mark.parametrize("nq,nk", [(1, 4096), (300, 4097), (129, 5000)])
+@pytest.mark.parametrize("nq,nk", [(1, 2048), (193, 2049), (385, 5000), (129, 2047)])
 @pytest.mark.parametrize("grid", ["0", "1"], ids=["one_cta_per_tile", "persistent"])
 def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, monkeypatch):
-    """Non-causal from FA_SM90_LONG_NK (4096) keys at d <= 128 runs the 176-key tile: block tails
-    (4097 = 23 · 176 + 49, 5000 = 28 · 176 + 72), one query row, GQA, lse, both grids."""
+    """Non-causal from FA_SM90_LONG_NK (2048) keys at d <= 128 runs the 3-consumer tile (192 query
+    rows, 80-key blocks): key block tails (2049 = 25 · 80 + 49, 5000 = 62 · 80 + 40), query tile
+    tails (193 = 192 + 1, 385 = 2 · 192 + 1), one query row, the 2-consumer tile just below the
+    switch, GQA, lse, both grids."""
     monkeypatch.setenv("FA_SM90_PERSIST", grid)
     torch.manual_seed(nq + nk + d)
     q = randn(2, 4, nq, d, dtype=dtype, device="cuda")
