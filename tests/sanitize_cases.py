@@ -70,6 +70,10 @@ def main():
         os.environ["FA_KERNEL"], os.environ["FA_SM90_PERSIST"] = "sm90", "1"
         for causal in (False, True):
             failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, causal, " persistent")
+        # d = 128 non-causal from 2k keys: the 3-consumer tile, query and key tails, both grids.
+        for persist in ("1", "0"):
+            os.environ["FA_SM90_PERSIST"] = persist
+            failures += not check_forward("sm90", torch.bfloat16, 1, 4, 2, 385, 2049, 128, False, " long keys")
         del os.environ["FA_SM90_PERSIST"]
     for family in ("auto", "simt"):
         os.environ["FA_KERNEL"] = family
