@@ -3,7 +3,7 @@
 # benchmark" section, so both show the same text. Torch-free; no command line of its own.
 import math
 
-from bench.report import _n, _num
+from bench.report import _n, _num, notes, pyplot
 
 
 def _baselines(result):
@@ -132,20 +132,14 @@ def markdown(result):
             lines += ["", f"fa's error is {'within' if acc['fa_ok'] else '**outside**'} 2 × the best SDPA "
                           f"backend's error plus 1e-5 (fp32) or 1e-3 (fp16, bf16) × max |logit|: "
                           f"{acc['fa_bound']:.2e}."]
-    lines += ["", *(f"- `{n}`: {result['provider_notes'][n]}" for n in names)]
-    if footnotes:
-        lines += ["", "n/a:", "", *(f"- ({i}) `{n}`: {why}" for (n, why), i in footnotes.items())]
+    lines += notes(result, names, footnotes)
     return "\n".join(lines) + "\n"
 
 
 def plot(result, path):
     """fa's prefill speedup vs each baseline over N, a panel per batch size. False without matplotlib."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed: no plot (pip install matplotlib)")
+    plt = pyplot()
+    if plt is None:
         return False
     batches = sorted({p["B"] for p in result["prefill"]})
     if not batches:

@@ -70,23 +70,35 @@ def markdown(result):
         "",
         *(f"Speed `{a}/{b}`: geometric mean **{g:.2f}×** over {n} points (min {lo:.2f}, max {hi:.2f})."
           for (a, b), (g, lo, hi, n) in summary(result).items()),
-        "",
-        *(f"- `{n}`: {result['provider_notes'][n]}" for n in names),
     ]
-    if footnotes:
-        lines += ["", "n/a:", ""]
-        lines += [f"- ({i}) `{name}`: {reason}" for (name, reason), i in footnotes.items()]
+    lines += notes(result, names, footnotes)
     return "\n".join(lines) + "\n"
 
 
-def plot(result, path):
-    """TFLOP/s against N, a panel per (dtype, d) row and causal column. False if matplotlib is missing."""
+def notes(result, names, footnotes):
+    """Markdown lines: a note per provider, then the n/a footnotes ((provider, reason) -> number)."""
+    lines = ["", *(f"- `{n}`: {result['provider_notes'][n]}" for n in names)]
+    if footnotes:
+        lines += ["", "n/a:", "", *(f"- ({i}) `{n}`: {why}" for (n, why), i in footnotes.items())]
+    return lines
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or None (with a message) when matplotlib is missing."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         print("matplotlib is not installed: no plot (pip install matplotlib)")
+        return None
+    return plt
+
+
+def plot(result, path):
+    """TFLOP/s against N, a panel per (dtype, d) row and causal column. False if matplotlib is missing."""
+    plt = pyplot()
+    if plt is None:
         return False
     names = result["providers"]
     panels = {}
