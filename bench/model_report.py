@@ -3,7 +3,7 @@
 # benchmark" section, so both show the same text. Torch-free; no command line of its own.
 import math
 
-from bench.report import _n, _num, notes, pyplot
+from bench.report import _n, _num, n_axis, notes, pyplot
 
 
 def _baselines(result):
@@ -155,14 +155,8 @@ def plot(result, path):
             xy = [(p["N"], s) for p in points if (s := _speedup(p["results"], b)) is not None]
             if xy:
                 handles[f"vs {b}"], = ax.plot(*zip(*xy), marker="o", color=f"C{k}")
-        ns = sorted({p["N"] for p in points})
         ax.axhline(1.0, color="black", lw=0.8)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ns, [_n(n) for n in ns])
-        ax.minorticks_off()
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.set_title(f"B = {B}", fontsize=10)
+        n_axis(ax, points, f"B = {B}")
     fig.supxlabel("prompt length N")
     fig.supylabel("end-to-end prefill speedup of fa")
     fig.suptitle(f"{result['config_name']} prefill, {result['dtype']}, {result['device']}", fontsize=11)

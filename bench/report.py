@@ -95,6 +95,17 @@ def pyplot():
     return plt
 
 
+def n_axis(ax, points, title):
+    """A panel over N: log2 axis ticked at the points' N, y from 0, grid, title."""
+    ns = sorted({p["N"] for p in points})
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ns, [_n(n) for n in ns])
+    ax.minorticks_off()
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.set_title(title, fontsize=10)
+
+
 def plot(result, path):
     """TFLOP/s against N, a panel per (dtype, d) row and causal column. False if matplotlib is missing."""
     plt = pyplot()
@@ -117,13 +128,7 @@ def plot(result, path):
                       if "tflops" in p["results"][name]]
                 if xy:
                     handles[name], = ax.plot(*zip(*xy), marker="o", color=f"C{k}", label=name)
-            ns = sorted({p["N"] for p in points})
-            ax.set_xscale("log", base=2)
-            ax.set_xticks(ns, [_n(n) for n in ns])
-            ax.minorticks_off()
-            ax.set_ylim(bottom=0)
-            ax.grid(alpha=0.3)
-            ax.set_title(f"{dtype} d={d} {'causal' if causal else 'non-causal'}", fontsize=10)
+            n_axis(ax, points, f"{dtype} d={d} {'causal' if causal else 'non-causal'}")
     fig.supxlabel("N")
     fig.supylabel("TFLOP/s")
     fig.suptitle(f"attention forward, {result['device']}", fontsize=11)

@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "fa.h"
+#include "../cuda_ok.h"
 
 extern "C" int fa_fp32_forward(const fa_params *p, cudaStream_t stream);
 extern "C" int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream);
@@ -77,15 +78,6 @@ static const test_case k_cases[] = {
     {"fp16 misaligned d40 17x128", FA_FLOAT16,  1,  2, 2,   17,   128,  40, 0, 0, 0, 1},
     {"bf16 bnhd d80 128x97",       FA_BFLOAT16, 2,  4, 2,   128,  97,   80, 0, 1, 0, 0},
 };
-
-#define CUDA_OK(call)                                                                     \
-    do {                                                                                  \
-        cudaError_t err_ = (call);                                                        \
-        if (err_ != cudaSuccess) {                                                        \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-            exit(2);                                                                      \
-        }                                                                                 \
-    } while (0)
 
 static const int k_guard = 64;        /* poisoned elements past every output */
 

@@ -28,6 +28,7 @@
 #define FA_SM80_NO_ENTRY
 #endif
 #include "../../csrc/fa_sm80.cu"
+#include "../cuda_ok.h"
 
 /* The variants: sm80_tile<D, BM, BN, WARPS, STAGES, MIN_CTAS, Q_IN_REGS>. The production tiles
  * (sm80_tile_d64/128/256) are timed through fa_sm80_forward and must not be repeated here. */
@@ -74,15 +75,6 @@ extern "C" int TUNE_CAT(tune_run_, TUNE_PART)(const fa_params *p, cudaStream_t s
 
 #define TUNE_DECLARE(I, ...) extern "C" int tune_run_##I(const fa_params *p, cudaStream_t stream);
 TUNE_VARIANTS(TUNE_DECLARE)
-
-#define CUDA_OK(call)                                                                     \
-    do {                                                                                  \
-        cudaError_t err_ = (call);                                                        \
-        if (err_ != cudaSuccess) {                                                        \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-            exit(2);                                                                      \
-        }                                                                                 \
-    } while (0)
 
 /* A candidate: a launcher and the head-dim width it serves. */
 typedef struct {
