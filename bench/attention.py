@@ -413,9 +413,7 @@ def parse_args(argv):
 
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: no CUDA device")
-    for name in args.providers:
-        if args.device not in PROVIDERS[name].devices:
-            ap.error(f"provider {name} runs on {', '.join(PROVIDERS[name].devices)} only")
+    check_providers(ap, args.providers, args.device, PROVIDERS)
     for n in args.n:
         if not args.batch and args.tokens % n:
             ap.error(f"--tokens {args.tokens} is not a multiple of N={n}; give --batch")
@@ -426,11 +424,24 @@ def parse_args(argv):
     return args
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+def check_providers(ap, names, device, providers):
+    """ap.error unless every provider named runs on the device (providers: name -> .devices)."""
+    for name in names:
+        if device not in providers[name].devices:
+            ap.error(f"provider {name} runs on {', '.join(providers[name].devices)} only")
+
+
+def parsed(parse_args, argv):
+    """parse_args(argv), with torch's CPU threads set from --threads."""
     args = parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    return args
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    args = parsed(parse_args, argv)
     points = grid(args)
     timer, timer_note = make_timer(args.device)
     result = {

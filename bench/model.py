@@ -35,7 +35,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_flashattn
 from bench import model_report
-from bench.attention import environment, git_commit, parse_n, probe
+from bench.attention import check_providers, environment, git_commit, parse_n, parsed, probe
 
 
 # ---------------------------------------------------------------------------------------------
@@ -496,17 +496,13 @@ def parse_args(argv):
     for key, value in defaults.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    for name in args.providers:
-        if args.device not in PROVIDERS[name].devices:
-            ap.error(f"provider {name} runs on {', '.join(PROVIDERS[name].devices)} only")
+    check_providers(ap, args.providers, args.device, PROVIDERS)
     return args
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    args = parsed(parse_args, argv)
     t_start = time.perf_counter()
     dev, cfg = args.device, CONFIGS[args.config]
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[args.dtype]
