@@ -10,8 +10,10 @@
 #   host    host time per call (perf_counter over calls queued without a sync)
 #
 # After the kernel names: each kernel's median start after the call's first kernel and its median
-# duration, µs. Then ours again with the combine launched as a programmatic dependent of the attend
-# kernel (FA_DECODE_PDL=1, "pdl"), and with the split count forced (FA_DECODE_SPLITS) to each of --splits.
+# duration, µs. Then ours again with the splits merged by the combine kernel instead of inside a
+# cluster (FA_DECODE_CLUSTER=0, "combine"), that kernel launched as a programmatic dependent of the
+# attend kernel (FA_DECODE_PDL=1, "pdl"), and with the split count forced (FA_DECODE_SPLITS) to each
+# of --splits.
 #
 #   python3 -m bench.decode_gap            # on the GPU machine, ~30 s
 import argparse
@@ -150,12 +152,14 @@ def main(argv=None):
             host = host_time(fn)
             print(f"{s.label:24} {name:6} {ev:7.1f} {ahead:7.1f} {gr} {busy:7.1f} {span:7.1f} {host:6.1f}  "
                   f"{n} calls: {'; '.join(names)}")
-        for var, val in [("FA_DECODE_PDL", "1")] + [("FA_DECODE_SPLITS", str(sp)) for sp in splits]:
-            os.environ[var] = val
+        runs = [("combine", {"FA_DECODE_CLUSTER": "0"}), ("pdl", {"FA_DECODE_CLUSTER": "0", "FA_DECODE_PDL": "1"})]
+        runs += [(f"fa/{sp}", {"FA_DECODE_SPLITS": str(sp)}) for sp in splits]
+        for label, env in runs:
+            os.environ.update(env)
             ev = time_events(ours, flush)
             busy, span, n, names = kernel_times(ours, flush)
-            del os.environ[var]
-            label = "pdl" if var == "FA_DECODE_PDL" else f"fa/{val}"
+            for var in env:
+                del os.environ[var]
             print(f"{s.label:24} {label:6} {ev:7.1f} {'':7} {'':7} {busy:7.1f} {span:7.1f} {'':6}  "
                   f"{'; '.join(names)}")
 

@@ -10,7 +10,10 @@
  *               (G = Hq / Hkv; packed row r = i·G + g is query i of head hk·G + g) form one
  *               tile of 16 rows, so K and V are read once per tile.
  *   3. combine  per output row, merges the splits' partial O and lse (skipped when splits == 1:
- *               the attend kernel then writes O itself).
+ *               the attend kernel then writes O itself). On sm_90 with 2 to 8 splits (tensor
+ *               cores) the splits of a row tile run as one thread block cluster instead, grid
+ *               (split, row tile, b·Hkv + hk), and merge through distributed shared memory
+ *               (cluster_merge): no partials in global memory and no third launch.
  *
  * Attend, fp16/bf16 (tensor cores): each of the 4 warps walks its own blocks of 16 keys (blocks
  * w, w+4, ... of the chunk) through a private cp.async ring of STAGES buffers, so the key loop has
@@ -64,6 +67,9 @@ typedef struct {
     int vec_q;               /* q: 16-byte aligned rows */
     int vec_append;          /* append rows: 16-byte aligned and whole */
     int combine_wpr;         /* combine: warps per output row, 1 or 4 (4 rows or 1 per CTA) */
+    int cluster;             /* sm_90, tensor-core kernel: the splits of a row tile form one thread
+                                block cluster and merge through distributed shared memory (no
+                                partials in global memory, no combine kernel); 0: off */
 } decode_args;
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
@@ -84,6 +90,36 @@ __device__ __forceinline__ void wait_prerequisites(void)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
+}
+
+/* Thread block clusters (sm_90): this CTA's rank, a barrier over every thread of the cluster
+ * (release / acquire: shared-memory writes before it are visible to the cluster's loads after it),
+ * and a float load from the shared memory of CTA `rank` at the address of `p` in this one. */
+__device__ __forceinline__ int cluster_rank(void)
+{
+    uint32_t r = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+#endif
+    return (int)r;
+}
+
+__device__ __forceinline__ void cluster_sync(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ float ld_cluster_f32(const float *p, int rank)
+{
+    float v = 0.f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(p)), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
+#endif
+    return v;
 }
 
 /* cache_seqlens[b] before the append (default Nmax − Nnew). */
@@ -185,6 +221,7 @@ struct decode_smem {
             float m[16], l[16];                      /* log2 units; l summed over the whole row */
         } part;
     } w[C::WARPS];
+    float lse_cta[16];                               /* clustered: this split's lse per row, log2 */
 };
 
 /* Copies rows 0..15 (rows >= rows zero-filled) and columns 0..d-1 (the rest zero) of a global
@@ -219,8 +256,46 @@ __device__ __forceinline__ void load_rows16(uint32_t s_tile, const uint16_t *g, 
     }
 }
 
+/* The splits of one row tile, a cluster, each holding its (O / l, lse) in shared memory
+ * (w[0].part.o, lse_cta): the cluster's threads share out the tile's (row, column) elements and
+ * merge them as the combine kernel does, O = Σ_s 2^(lse_s − M) O_s / Σ_s 2^(lse_s − M); a split
+ * that saw no key has lse −inf and weight 0. Every thread of every CTA calls it. */
+template <typename T, class C>
+__device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<C> &s, int64_t b, int64_t hk,
+                                              int r0, bool valid)
+{
+    constexpr int D = C::D;
+    const fa_params &p = a.kp.p;
+    const int splits = (int)a.splits, d = (int)p.d, G = a.G, R = a.R, Nq = (int)p.Nq;
+    /* Cluster barrier: every CTA's results are in its shared memory. */
+    cluster_sync();
+    for (int idx = cluster_rank() * C::THREADS + threadIdx.x; idx < 16 * D; idx += splits * C::THREADS) {
+        const int r = idx / D, col = idx % D, row = r0 + r;
+        if (row >= R || col >= d)
+            continue;
+        float M = -INFINITY;
+        for (int sp = 0; sp < splits; sp++)
+            M = fmaxf(M, ld_cluster_f32(&s.lse_cta[r], sp));
+        float l = 0.f, o = 0.f;
+        if (M != -INFINITY)
+            for (int sp = 0; sp < splits; sp++) {
+                const float w = ex2(ld_cluster_f32(&s.lse_cta[r], sp) - M);
+                l += w;
+                o += w * ld_cluster_f32(&s.w[0].part.o[r][col], sp);
+            }
+        const int64_t h = hk * G + row % G, i = row / G;
+        from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + col,
+                   valid ? (l > 0.f ? o / l : 0.f) : NAN);
+        if (col == 0 && p.lse != NULL)
+            p.lse[(b * p.Hq + h) * Nq + i] = valid ? (l > 0.f ? (M + log2f(l)) * 0.69314718055994531f : -INFINITY) : NAN;
+    }
+    /* Cluster barrier: no CTA leaves (and frees its shared memory) while another may read it. */
+    cluster_sync();
+}
+
 /* Grid: 1-D over (row tile, split, b·Hkv + hk), row tile fastest so that the tiles reading the
- * same keys run together and share them in L2; block: 4 warps. */
+ * same keys run together and share them in L2; clustered, over (split, row tile, b·Hkv + hk);
+ * block: 4 warps. */
 template <typename T, class C>
 __global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
 decode_mma_kernel(const __grid_constant__ decode_args a)
@@ -236,9 +311,11 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const int d = (int)p.d, Nq = (int)p.Nq, G = a.G, R = a.R;
     const float c = a.scale_log2;
 
+    /* Clustered: split fastest, so that a cluster holds every split of one row tile. */
     const int64_t blk = blockIdx.x;
-    const int r0 = (int)(blk % a.row_tiles) * 16;       /* first packed row of the tile */
-    const int64_t split = blk / a.row_tiles % a.splits, bh = blk / a.row_tiles / a.splits;
+    const int64_t tile = a.cluster ? blk / a.splits : blk % a.row_tiles + blk / a.row_tiles / a.splits * a.row_tiles;
+    const int r0 = (int)(tile % a.row_tiles) * 16;      /* first packed row of the tile */
+    const int64_t split = a.cluster ? blk % a.splits : blk / a.row_tiles % a.splits, bh = tile / a.row_tiles;
     const int64_t b = bh / p.Hkv, hk = bh % p.Hkv;
     const bool valid = seqlens_valid(a);
     const int L = valid ? (int)(seq_start(a, b) + a.nnew) : 0;
@@ -439,8 +516,16 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
         const int64_t h = hk * G + row % G, i = row / G;
         const float val = valid ? (l > 0.f ? o / l : 0.f) : NAN;
         const float lse2 = valid ? (l > 0.f ? M + log2f(l) : -INFINITY) : NAN;
-        store_result<T>(a, split, (b * p.Hq + h) * Nq + i, b, h, i, col, val, lse2);
+        if (a.cluster) {                                /* this thread alone reads (r, col) of part.o */
+            s.w[0].part.o[r][col] = val;
+            if (col == 0)
+                s.lse_cta[r] = lse2;
+        } else {
+            store_result<T>(a, split, (b * p.Hq + h) * Nq + i, b, h, i, col, val, lse2);
+        }
     }
+    if (a.cluster)
+        cluster_merge<T, C>(a, s, b, hk, r0, valid);
 }
 
 /* ---- 2b. Attend on CUDA cores (fp32, and the fallback) -------------------------------------- */
@@ -640,6 +725,7 @@ typedef struct {
     int64_t ctas_per_split;  /* attend CTAs that one split adds */
     int mma;                 /* tensor-core kernel (grid over row tiles), else SIMT */
     int pdl;                 /* sm_90+: combine launched as a programmatic dependent of attend */
+    int (*cluster_ok)[9];    /* per device and cluster size: 1 schedulable, −1 not, 0 not asked */
 } decode_plan;
 
 /* Once per device and kernel: raise its dynamic shared memory limit and read its occupancy.
@@ -675,6 +761,8 @@ static int plan_mma(decode_plan *pl, int dev)
     pl->combine = decode_combine_kernel<T>;
     pl->smem = sizeof(decode_smem<C>);
     pl->mma = 1;
+    static int s_cluster_ok[32][9];
+    pl->cluster_ok = s_cluster_ok;
     return kernel_setup(pl->attend, pl->smem, C::THREADS, 1, dev, &pl->ctas_per_sm, s_occ);
 }
 
@@ -687,6 +775,36 @@ static int plan_simt(decode_plan *pl, int dev)
     pl->smem = 0;
     pl->mma = 0;
     return kernel_setup(pl->attend, 0, 128, 0, dev, &pl->ctas_per_sm, s_occ);
+}
+
+/* Whether clusters of n attend CTAs (2 <= n <= 8) can be resident on the device; asked once per
+ * device, kernel and n. */
+static int cluster_fits(const decode_plan *pl, int n, int dev)
+{
+    if (dev < 0 || dev >= 32 || n < 2 || n > 8)
+        return 0;
+    int ok = __atomic_load_n(&pl->cluster_ok[dev][n], __ATOMIC_ACQUIRE);
+    if (ok == 0) {
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = (unsigned)n;
+        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDim = dim3((unsigned)n);
+        cfg.blockDim = dim3(128);
+        cfg.dynamicSmemBytes = pl->smem;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        int clusters = 0;
+        if (cudaOccupancyMaxActiveClusters(&clusters, (const void *)pl->attend, &cfg) != cudaSuccess) {
+            cudaGetLastError();                         /* not sticky: clear it */
+            clusters = 0;
+        }
+        ok = clusters > 0 ? 1 : -1;
+        __atomic_store_n(&pl->cluster_ok[dev][n], ok, __ATOMIC_RELEASE);
+    }
+    return ok > 0;
 }
 
 /* Everything the launch needs that depends on the shapes and the device only: the kernel, the
@@ -782,6 +900,13 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     a->chunk = ((p->Nk + splits - 1) / splits + 63) / 64 * 64;
     a->chunk = a->chunk > 0 ? a->chunk : 64;
     a->splits = p->Nk > 0 ? (p->Nk + a->chunk - 1) / a->chunk : 1;
+    /* sm_90, tensor-core kernel, 2 to 8 splits: the splits of a row tile merge as one cluster
+     * (cluster_merge) instead of through the combine kernel; FA_DECODE_CLUSTER=0 turns it off
+     * (bench/decode_gap.py). */
+    const char *cluster = getenv("FA_DECODE_CLUSTER");
+    if (pl->mma && major >= 9 && a->splits >= 2 && a->splits <= 8 && !(cluster != NULL && strcmp(cluster, "0") == 0)
+        && cluster_fits(pl, (int)a->splits, dev))
+        a->cluster = (int)a->splits;
     /* Combine: with 16 or more splits a row's loads are spread over 4 warps (one row per CTA). */
     a->combine_wpr = a->splits >= 16 && a->rows <= INT32_MAX ? 4 : 1;
     const char *force_wpr = getenv("FA_DECODE_COMBINE_WARPS");   /* 1 or 4: bench/decode.py */
@@ -797,7 +922,7 @@ static int aligned16(const void *ptr, int64_t s0, int64_t s1, int64_t s2, int64_
 
 static size_t scratch_size(const decode_args *a)
 {
-    return a->splits > 1 ? (size_t)(a->splits * a->rows * (a->kp.p.d + 1)) * sizeof(float) : 0;
+    return a->splits > 1 && !a->cluster ? (size_t)(a->splits * a->rows * (a->kp.p.d + 1)) * sizeof(float) : 0;
 }
 
 extern "C" int fa_kvcache_scratch_bytes(const fa_kvcache_params *kp, size_t *bytes)
@@ -833,7 +958,7 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
         return st;
     if (scratch_bytes < scratch_size(&a) || (scratch_size(&a) > 0 && scratch == NULL))
         return FA_ERR_SCRATCH;
-    if (a.splits > 1) {
+    if (a.splits > 1 && !a.cluster) {
         a.o_part = (float *)scratch;
         a.lse_part = a.o_part + a.splits * a.rows * p->d;
     }
@@ -861,7 +986,24 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
     if (p->Hq == 0 || p->Nq == 0)
         return FA_OK;
 
-    /* 2. Attend, 3. combine. */
+    /* 2. Attend, 3. combine (unless the clusters merged the splits). */
+    if (a.cluster) {
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = (unsigned)a.cluster;
+        attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+        cudaLaunchConfig_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDim = dim3((unsigned)attend_blocks);
+        cfg.blockDim = dim3(128);
+        cfg.dynamicSmemBytes = pl.smem;
+        cfg.stream = stream;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        if (cudaLaunchKernelEx(&cfg, pl.attend, a) != cudaSuccess || cudaGetLastError() != cudaSuccess)
+            return FA_ERR_CUDA;
+        return FA_OK;
+    }
     pl.attend<<<(unsigned)attend_blocks, 128, pl.smem, stream>>>(a);
     if (cudaGetLastError() != cudaSuccess)
         return FA_ERR_CUDA;
