@@ -640,6 +640,20 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
     const int64_t i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq;
     const float *lse = a.lse_part + row;                /* split s at lse[s · rows] */
 
+    /* Partial O of splits sp0..sp0+7 (zero past the last split and past d). */
+    const float *o = a.o_part + row * d;                /* split s at o[s · rows · d] */
+    float x[8][8];
+    auto load_group = [&](int sp0) {
+#pragma unroll
+        for (int u = 0; u < 8; u++)
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                x[u][e] = sp0 + u < splits && lane + 32 * e < d
+                        ? o[(int64_t)(sp0 + u) * a.rows * d + lane + 32 * e] : 0.f;
+    };
+    /* The warp's first group of O loads goes out with the lse loads: one memory latency, not two. */
+    load_group(8 * phase);
+
     float w[MAX_PASSES], M = -INFINITY;
 #pragma unroll
     for (int k = 0; k < MAX_PASSES; k++) {
@@ -665,15 +679,9 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
         l += __shfl_xor_sync(0xffffffffu, l, off);
 
     float r_o[8] = {};
-    const float *o = a.o_part + row * d;                /* split s at o[s · rows · d] */
     for (int sp0 = 8 * phase; sp0 < splits; sp0 += 8 * wpr) {
-        float x[8][8];
-#pragma unroll
-        for (int u = 0; u < 8; u++)
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[u][e] = sp0 + u < splits && lane + 32 * e < d
-                        ? o[(int64_t)(sp0 + u) * a.rows * d + lane + 32 * e] : 0.f;
+        if (sp0 != 8 * phase)
+            load_group(sp0);
         float wk = w[0];                                /* splits sp0..sp0+7 are in pass sp0 / 32 */
 #pragma unroll
         for (int k = 1; k < MAX_PASSES; k++)
@@ -725,7 +733,8 @@ typedef struct {
     int64_t ctas_per_split;  /* attend CTAs that one split adds */
     int mma;                 /* tensor-core kernel (grid over row tiles), else SIMT */
     int pdl;                 /* sm_90+: combine launched as a programmatic dependent of attend */
-    int (*cluster_ok)[9];    /* per device and cluster size: 1 schedulable, −1 not, 0 not asked */
+    int (*cluster_ok)[9];    /* per device and cluster size: clusters resident at once, −1 none,
+                                0 not asked */
 } decode_plan;
 
 /* Once per device and kernel: raise its dynamic shared memory limit and read its occupancy.
@@ -777,9 +786,9 @@ static int plan_simt(decode_plan *pl, int dev)
     return kernel_setup(pl->attend, 0, 128, 0, dev, &pl->ctas_per_sm, s_occ);
 }
 
-/* Whether clusters of n attend CTAs (2 <= n <= 8) can be resident on the device; asked once per
- * device, kernel and n. */
-static int cluster_fits(const decode_plan *pl, int n, int dev)
+/* How many clusters of n attend CTAs (2 <= n <= 8) the device holds at once (0: none); asked
+ * once per device, kernel and n. */
+static int cluster_wave(const decode_plan *pl, int n, int dev)
 {
     if (dev < 0 || dev >= 32 || n < 2 || n > 8)
         return 0;
@@ -801,10 +810,10 @@ static int cluster_fits(const decode_plan *pl, int n, int dev)
             cudaGetLastError();                         /* not sticky: clear it */
             clusters = 0;
         }
-        ok = clusters > 0 ? 1 : -1;
+        ok = clusters > 0 ? clusters : -1;
         __atomic_store_n(&pl->cluster_ok[dev][n], ok, __ATOMIC_RELEASE);
     }
-    return ok > 0;
+    return ok > 0 ? ok : 0;
 }
 
 /* Everything the launch needs that depends on the shapes and the device only: the kernel, the
@@ -901,12 +910,15 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     a->chunk = a->chunk > 0 ? a->chunk : 64;
     a->splits = p->Nk > 0 ? (p->Nk + a->chunk - 1) / a->chunk : 1;
     /* sm_90, tensor-core kernel, 2 to 8 splits: the splits of a row tile merge as one cluster
-     * (cluster_merge) instead of through the combine kernel; FA_DECODE_CLUSTER=0 turns it off
-     * (bench/decode_gap.py). */
+     * (cluster_merge) instead of through the combine kernel, unless the clusters take more waves
+     * than the plain grid (a GPC holds whole clusters only, so fewer CTAs fit at once);
+     * FA_DECODE_CLUSTER=0 turns it off (bench/decode_gap.py). */
     const char *cluster = getenv("FA_DECODE_CLUSTER");
-    if (pl->mma && major >= 9 && a->splits >= 2 && a->splits <= 8 && !(cluster != NULL && strcmp(cluster, "0") == 0)
-        && cluster_fits(pl, (int)a->splits, dev))
-        a->cluster = (int)a->splits;
+    if (pl->mma && major >= 9 && a->splits >= 2 && a->splits <= 8 && !(cluster != NULL && strcmp(cluster, "0") == 0)) {
+        const int64_t cw = cluster_wave(pl, (int)a->splits, dev), clusters = cps;
+        if (cw > 0 && (clusters + cw - 1) / cw <= (a->splits * cps + wave - 1) / wave)
+            a->cluster = (int)a->splits;
+    }
     /* Combine: with 16 or more splits a row's loads are spread over 4 warps (one row per CTA). */
     a->combine_wpr = a->splits >= 16 && a->rows <= INT32_MAX ? 4 : 1;
     const char *force_wpr = getenv("FA_DECODE_COMBINE_WARPS");   /* 1 or 4: bench/decode.py */
