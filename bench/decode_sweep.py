@@ -4,7 +4,10 @@
 # the valid prefixes (at most 2 × bf16 SDPA's error there) before it is timed; a failure prints and
 # shows as nan. On the GPU machine, after the build:
 #
-#   python3 -m bench.decode_sweep [--splits 1 2 4 8 16 32 64]
+#   python3 -m bench.decode_sweep [--splits 1 2 4 8 16 32 64] [--cluster 0|1] [--flush read]
+#
+# --cluster sets FA_DECODE_CLUSTER for every column: 0 merges the splits with the combine kernel,
+# 1 inside a thread block cluster wherever the split count allows one (sm_90, 2..8 splits).
 import argparse
 import os
 
@@ -21,10 +24,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m bench.decode_sweep", description=__doc__)
     ap.add_argument("--splits", nargs="+", type=int, default=[1, 2, 4, 8, 16, 32, 64])
     ap.add_argument("--budget", type=float, default=0.1, help="seconds of timed calls per column and shape")
+    ap.add_argument("--cluster", choices=["0", "1"], help="FA_DECODE_CLUSTER for every column (default: the rule)")
+    ap.add_argument("--flush", choices=["zero", "read"], default="zero", help="L2 flush, as bench.decode's")
     args = ap.parse_args(argv)
-    timer, how = make_timer("cuda")
+    if args.cluster is not None:
+        os.environ["FA_DECODE_CLUSTER"] = args.cluster
+    timer, how = make_timer("cuda", args.flush)
     cols = ["auto"] + [str(n) for n in args.splits]
-    print(f"TB/s of K+V read (valid tokens for fa, the padded cache for cuDNN); {how}")
+    print(f"TB/s of K+V read (valid tokens for fa, the padded cache for cuDNN); {how}; "
+          f"FA_DECODE_CLUSTER={args.cluster if args.cluster is not None else 'unset'}")
     print(f"{'shape':28} {'cudnn':>6} " + " ".join(f"{c:>6}" for c in cols))
     for s in SHAPES:
         if s.append:

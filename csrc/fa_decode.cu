@@ -725,6 +725,11 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
 
 typedef void (*decode_kernel)(const decode_args);
 
+/* The most splits merged inside one thread block cluster: the portable cluster size. Larger
+ * (non-portable) clusters of 12 and 16 were slower than the combine kernel on the H200
+ * (B = 1 H 32/8 128k: 3.44 and 3.57 TB/s against 3.88 and 3.95; bench/LOG.md, 2026-11-30). */
+#define MAX_CLUSTER 8
+
 /* The attend kernel chosen for a call and what the split rule needs of it. */
 typedef struct {
     decode_kernel attend, combine;
@@ -733,8 +738,8 @@ typedef struct {
     int64_t ctas_per_split;  /* attend CTAs that one split adds */
     int mma;                 /* tensor-core kernel (grid over row tiles), else SIMT */
     int pdl;                 /* sm_90+: combine launched as a programmatic dependent of attend */
-    int (*cluster_ok)[9];    /* per device and cluster size: clusters resident at once, −1 none,
-                                0 not asked */
+    int (*cluster_ok)[MAX_CLUSTER + 1];   /* per device and cluster size: clusters resident at
+                                             once, −1 none, 0 not asked */
 } decode_plan;
 
 /* Once per device and kernel: raise its dynamic shared memory limit and read its occupancy.
@@ -770,7 +775,7 @@ static int plan_mma(decode_plan *pl, int dev)
     pl->combine = decode_combine_kernel<T>;
     pl->smem = sizeof(decode_smem<C>);
     pl->mma = 1;
-    static int s_cluster_ok[32][9];
+    static int s_cluster_ok[32][MAX_CLUSTER + 1];
     pl->cluster_ok = s_cluster_ok;
     return kernel_setup(pl->attend, pl->smem, C::THREADS, 1, dev, &pl->ctas_per_sm, s_occ);
 }
@@ -786,11 +791,11 @@ static int plan_simt(decode_plan *pl, int dev)
     return kernel_setup(pl->attend, 0, 128, 0, dev, &pl->ctas_per_sm, s_occ);
 }
 
-/* How many clusters of n attend CTAs (2 <= n <= 8) the device holds at once (0: none); asked
- * once per device, kernel and n. */
+/* How many clusters of n attend CTAs (2 <= n <= MAX_CLUSTER) the device holds at once (0: none);
+ * asked once per device, kernel and n. */
 static int cluster_wave(const decode_plan *pl, int n, int dev)
 {
-    if (dev < 0 || dev >= 32 || n < 2 || n > 8)
+    if (dev < 0 || dev >= 32 || n < 2 || n > MAX_CLUSTER)
         return 0;
     int ok = __atomic_load_n(&pl->cluster_ok[dev][n], __ATOMIC_ACQUIRE);
     if (ok == 0) {
@@ -901,7 +906,28 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
             break;
         splits++;
     }
-    /* FA_DECODE_SPLITS=n overrides the rule (bench/decode_sweep.py); the chunks below keep at
+    /* sm_90, tensor-core kernel: the splits of a row tile can merge inside one thread block
+     * cluster (cluster_merge) instead of through the combine kernel. FA_DECODE_CLUSTER=0 turns
+     * that off, =1 drops the wave condition below (bench/decode_sweep.py). */
+    const char *cluster = getenv("FA_DECODE_CLUSTER");
+    const int cl_off = cluster != NULL && strcmp(cluster, "0") == 0, cl_on = cluster != NULL && strcmp(cluster, "1") == 0;
+    const int can_cluster = pl->mma && major >= 9 && !cl_off;
+    /* Where the rule splits and each split is short, fewer splits merged in clusters beat more
+     * splits and the combine launch: the fewest (2..MAX_CLUSTER) whose CTAs cover 15/16 of the
+     * SMs in one wave of clusters, if each then reads at most 2 MB of K and V. bench/decode_sweep.py,
+     * read flush, H200 (bench/LOG.md, 2026-11-30): B = 1 H 32/32 4k 2.18 → 2.54 TB/s (4 splits in
+     * clusters against 8 combined), B = 8 H 32/8 8k 3.52 → 3.68 (2 against 4); with long chunks
+     * fewer splits lost up to 10 % (B = 8 32k ragged: 2 in clusters 3.30, 4 combined 3.68). */
+    if (can_cluster && splits >= 2) {
+        int64_t sc = 2;
+        while (sc < MAX_CLUSTER && sc * cps < sms - sms / 16)
+            sc++;
+        const int64_t sc_chunk = ((p->Nk + sc - 1) / sc + 63) / 64 * 64;
+        if (sc <= splits && sc * cps >= sms - sms / 16 && sc_chunk * 4 * p->d <= (int64_t)2 << 20
+            && cluster_wave(pl, (int)sc, dev) >= cps)
+            splits = sc;
+    }
+    /* FA_DECODE_SPLITS=n overrides the rules (bench/decode_sweep.py); the chunks below keep at
      * least 64 keys each. */
     const char *force_splits = getenv("FA_DECODE_SPLITS");
     if (force_splits != NULL && atoi(force_splits) > 0)
@@ -909,14 +935,11 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     a->chunk = ((p->Nk + splits - 1) / splits + 63) / 64 * 64;
     a->chunk = a->chunk > 0 ? a->chunk : 64;
     a->splits = p->Nk > 0 ? (p->Nk + a->chunk - 1) / a->chunk : 1;
-    /* sm_90, tensor-core kernel, 2 to 8 splits: the splits of a row tile merge as one cluster
-     * (cluster_merge) instead of through the combine kernel, unless the clusters take more waves
-     * than the plain grid (a GPC holds whole clusters only, so fewer CTAs fit at once);
-     * FA_DECODE_CLUSTER=0 turns it off (bench/decode_gap.py). */
-    const char *cluster = getenv("FA_DECODE_CLUSTER");
-    if (pl->mma && major >= 9 && a->splits >= 2 && a->splits <= 8 && !(cluster != NULL && strcmp(cluster, "0") == 0)) {
+    /* 2 to MAX_CLUSTER splits merge in clusters unless the clusters take more waves than the plain
+     * grid (a GPC holds whole clusters only, so fewer CTAs may fit at once). */
+    if (can_cluster && a->splits >= 2 && a->splits <= MAX_CLUSTER) {
         const int64_t cw = cluster_wave(pl, (int)a->splits, dev), clusters = cps;
-        if (cw > 0 && (clusters + cw - 1) / cw <= (a->splits * cps + wave - 1) / wave)
+        if (cw > 0 && (cl_on || (clusters + cw - 1) / cw <= (a->splits * cps + wave - 1) / wave))
             a->cluster = (int)a->splits;
     }
     /* Combine: with 16 or more splits a row's loads are spread over 4 warps (one row per CTA). */

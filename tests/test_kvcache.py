@@ -219,10 +219,11 @@ def test_kvcache_cuda_forced_splits(splits, monkeypatch):
 @pytest.mark.parametrize("d", [40, 128, 256])
 @pytest.mark.parametrize("causal", [False, True])
 def test_kvcache_cuda_cluster_merge(splits, cluster, d, causal, monkeypatch):
-    """Up to 8 splits on sm_90 merge inside a thread block cluster (FA_DECODE_CLUSTER=0: through
-    the combine kernel instead; below sm_90 always so): 2, 5 and 8 splits, two row tiles (5 query
-    tokens x 4 heads per KV head = 20 packed rows), a sequence whose cache is empty before its
-    appended token (every split but the first sees no key), GQA, both masks."""
+    """On sm_90, 2 to 8 splits can merge inside a thread block cluster (FA_DECODE_CLUSTER=1 forces
+    it where the device holds such a cluster, 0 merges through the combine kernel instead, as below
+    sm_90 always): 2, 5 and 8 splits, two row tiles (5 query tokens x 4 heads per KV head = 20
+    packed rows), a sequence whose cache is empty before its appended token (every split but the
+    first sees no key), GQA, both masks."""
     monkeypatch.setenv("FA_DECODE_SPLITS", splits)
     monkeypatch.setenv("FA_DECODE_CLUSTER", cluster)
     run_case("cuda", torch.bfloat16, 3, 8, 2, 5, d, 3000, [2999 - 1, 0, 1200], 1, causal, seed=d + int(splits))
