@@ -134,17 +134,8 @@ fp32_forward_kernel(const __grid_constant__ fa_params p, float scale_log2, int v
             const int idx = threadIdx.x + t * NT;
             const int r = idx / (D / 4), c4 = idx % (D / 4), c = 4 * c4;
             float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            if (i0 + r < p.Nq) {
-                const float *src = g_q + r * p.q_row_stride + c;
-                if ((vec & VEC_Q) && c + 4 <= d) {
-                    x = __ldg((const float4 *)src);
-                } else {
-                    if (c + 0 < d) x.x = src[0];
-                    if (c + 1 < d) x.y = src[1];
-                    if (c + 2 < d) x.z = src[2];
-                    if (c + 3 < d) x.w = src[3];
-                }
-            }
+            if (i0 + r < p.Nq)
+                load_f32x4(x, g_q + r * p.q_row_stride + c, c, d, vec & VEC_Q);
             x.x *= scale_log2, x.y *= scale_log2, x.z *= scale_log2, x.w *= scale_log2;
             *(float4 *)&sm.s_q[r][4 * (c4 ^ (r & 1))] = x;
         }

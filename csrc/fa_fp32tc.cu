@@ -393,17 +393,8 @@ fa_fp32tc_kernel(const __grid_constant__ tc_args a)
         const int idx = threadIdx.x + i * NT;
         const int r = idx / (D / 4), c = idx % (D / 4) * 4;
         float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (m0 + r < Nq) {
-            const float *src = g_q + (int64_t)(m0 + r) * p.q_row_stride + c;
-            if ((a.vec & VEC_Q) && c + 4 <= d) {
-                x = __ldg((const float4 *)src);
-            } else {
-                if (c + 0 < d) x.x = src[0];
-                if (c + 1 < d) x.y = src[1];
-                if (c + 2 < d) x.z = src[2];
-                if (c + 3 < d) x.w = src[3];
-            }
-        }
+        if (m0 + r < Nq)
+            load_f32x4(x, g_q + (int64_t)(m0 + r) * p.q_row_stride + c, c, d, a.vec & VEC_Q);
         const float sl = a.scale_log2;
         x = make_float4(x.x * sl, x.y * sl, x.z * sl, x.w * sl);
         if (C::QS) {         /* split once, each float4 in the form its values need */

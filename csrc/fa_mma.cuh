@@ -1,7 +1,8 @@
 /*
  * fa_mma.cuh — PTX wrappers shared by the kernels (fa_sm80.cu, fa_decode.cu, fa_fp32tc.cu,
- * fa_fp32.cu; fa_sm90.cu uses the address, ex2 and packing ones): cp.async and the fp32 row-tile
- * load, ldmatrix, mma.m16n8k16, the (row mod 8) XOR swizzle of 16-byte chunks in shared tiles;
+ * fa_fp32.cu; fa_sm90.cu uses the address, ex2 and packing ones): cp.async, the fp32 row-tile
+ * and 4-column loads, ldmatrix, mma.m16n8k16, the (row mod 8) XOR swizzle of 16-byte chunks in
+ * shared tiles;
  * and the host side of launching the one-CTA-per-tile kernels (fa_sm80.cu, fa_fp32tc.cu).
  * Include from .cu files only.
  */
@@ -50,6 +51,20 @@ __device__ __forceinline__ void cp_async16(uint32_t dst, const void *src, int by
 __device__ __forceinline__ void cp_async16_full(uint32_t dst, const void *src)
 {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+}
+
+/* Columns c..c+3 of an fp32 row at src (= the row + c) into x; those at or past d keep x's
+ * value. vec: 16-byte aligned rows, so a whole group is one 16-byte load. */
+__device__ __forceinline__ void load_f32x4(float4 &x, const float *src, int c, int d, int vec)
+{
+    if (vec && c + 4 <= d) {
+        x = __ldg((const float4 *)src);
+    } else {
+        if (c + 0 < d) x.x = src[0];
+        if (c + 1 < d) x.y = src[1];
+        if (c + 2 < d) x.z = src[2];
+        if (c + 3 < d) x.w = src[3];
+    }
 }
 
 /* 4-byte async copy (any fp32 address); bytes 0 writes a zero. */
