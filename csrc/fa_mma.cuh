@@ -2,8 +2,8 @@
  * fa_mma.cuh — PTX wrappers shared by the kernels (fa_sm80.cu, fa_decode.cu, fa_fp32tc.cu,
  * fa_fp32.cu; fa_sm90.cu uses the address, ex2 and packing ones): cp.async, the fp32 row-tile
  * and 4-column loads, ldmatrix, mma.m16n8k16, the (row mod 8) XOR swizzle of 16-byte chunks in
- * shared tiles;
- * and the host side of launching the one-CTA-per-tile kernels (fa_sm80.cu, fa_fp32tc.cu).
+ * shared tiles; and the host side of launching the one-CTA-per-tile kernels (fa_sm80.cu,
+ * fa_fp32tc.cu).
  * Include from .cu files only.
  */
 #ifndef FA_MMA_CUH
