@@ -55,6 +55,19 @@ def test_sm90_lse_and_layouts(dtype, causal, d, forced):
     assert torch.equal(out, torch_flashattn.attention(q, k, v, causal=causal, scale=0.5))
 
 
+def check_gqa_lse(dtype, d, nq, nk, causal, what):
+    """B = 2, 4 query heads on 2 KV heads, default scale: out within the accuracy rule and lse
+    within 1e-4 of the float64 reference."""
+    torch.manual_seed(nq + nk + d)
+    q = randn(2, 4, nq, d, dtype=dtype, device="cuda")
+    k = randn(2, 2, nk, d, dtype=dtype, device="cuda")
+    v = randn(2, 2, nk, d, dtype=dtype, device="cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal)
+    assert_accurate(out, q, k, v, causal, what=what)
+    err = (lse.double() - reference_lse(q, k, causal)).abs().max().item()
+    assert err < 1e-4, f"lse max error {err:.3e}"
+
+
 @sm90
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [72, 128])
@@ -66,14 +79,7 @@ def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, monkeypatch):
     tails (193 = 192 + 1, 385 = 2 · 192 + 1), one query row, the 2-consumer tile just below the
     switch, GQA, lse, both grids."""
     monkeypatch.setenv("FA_SM90_PERSIST", grid)
-    torch.manual_seed(nq + nk + d)
-    q = randn(2, 4, nq, d, dtype=dtype, device="cuda")
-    k = randn(2, 2, nk, d, dtype=dtype, device="cuda")
-    v = randn(2, 2, nk, d, dtype=dtype, device="cuda")
-    out, lse = torch_flashattn.attention_lse(q, k, v)
-    assert_accurate(out, q, k, v, False, what=f"sm90 long-key tile {dtype} d={d} Nq={nq} Nk={nk}")
-    err = (lse.double() - reference_lse(q, k, False)).abs().max().item()
-    assert err < 1e-4, f"lse max error {err:.3e}"
+    check_gqa_lse(dtype, d, nq, nk, False, f"sm90 long-key tile {dtype} d={d} Nq={nq} Nk={nk}")
 
 
 @sm90
@@ -86,14 +92,7 @@ def test_sm90_d64_short_causal_tile(dtype, d, nq, nk, grid, forced, monkeypatch)
     past it the 3-consumer one: both sides of the switch, more keys than queries and fewer, GQA,
     lse, both grids."""
     monkeypatch.setenv("FA_SM90_PERSIST", grid)
-    torch.manual_seed(nq + nk + d)
-    q = randn(2, 4, nq, d, dtype=dtype, device="cuda")
-    k = randn(2, 2, nk, d, dtype=dtype, device="cuda")
-    v = randn(2, 2, nk, d, dtype=dtype, device="cuda")
-    out, lse = torch_flashattn.attention_lse(q, k, v, causal=True)
-    assert_accurate(out, q, k, v, True, what=f"sm90 d64 causal {dtype} d={d} Nq={nq} Nk={nk}")
-    err = (lse.double() - reference_lse(q, k, True)).abs().max().item()
-    assert err < 1e-4, f"lse max error {err:.3e}"
+    check_gqa_lse(dtype, d, nq, nk, True, f"sm90 d64 causal {dtype} d={d} Nq={nq} Nk={nk}")
 
 
 @sm90
