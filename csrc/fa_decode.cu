@@ -15,9 +15,9 @@
  *               (split, row tile, b·Hkv + hk), and merge through distributed shared memory
  *               (cluster_merge): no partials in global memory and no third launch.
  *
- * Attend, fp16/bf16 (tensor cores): each of the 4 warps walks its own blocks of 16 keys (blocks
- * w, w+4, ... of the chunk) through a private cp.async ring of STAGES buffers, so the key loop has
- * no CTA barrier; c = scale · log2(e):
+ * Attend, fp16/bf16 (tensor cores): each of the WARPS warps (4, or 8 for long splits at d ≤ 128)
+ * walks its own blocks of 16 keys (blocks w, w + WARPS, ... of the chunk) through a private
+ * cp.async ring of STAGES buffers, so the key loop has no CTA barrier; c = scale · log2(e):
  *
  *     S = Q Kᵀ                      mma.m16n8k16, queries padded to 16 rows, fp32 accumulate
  *     s = S · c, −inf where key ≥ L_b or (causal) key > L_b − Nq + i
@@ -90,6 +90,13 @@ __device__ __forceinline__ void wait_prerequisites(void)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
+}
+
+/* Holds x in a register from here on: the compiler cannot recompute it inside a loop (it would
+ * rebuild shared-memory addresses from the CTA's window base every iteration otherwise). */
+__device__ __forceinline__ void keep_in_register(uint32_t &x)
+{
+    asm volatile("" : "+r"(x));
 }
 
 /* Thread block clusters (sm_90): this CTA's rank, a barrier over every thread of the cluster
@@ -197,13 +204,14 @@ __global__ void __launch_bounds__(128) decode_append_kernel(const __grid_constan
  * MIN_CTAS: CTAs per SM the registers must allow. Shared memory: 32·D + 4 · STAGES · 64·D bytes.
  * Bytes in flight per SM ≈ CTAs · 4 warps · (STAGES − 1) · 64·D: ~100 KB for every row below,
  * above the ~40 KB that 4.8 TB/s × ~1 µs of latency needs over 132 SMs. Not yet tuned on the H200. */
-template <int D_, int STAGES_, int MIN_CTAS_>
+template <int D_, int STAGES_, int MIN_CTAS_, int WARPS_ = 4>
 struct decode_tile {
-    static constexpr int D = D_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_, WARPS = 4, THREADS = 128;
-    static_assert(D % 64 == 0 && D <= 256 && STAGES >= 2, "tile shape");
+    static constexpr int D = D_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_, WARPS = WARPS_, THREADS = 32 * WARPS_;
+    static_assert(D % 64 == 0 && D <= 256 && STAGES >= 2 && (WARPS == 4 || WARPS == 8), "tile shape");
 };
 typedef decode_tile< 64, 4, 3> decode_tile_d64;    /*  66 KB: 3 CTAs/SM on sm_90 */
 typedef decode_tile<128, 3, 2> decode_tile_d128;   /* 100 KB: 2 CTAs/SM on sm_90 */
+typedef decode_tile<128, 3, 1, 8> decode_tile_d128_w8;   /* 196 KB, 8 warps: 1 CTA/SM on sm_90 */
 typedef decode_tile<256, 2, 1> decode_tile_d256;   /* 136 KB: fits sm_80's 163 KB */
 
 /* Shared memory of one CTA. K/V tiles: element (r, c) in 16-byte chunk (c/8) ^ (r%8). After its
@@ -226,22 +234,14 @@ struct decode_smem {
 
 /* Copies rows 0..15 (rows >= rows zero-filled) and columns 0..d-1 (the rest zero) of a global
  * (·, d) tile into a swizzled shared tile, by the 32 lanes of one warp. vec: 16-byte aligned rows,
- * cp.async (the caller commits); else 2-byte loads stored at once. A whole block of 16 aligned
- * rows of exactly D columns (every block but a sequence's last, at d = 64, 128, 256) takes the
- * short path: one pointer step and one unpredicated cp.async per chunk. */
+ * cp.async (the caller commits); else 2-byte loads stored at once. The key loop's blocks of 16
+ * whole rows take a shorter path of their own (load_next in decode_mma_kernel). */
 template <int D>
 __device__ __forceinline__ void load_rows16(uint32_t s_tile, const uint16_t *g, int64_t row_stride, int rows,
                                             int d, int vec, int lane)
 {
     constexpr int CHUNKS = D / 8, STEP = 32 / CHUNKS;   /* STEP rows per pass of the warp */
     const int c = lane % CHUNKS;
-    if (vec && rows >= 16 && d == D) {
-        const uint16_t *src = g + (lane / CHUNKS) * row_stride + 8 * c;
-#pragma unroll
-        for (int it = 0; it < 16 / STEP; it++, src += STEP * row_stride)
-            cp_async16_full(s_tile + swz<D>(lane / CHUNKS + it * STEP, c), src);
-        return;
-    }
     const int nc = max(0, min(8, d - 8 * c));           /* valid elements of this lane's chunk */
 #pragma unroll
     for (int it = 0; it < 16 / STEP; it++) {
@@ -330,25 +330,61 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const int nb_w = n_blocks > warp ? (n_blocks - warp + WARPS - 1) / WARPS : 0;   /* this warp's */
 
     /* g_k, g_v: k[b, hk], v[b, hk] (Nmax, d). Local block i of this warp holds keys
-     * k0 + 16·(warp + 4i) .. +15. */
+     * k0 + 16·(warp + WARPS·i) .. +15. */
     const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride;
     const uint16_t *g_v = (const uint16_t *)p.v + b * p.v_batch_stride + hk * p.v_head_stride;
-    const uint32_t s_k0 = smem_u32(s.w[warp].ring.k), s_v0 = smem_u32(s.w[warp].ring.v);
-    constexpr uint32_t STAGE_BYTES = 16 * D * 2;
-    auto load_kv = [&](int i) {
-        const int key0 = k0 + 16 * (warp + WARPS * i);
-        const uint32_t off = (i % STAGES) * STAGE_BYTES;
-        load_rows16<D>(s_k0 + off, g_k + (int64_t)key0 * p.k_row_stride, p.k_row_stride, k1 - key0, d,
-                       a.vec_kv, lane);
-        load_rows16<D>(s_v0 + off, g_v + (int64_t)key0 * p.v_row_stride, p.v_row_stride, k1 - key0, d,
-                       a.vec_kv, lane);
+    uint32_t s_k0 = smem_u32(s.w[warp].ring.k), s_v0 = smem_u32(s.w[warp].ring.v);
+    keep_in_register(s_k0);
+    keep_in_register(s_v0);
+    constexpr uint32_t STAGE_BYTES = 16 * D * 2, RING_BYTES = STAGES * STAGE_BYTES;
+
+    /* The warp's blocks are loaded in order, one per call of load_next, from a cursor that moves
+     * by one block of the warp per call: its first key, its stage's offset in the ring, and this
+     * lane's first 16-byte chunk of K and V (row lr, chunk lc), so that a whole block of exactly D
+     * columns (every block but the last at d = 64, 128, 256) costs one pointer step per chunk. */
+    constexpr int STEP = 32 / CHUNKS, NSW = 8 / STEP;   /* rows per pass of the warp; passes per 8 rows */
+    const int lr = lane / CHUNKS, lc = lane % CHUNKS;
+    /* The lane's chunk in rows lr + j·STEP of a stage (j < NSW); 8 rows further adds 8 rows' bytes. */
+    uint32_t sw[NSW];
+#pragma unroll
+    for (int j = 0; j < NSW; j++) {
+        sw[j] = swz<D>(lr + j * STEP, lc);
+        keep_in_register(sw[j]);
+    }
+    const bool whole_rows = a.vec_kv && d == D;
+    int ld_key0 = k0 + 16 * warp;
+    uint32_t ld_off = 0;
+    const uint16_t *ld_k = g_k + (int64_t)(ld_key0 + lr) * p.k_row_stride + 8 * lc;
+    const uint16_t *ld_v = g_v + (int64_t)(ld_key0 + lr) * p.v_row_stride + 8 * lc;
+    const int64_t k_step = STEP * p.k_row_stride, v_step = STEP * p.v_row_stride;
+    const int64_t k_block = 16 * WARPS * p.k_row_stride, v_block = 16 * WARPS * p.v_row_stride;
+    auto load_next = [&]() {
+        if (whole_rows && k1 - ld_key0 >= 16) {
+            const uint16_t *src_k = ld_k, *src_v = ld_v;
+            const uint32_t st_k = s_k0 + ld_off, st_v = s_v0 + ld_off;
+#pragma unroll
+            for (int it = 0; it < 16 / STEP; it++, src_k += k_step, src_v += v_step) {
+                const uint32_t off = sw[it % NSW] + it / NSW * 8 * D * 2;
+                cp_async16_full(st_k + off, src_k);
+                cp_async16_full(st_v + off, src_v);
+            }
+        } else {
+            load_rows16<D>(s_k0 + ld_off, g_k + (int64_t)ld_key0 * p.k_row_stride, p.k_row_stride,
+                           k1 - ld_key0, d, a.vec_kv, lane);
+            load_rows16<D>(s_v0 + ld_off, g_v + (int64_t)ld_key0 * p.v_row_stride, p.v_row_stride,
+                           k1 - ld_key0, d, a.vec_kv, lane);
+        }
+        ld_key0 += 16 * WARPS;
+        ld_off = ld_off + STAGE_BYTES == RING_BYTES ? 0 : ld_off + STAGE_BYTES;
+        ld_k += k_block;
+        ld_v += v_block;
     };
 
     /* Prologue: blocks 0 .. STAGES−2 of this warp, one cp.async group each (possibly empty). */
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
         if (i < nb_w)
-            load_kv(i);
+            load_next();
         cp_async_commit();
     }
 
@@ -382,9 +418,18 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const uint32_t lane_off_k = swz<D>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
     const uint32_t s_q = smem_u32(s.q);
 
+    /* Q's A fragments: up to D = 128 loaded once, D/4 registers (the key loop then reads only K
+     * and V from shared memory); at D = 256 they would not fit beside O, so one at a time. */
+    constexpr bool Q_REGS = D <= 128;
+    uint32_t r_q[Q_REGS ? D / 16 : 1][4];
+#pragma unroll
+    for (int kk = 0; kk < (Q_REGS ? D / 16 : 0); kk++)
+        ldsm_x4(r_q[kk], frag_addr<D>(s_q, lane_off, 0, 2 * kk));
+
     float r_o[D / 8][4] = {};                           /* O: 16 × D, C layout */
     float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f};   /* rows g, g+8; l_i: own columns */
 
+    uint32_t cs_off = 0;                                /* block i's stage: (i % STAGES) · STAGE_BYTES */
     for (int i = 0; i < nb_w; i++) {
         /* After block i, the groups of blocks i+1 .. i+STAGES−2 may still be in flight. */
         cp_async_wait<STAGES - 2>();
@@ -392,21 +437,24 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
          * block i−1, whose stage the load below overwrites. */
         __syncwarp();
         if (i + STAGES - 1 < nb_w)
-            load_kv(i + STAGES - 1);
+            load_next();                                /* block i + STAGES − 1 */
         cp_async_commit();                              /* possibly empty: keeps the count */
 
         const int key0 = k0 + 16 * (warp + WARPS * i);
-        const uint32_t s_k = s_k0 + (i % STAGES) * STAGE_BYTES, s_v = s_v0 + (i % STAGES) * STAGE_BYTES;
+        const uint32_t s_k = s_k0 + cs_off, s_v = s_v0 + cs_off;
+        cs_off = cs_off + STAGE_BYTES == RING_BYTES ? 0 : cs_off + STAGE_BYTES;
 
         /* S = Q Kᵀ: 16 rows × 16 keys; n-tile 0 keys 0-7, n-tile 1 keys 8-15. */
         float r_s[2][4] = {};
 #pragma unroll
         for (int kk = 0; kk < D / 16; kk++) {
-            uint32_t r_q[4], r_k[4];
-            ldsm_x4(r_q, frag_addr<D>(s_q, lane_off, 0, 2 * kk));
+            uint32_t r_k[4];
+            const int qf = Q_REGS ? kk : 0;
+            if (!Q_REGS)
+                ldsm_x4(r_q[0], frag_addr<D>(s_q, lane_off, 0, 2 * kk));
             ldsm_x4(r_k, frag_addr<D>(s_k, lane_off_k, 0, 2 * kk));
-            mma16816<T>(r_s[0], r_q, r_k[0], r_k[1]);
-            mma16816<T>(r_s[1], r_q, r_k[2], r_k[3]);
+            mma16816<T>(r_s[0], r_q[qf], r_k[0], r_k[1]);
+            mma16816<T>(r_s[1], r_q[qf], r_k[2], r_k[3]);
         }
 
         /* s = S · c; −inf for keys a row does not see (only blocks at the end pay for the test). */
@@ -737,6 +785,7 @@ typedef struct {
     int ctas_per_sm;         /* occupancy of attend */
     int64_t ctas_per_split;  /* attend CTAs that one split adds */
     int mma;                 /* tensor-core kernel (grid over row tiles), else SIMT */
+    int threads;             /* attend kernel's block size */
     int pdl;                 /* sm_90+: combine launched as a programmatic dependent of attend */
     int (*cluster_ok)[MAX_CLUSTER + 1];   /* per device and cluster size: clusters resident at
                                              once, −1 none, 0 not asked */
@@ -775,6 +824,7 @@ static int plan_mma(decode_plan *pl, int dev)
     pl->combine = decode_combine_kernel<T>;
     pl->smem = sizeof(decode_smem<C>);
     pl->mma = 1;
+    pl->threads = C::THREADS;
     static int s_cluster_ok[32][MAX_CLUSTER + 1];
     pl->cluster_ok = s_cluster_ok;
     return kernel_setup(pl->attend, pl->smem, C::THREADS, 1, dev, &pl->ctas_per_sm, s_occ);
@@ -788,6 +838,7 @@ static int plan_simt(decode_plan *pl, int dev)
     pl->combine = decode_combine_kernel<T>;
     pl->smem = 0;
     pl->mma = 0;
+    pl->threads = 128;
     return kernel_setup(pl->attend, 0, 128, 0, dev, &pl->ctas_per_sm, s_occ);
 }
 
@@ -806,7 +857,7 @@ static int cluster_wave(const decode_plan *pl, int n, int dev)
         cudaLaunchConfig_t cfg;
         memset(&cfg, 0, sizeof cfg);
         cfg.gridDim = dim3((unsigned)n);
-        cfg.blockDim = dim3(128);
+        cfg.blockDim = dim3((unsigned)pl->threads);
         cfg.dynamicSmemBytes = pl->smem;
         cfg.attrs = &attr;
         cfg.numAttrs = 1;
@@ -823,68 +874,10 @@ static int cluster_wave(const decode_plan *pl, int n, int dev)
 
 /* Everything the launch needs that depends on the shapes and the device only: the kernel, the
  * split count and the derived scalars. The same answer for fa_kvcache_scratch_bytes and the launch. */
-static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *a)
+/* Split count, chunk and cluster size of a call for plan pl (a->row_tiles and a->rows set). */
+static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int sms, int major, int dev)
 {
-    const fa_params *p = &kp->p;
-    memset(pl, 0, sizeof *pl);
-    memset(a, 0, sizeof *a);
-    a->kp = *kp;
-    a->nnew = kp->k_new != NULL ? kp->Nnew : 0;
-    a->splits = 1;
-    a->chunk = 64;
-    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
-        return FA_OK;                                   /* append only */
-    /* Key positions and packed rows are int in the kernels (offsets are 64-bit). */
-    if (p->Nk > INT32_MAX - 256 || p->Nq * (p->Hq / p->Hkv) > INT32_MAX - 256)
-        return FA_ERR_UNSUPPORTED;
-    a->G = (int)(p->Hq / p->Hkv);
-    a->R = (int)(p->Nq * a->G);
-    a->row_tiles = (a->R + 15) / 16;
-    a->rows = p->B * p->Hq * p->Nq;
-    a->scale_log2 = p->scale * 1.4426950408889634f;
-
-    int dev, sms;
-    if (cudaGetDevice(&dev) != cudaSuccess)
-        return FA_ERR_CUDA;
-    int st = fa_cuda_sm_count(dev, &sms);
-    if (st != FA_OK)
-        return st;
-    static int s_major[32];
-    int major = dev >= 0 && dev < 32 ? __atomic_load_n(&s_major[dev], __ATOMIC_RELAXED) : 0;
-    if (major == 0) {
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
-            return FA_ERR_CUDA;
-        if (dev >= 0 && dev < 32)
-            __atomic_store_n(&s_major[dev], major, __ATOMIC_RELAXED);
-    }
-    /* Off unless FA_DECODE_PDL=1: bench/decode_gap.py, read flush, H200: the early combine CTAs
-     * finished 8.5 µs after the attend grid against 5 µs for a plain launch (B = 1 H 32 4k: 33.3
-     * against 30.0 µs per call; B = 8 8k 79.4 against 76.2; bench/LOG.md, 2026-11-30). */
-    const char *pdl = getenv("FA_DECODE_PDL");
-    pl->pdl = major >= 9 && pdl != NULL && strcmp(pdl, "1") == 0;
-    /* FA_KERNEL=simt forces the CUDA-core kernel; the forward families' names (and auto) leave the
-     * choice here; anything else is refused as by fa_forward_cuda. */
-    const char *force = getenv("FA_KERNEL");
-    if (force != NULL && *force != '\0' && strcmp(force, "auto") != 0 && strcmp(force, "simt") != 0
-        && strcmp(force, "sm90") != 0 && strcmp(force, "sm80") != 0 && strcmp(force, "fp32") != 0
-        && strcmp(force, "fp32tc") != 0)
-        return FA_ERR_KERNEL_CHOICE;
-    const int simt = p->dtype == FA_FLOAT32 || (force != NULL && strcmp(force, "simt") == 0);
-    st = FA_ERR_UNSUPPORTED;
-    if (!simt) {
-        const int bf16 = p->dtype == FA_BFLOAT16;
-        if (p->d <= 64)
-            st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d64>(pl, dev) : plan_mma<__half, decode_tile_d64>(pl, dev);
-        else if (p->d <= 128)
-            st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128>(pl, dev) : plan_mma<__half, decode_tile_d128>(pl, dev);
-        else
-            st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d256>(pl, dev) : plan_mma<__half, decode_tile_d256>(pl, dev);
-    }
-    if (st == FA_ERR_UNSUPPORTED)                       /* fp32, forced, or no room for the tile */
-        st = p->dtype == FA_FLOAT32 ? plan_simt<float>(pl, dev)
-           : p->dtype == FA_FLOAT16 ? plan_simt<__half>(pl, dev) : plan_simt<__nv_bfloat16>(pl, dev);
-    if (st != FA_OK)
-        return st;
+    a->cluster = 0;
     pl->ctas_per_split = pl->mma ? (int64_t)a->row_tiles * p->B * p->Hkv : (a->rows + 3) / 4;
 
     /* splits: every CTA of a split does the same work, so a grid of 2.1 waves takes as long as 3.
@@ -942,6 +935,89 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
         if (cw > 0 && (cl_on || (clusters + cw - 1) / cw <= (a->splits * cps + wave - 1) / wave))
             a->cluster = (int)a->splits;
     }
+}
+
+static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *a)
+{
+    const fa_params *p = &kp->p;
+    memset(pl, 0, sizeof *pl);
+    memset(a, 0, sizeof *a);
+    a->kp = *kp;
+    a->nnew = kp->k_new != NULL ? kp->Nnew : 0;
+    a->splits = 1;
+    a->chunk = 64;
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
+        return FA_OK;                                   /* append only */
+    /* Key positions and packed rows are int in the kernels (offsets are 64-bit). */
+    if (p->Nk > INT32_MAX - 256 || p->Nq * (p->Hq / p->Hkv) > INT32_MAX - 256)
+        return FA_ERR_UNSUPPORTED;
+    a->G = (int)(p->Hq / p->Hkv);
+    a->R = (int)(p->Nq * a->G);
+    a->row_tiles = (a->R + 15) / 16;
+    a->rows = p->B * p->Hq * p->Nq;
+    a->scale_log2 = p->scale * 1.4426950408889634f;
+
+    int dev, sms;
+    if (cudaGetDevice(&dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    int st = fa_cuda_sm_count(dev, &sms);
+    if (st != FA_OK)
+        return st;
+    static int s_major[32];
+    int major = dev >= 0 && dev < 32 ? __atomic_load_n(&s_major[dev], __ATOMIC_RELAXED) : 0;
+    if (major == 0) {
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
+            return FA_ERR_CUDA;
+        if (dev >= 0 && dev < 32)
+            __atomic_store_n(&s_major[dev], major, __ATOMIC_RELAXED);
+    }
+    /* Off unless FA_DECODE_PDL=1: bench/decode_gap.py, read flush, H200: the early combine CTAs
+     * finished 8.5 µs after the attend grid against 5 µs for a plain launch (B = 1 H 32 4k: 33.3
+     * against 30.0 µs per call; B = 8 8k 79.4 against 76.2; bench/LOG.md, 2026-11-30). */
+    const char *pdl = getenv("FA_DECODE_PDL");
+    pl->pdl = major >= 9 && pdl != NULL && strcmp(pdl, "1") == 0;
+    /* FA_KERNEL=simt forces the CUDA-core kernel; the forward families' names (and auto) leave the
+     * choice here; anything else is refused as by fa_forward_cuda. */
+    const char *force = getenv("FA_KERNEL");
+    if (force != NULL && *force != '\0' && strcmp(force, "auto") != 0 && strcmp(force, "simt") != 0
+        && strcmp(force, "sm90") != 0 && strcmp(force, "sm80") != 0 && strcmp(force, "fp32") != 0
+        && strcmp(force, "fp32tc") != 0)
+        return FA_ERR_KERNEL_CHOICE;
+    const int simt = p->dtype == FA_FLOAT32 || (force != NULL && strcmp(force, "simt") == 0);
+    st = FA_ERR_UNSUPPORTED;
+    if (!simt) {
+        const int bf16 = p->dtype == FA_BFLOAT16;
+        /* d in (64, 128]: 8 warps per CTA (one CTA per SM) where that grid is one wave and every
+         * split reads at least 4096 keys, else 4 warps (two CTAs per SM). Same run, read
+         * flush, H200 (bench/LOG.md, 2026-11-30): 8 warps B = 8 H 32/8 8k 71.4 → 69.0 µs, 32k
+         * 246.2 → 240.0, 32k ragged 170.9 → 150.4; lost where 8 warps took two waves (B = 32 4k
+         * 124.9 → 128.8) or had short splits (B = 1 H 32/32 4k 26.4 → 29.6). FA_DECODE_WARPS=4 or
+         * 8 forces one tile (8 needs sm_90's shared memory; elsewhere it falls back to 4). */
+        const char *warps = getenv("FA_DECODE_WARPS");
+        const int force4 = warps != NULL && strcmp(warps, "4") == 0, force8 = warps != NULL && strcmp(warps, "8") == 0;
+        if (p->d <= 64)
+            st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d64>(pl, dev) : plan_mma<__half, decode_tile_d64>(pl, dev);
+        else if (p->d <= 128) {
+            if (!force4 && (major >= 9 || force8)) {
+                st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128_w8>(pl, dev)
+                          : plan_mma<__half, decode_tile_d128_w8>(pl, dev);
+                if (st == FA_OK && !force8) {
+                    plan_splits(pl, a, p, sms, major, dev);
+                    if (a->splits * pl->ctas_per_split > (int64_t)sms * pl->ctas_per_sm || a->chunk < 4096)
+                        st = FA_ERR_UNSUPPORTED;
+                }
+            }
+            if (st != FA_OK)
+                st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128>(pl, dev) : plan_mma<__half, decode_tile_d128>(pl, dev);
+        } else
+            st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d256>(pl, dev) : plan_mma<__half, decode_tile_d256>(pl, dev);
+    }
+    if (st == FA_ERR_UNSUPPORTED)                       /* fp32, forced, or no room for the tile */
+        st = p->dtype == FA_FLOAT32 ? plan_simt<float>(pl, dev)
+           : p->dtype == FA_FLOAT16 ? plan_simt<__half>(pl, dev) : plan_simt<__nv_bfloat16>(pl, dev);
+    if (st != FA_OK)
+        return st;
+    plan_splits(pl, a, p, sms, major, dev);
     /* Combine: with 16 or more splits a row's loads are spread over 4 warps (one row per CTA). */
     a->combine_wpr = a->splits >= 16 && a->rows <= INT32_MAX ? 4 : 1;
     const char *force_wpr = getenv("FA_DECODE_COMBINE_WARPS");   /* 1 or 4: bench/decode.py */
@@ -1030,7 +1106,7 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
         cudaLaunchConfig_t cfg;
         memset(&cfg, 0, sizeof cfg);
         cfg.gridDim = dim3((unsigned)attend_blocks);
-        cfg.blockDim = dim3(128);
+        cfg.blockDim = dim3((unsigned)pl.threads);
         cfg.dynamicSmemBytes = pl.smem;
         cfg.stream = stream;
         cfg.attrs = &attr;
@@ -1039,7 +1115,7 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
             return FA_ERR_CUDA;
         return FA_OK;
     }
-    pl.attend<<<(unsigned)attend_blocks, 128, pl.smem, stream>>>(a);
+    pl.attend<<<(unsigned)attend_blocks, (unsigned)pl.threads, pl.smem, stream>>>(a);
     if (cudaGetLastError() != cudaSuccess)
         return FA_ERR_CUDA;
     if (a.splits > 1) {

@@ -230,6 +230,20 @@ def test_kvcache_cuda_cluster_merge(splits, cluster, d, causal, monkeypatch):
 
 
 @gpu
+@pytest.mark.parametrize("warps", ["4", "8"])
+@pytest.mark.parametrize("splits", ["1", "2", "5", "40"])
+@pytest.mark.parametrize("d", [72, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_kvcache_cuda_attend_warps(warps, splits, d, causal, monkeypatch):
+    """Both d <= 128 tensor-core attend tiles, 4 and 8 warps per CTA (FA_DECODE_WARPS; 8 falls
+    back to 4 below sm_90): one split, splits merged in a cluster or by the combine kernel, two
+    row tiles, an empty cache before the appended token, GQA, both masks."""
+    monkeypatch.setenv("FA_DECODE_WARPS", warps)
+    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
+    run_case("cuda", torch.bfloat16, 3, 8, 2, 5, d, 3000, [2999 - 1, 0, 1200], 1, causal, seed=d + int(splits))
+
+
+@gpu
 @pytest.mark.parametrize("warps", ["1", "4"])
 @pytest.mark.parametrize("d", [72, 256])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
