@@ -118,6 +118,11 @@ __device__ __forceinline__ void cluster_sync(void)
 #endif
 }
 
+/* The most splits merged inside one thread block cluster: the portable cluster size. Larger
+ * (non-portable) clusters of 12 and 16 were slower than the combine kernel on the H200
+ * (B = 1 H 32/8 128k: 3.44 and 3.57 TB/s against 3.88 and 3.95; bench/LOG.md, 2026-11-30). */
+#define MAX_CLUSTER 8
+
 __device__ __forceinline__ float ld_cluster_f32(const float *p, int rank)
 {
     float v = 0.f;
@@ -229,7 +234,8 @@ struct decode_smem {
             float m[16], l[16];                      /* log2 units; l summed over the whole row */
         } part;
     } w[C::WARPS];
-    float lse_cta[16];                               /* clustered: this split's lse per row, log2 */
+    float wt[C::WARPS][16];                          /* warp merge: warp w's weight for row r */
+    float lse_cta[16];                               /* this CTA's lse per row, log2 */
 };
 
 /* Copies rows 0..15 (rows >= rows zero-filled) and columns 0..d-1 (the rest zero) of a global
@@ -269,20 +275,34 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
     const int splits = (int)a.splits, d = (int)p.d, G = a.G, R = a.R, Nq = (int)p.Nq;
     /* Cluster barrier: every CTA's results are in its shared memory. */
     cluster_sync();
-    for (int idx = cluster_rank() * C::THREADS + threadIdx.x; idx < 16 * D; idx += splits * C::THREADS) {
+    const int nrows = min(16, R - r0);
+    for (int idx = cluster_rank() * C::THREADS + threadIdx.x; idx < nrows * D; idx += splits * C::THREADS) {
         const int r = idx / D, col = idx % D, row = r0 + r;
-        if (row >= R || col >= d)
+        if (col >= d)
             continue;
+        /* All 2 · splits remote loads in flight at once (a loop that used each value before the
+         * next load waited out the cluster's latency 3 · splits times). */
+        float lse_s[MAX_CLUSTER], o_s[MAX_CLUSTER];
+#pragma unroll
+        for (int sp = 0; sp < MAX_CLUSTER; sp++)
+            if (sp < splits) {
+                lse_s[sp] = ld_cluster_f32(&s.lse_cta[r], sp);
+                o_s[sp] = ld_cluster_f32(&s.w[0].part.o[r][col], sp);
+            }
         float M = -INFINITY;
-        for (int sp = 0; sp < splits; sp++)
-            M = fmaxf(M, ld_cluster_f32(&s.lse_cta[r], sp));
+#pragma unroll
+        for (int sp = 0; sp < MAX_CLUSTER; sp++)
+            if (sp < splits)
+                M = fmaxf(M, lse_s[sp]);
         float l = 0.f, o = 0.f;
         if (M != -INFINITY)
-            for (int sp = 0; sp < splits; sp++) {
-                const float w = ex2(ld_cluster_f32(&s.lse_cta[r], sp) - M);
-                l += w;
-                o += w * ld_cluster_f32(&s.w[0].part.o[r][col], sp);
-            }
+#pragma unroll
+            for (int sp = 0; sp < MAX_CLUSTER; sp++)
+                if (sp < splits) {
+                    const float w = ex2(lse_s[sp] - M);
+                    l += w;
+                    o += w * o_s[sp];
+                }
         const int64_t h = hk * G + row % G, i = row / G;
         from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + col,
                    valid ? (l > 0.f ? o / l : 0.f) : NAN);
@@ -380,6 +400,27 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
         ld_v += v_block;
     };
 
+    /* Q tile first, into registers: row r of the tile is q[b, hk·G + (r0+r) % G, (r0+r) / G];
+     * rows past R and columns past d are zero. Issued before the K/V prologue so that these
+     * loads do not queue behind it (H200, loaded after it: Q in shared memory 4-6 µs after the
+     * CTA started; bench/LOG.md, 2026-11-30). */
+    constexpr int Q_CHUNKS = 16 * CHUNKS / C::THREADS;
+    static_assert(16 * CHUNKS % C::THREADS == 0, "Q chunks per thread");
+    uint4 r_qld[Q_CHUNKS];
+#pragma unroll
+    for (int j = 0; j < Q_CHUNKS; j++) {
+        const int idx = threadIdx.x + j * C::THREADS;
+        const int r = idx / CHUNKS, ch = idx % CHUNKS, row = r0 + r;
+        const int n = n_blocks > 0 && row < R ? max(0, min(8, d - 8 * ch)) : 0;
+        r_qld[j] = make_uint4(0, 0, 0, 0);
+        if (n > 0) {
+            const uint16_t *src = (const uint16_t *)p.q + b * p.q_batch_stride
+                                + (hk * G + row % G) * p.q_head_stride + (int64_t)(row / G) * p.q_row_stride
+                                + 8 * ch;
+            r_qld[j] = a.vec_q && n == 8 ? *(const uint4 *)src : load_chunk8(src, n);
+        }
+    }
+
     /* Prologue: blocks 0 .. STAGES−2 of this warp, one cp.async group each (possibly empty). */
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
@@ -388,21 +429,11 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
         cp_async_commit();
     }
 
-    /* Q tile, while the first K/V blocks land: row r of the tile is q[b, hk·G + (r0+r) % G,
-     * (r0+r) / G]; rows past R and columns past d are zero. */
-    if (n_blocks > 0) {
-        for (int idx = threadIdx.x; idx < 16 * CHUNKS; idx += C::THREADS) {
-            const int r = idx / CHUNKS, ch = idx % CHUNKS, row = r0 + r;
-            const int n = row < R ? max(0, min(8, d - 8 * ch)) : 0;
-            uint4 x = make_uint4(0, 0, 0, 0);
-            if (n > 0) {
-                const uint16_t *src = (const uint16_t *)p.q + b * p.q_batch_stride
-                                    + (hk * G + row % G) * p.q_head_stride + (int64_t)(row / G) * p.q_row_stride
-                                    + 8 * ch;
-                x = a.vec_q && n == 8 ? *(const uint4 *)src : load_chunk8(src, n);
-            }
-            st_shared_v4(smem_u32(s.q) + swz<D>(r, ch), x);
-        }
+    /* Q tile into shared memory from the registers loaded before the prologue. */
+#pragma unroll
+    for (int j = 0; j < Q_CHUNKS; j++) {
+        const int idx = threadIdx.x + j * C::THREADS;
+        st_shared_v4(smem_u32(s.q) + swz<D>(idx / CHUNKS, idx % CHUNKS), r_qld[j]);
     }
     /* Barrier: the Q tile is visible to every warp. */
     __syncthreads();
@@ -543,33 +574,43 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     __syncthreads();
 
     /* Merge the warps: M = max m_w, l = Σ l_w · exp2(m_w − M), O = Σ O_w · exp2(m_w − M) / l;
-     * lse = M + log2 l. A row no warp saw a key for gets O = 0, lse = −inf. */
-    for (int idx = threadIdx.x; idx < 16 * D; idx += C::THREADS) {
-        const int r = idx / D, col = idx % D, row = r0 + r;
-        if (row >= R || col >= d)
-            continue;
+     * lse = M + log2 l. A row no warp saw a key for gets O = 0, lse = −inf. First each row's
+     * weights exp2(m_w − M) / l, once per row (one thread each), then the elements of the tile's
+     * real rows: WARPS independent loads each. */
+    const int nrows = min(16, R - r0);
+    if (threadIdx.x < nrows) {
+        const int r = threadIdx.x;
         float M = -INFINITY;
 #pragma unroll
         for (int w = 0; w < WARPS; w++)
             M = fmaxf(M, s.w[w].part.m[r]);
-        float l = 0.f, o = 0.f;
-        if (M != -INFINITY) {
+        float f[WARPS], l = 0.f;
 #pragma unroll
-            for (int w = 0; w < WARPS; w++) {
-                const float f = ex2(s.w[w].part.m[r] - M);
-                l += s.w[w].part.l[r] * f;
-                o += s.w[w].part.o[r][col] * f;
-            }
+        for (int w = 0; w < WARPS; w++) {
+            f[w] = M == -INFINITY ? 0.f : ex2(s.w[w].part.m[r] - M);
+            l += s.w[w].part.l[r] * f[w];
         }
-        const int64_t h = hk * G + row % G, i = row / G;
-        const float val = valid ? (l > 0.f ? o / l : 0.f) : NAN;
-        const float lse2 = valid ? (l > 0.f ? M + log2f(l) : -INFINITY) : NAN;
+        const float inv_l = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+        for (int w = 0; w < WARPS; w++)
+            s.wt[w][r] = valid ? f[w] * inv_l : NAN;
+        s.lse_cta[r] = valid ? (l > 0.f ? M + log2f(l) : -INFINITY) : NAN;
+    }
+    /* Barrier: the row weights are visible. */
+    __syncthreads();
+    for (int idx = threadIdx.x; idx < nrows * D; idx += C::THREADS) {
+        const int r = idx / D, col = idx % D, row = r0 + r;
+        if (col >= d)
+            continue;
+        float val = 0.f;
+#pragma unroll
+        for (int w = 0; w < WARPS; w++)
+            val += s.w[w].part.o[r][col] * s.wt[w][r];
         if (a.cluster) {                                /* this thread alone reads (r, col) of part.o */
             s.w[0].part.o[r][col] = val;
-            if (col == 0)
-                s.lse_cta[r] = lse2;
         } else {
-            store_result<T>(a, split, (b * p.Hq + h) * Nq + i, b, h, i, col, val, lse2);
+            const int64_t h = hk * G + row % G, i = row / G;
+            store_result<T>(a, split, (b * p.Hq + h) * Nq + i, b, h, i, col, val, s.lse_cta[r]);
         }
     }
     if (a.cluster)
@@ -772,11 +813,6 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
 /* ---- Host ----------------------------------------------------------------------------------- */
 
 typedef void (*decode_kernel)(const decode_args);
-
-/* The most splits merged inside one thread block cluster: the portable cluster size. Larger
- * (non-portable) clusters of 12 and 16 were slower than the combine kernel on the H200
- * (B = 1 H 32/8 128k: 3.44 and 3.57 TB/s against 3.88 and 3.95; bench/LOG.md, 2026-11-30). */
-#define MAX_CLUSTER 8
 
 /* The attend kernel chosen for a call and what the split rule needs of it. */
 typedef struct {
