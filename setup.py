@@ -81,7 +81,8 @@ if WITH_CUDA:
         define_macros=[("FA_WITH_CUDA", "1")],
         extra_compile_args={
             "cxx": cxx_flags,
-            "nvcc": ["-O3", "-DNDEBUG", "-lineinfo", "-Xptxas=--warn-on-spills"] + gencode_flags(),
+            "nvcc": ["-O3", "-DNDEBUG", "-lineinfo", "-Xptxas=--warn-on-spills"] + gencode_flags()
+                    + (["-DFA_DECODE_TRACE"] if os.environ.get("FA_DECODE_TRACE") == "1" else []),
         },
         extra_link_args=["-fopenmp"],
     )

@@ -316,6 +316,22 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
 /* Grid: 1-D over (row tile, split, b·Hkv + hk), row tile fastest so that the tiles reading the
  * same keys run together and share them in L2; clustered, over (split, row tile, b·Hkv + hk);
  * block: 4 warps. */
+#ifdef FA_DECODE_TRACE
+/* Built with FA_DECODE_TRACE=1 (setup.py) only: per-CTA timestamps of the attend kernel, printed
+ * by thread 0 of every CTA on every call (bench/decode_trace.py reads them). */
+#include <stdio.h>
+__device__ unsigned long long g_decode_trace_seq;
+static __device__ __forceinline__ uint64_t trace_gt()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+#define TRACE_CLK(v) const long long v = clock64()
+#else
+#define TRACE_CLK(v)
+#endif
+
 template <typename T, class C>
 __global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
 decode_mma_kernel(const __grid_constant__ decode_args a)
@@ -324,6 +340,10 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     extern __shared__ __align__(128) uint8_t smem_raw[];
     decode_smem<C> &s = *reinterpret_cast<decode_smem<C> *>(smem_raw);
 
+#ifdef FA_DECODE_TRACE
+    const uint64_t gt0 = trace_gt();
+#endif
+    TRACE_CLK(c0);
     launch_dependents();
     const fa_params &p = a.kp.p;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -437,6 +457,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     }
     /* Barrier: the Q tile is visible to every warp. */
     __syncthreads();
+    TRACE_CLK(c1);
 
     /* Keys this lane's rows g and g + 8 see (padded rows: L, harmless as their Q is zero). */
     const int lim_a = p.causal && r0 + g < R ? L - Nq + (r0 + g) / G + 1 : L;
@@ -461,12 +482,19 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f};   /* rows g, g+8; l_i: own columns */
 
     uint32_t cs_off = 0;                                /* block i's stage: (i % STAGES) · STAGE_BYTES */
+#ifdef FA_DECODE_TRACE
+    long long c2 = 0;
+#endif
     for (int i = 0; i < nb_w; i++) {
         /* After block i, the groups of blocks i+1 .. i+STAGES−2 may still be in flight. */
         cp_async_wait<STAGES - 2>();
         /* Warp barrier: every lane's copies of block i are visible, and every lane has finished
          * block i−1, whose stage the load below overwrites. */
         __syncwarp();
+#ifdef FA_DECODE_TRACE
+        if (i == 0)
+            c2 = clock64();
+#endif
         if (i + STAGES - 1 < nb_w)
             load_next();                                /* block i + STAGES − 1 */
         cp_async_commit();                              /* possibly empty: keeps the count */
@@ -556,6 +584,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
      * partial below overwrites. */
     cp_async_wait<0>();
     __syncwarp();
+    TRACE_CLK(c3);
     auto &part = s.w[warp].part;
 #pragma unroll
     for (int r = 0; r < 2; r++) {
@@ -572,6 +601,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     }
     /* Barrier: every warp's (m, l, O) is visible to the merge. */
     __syncthreads();
+    TRACE_CLK(c4);
 
     /* Merge the warps: M = max m_w, l = Σ l_w · exp2(m_w − M), O = Σ O_w · exp2(m_w − M) / l;
      * lse = M + log2 l. A row no warp saw a key for gets O = 0, lse = −inf. First each row's
@@ -615,6 +645,17 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     }
     if (a.cluster)
         cluster_merge<T, C>(a, s, b, hk, r0, valid);
+#ifdef FA_DECODE_TRACE
+    TRACE_CLK(c5);
+    const uint64_t gt5 = trace_gt();
+    if (threadIdx.x == 0) {
+        unsigned smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        const unsigned long long seq = atomicAdd(&g_decode_trace_seq, 1ull);
+        printf("TRACE %llu %u %u %d %d %d %llu %llu %lld %lld %lld %lld %lld\n", seq, gridDim.x, blockIdx.x, smid,
+               a.cluster, (int)a.splits, gt0, gt5, c1 - c0, c2 - c0, c3 - c0, c4 - c0, c5 - c0);
+    }
+#endif
 }
 
 /* ---- 2b. Attend on CUDA cores (fp32, and the fallback) -------------------------------------- */

@@ -1,0 +1,88 @@
+# Where the decode attend kernel's time goes, per CTA. Needs the extension built with
+# FA_DECODE_TRACE=1 (setup.py): then each CTA's thread 0 prints globaltimer at entry and exit and
+# clock64 offsets from entry at: Q tile visible (c1), warp 0's first K/V block landed (c2), warp
+# 0's key loop done (c3), all warps' partials visible (c4), exit after stores / cluster merge (c5). For the last of
+# --calls calls (L2 flushed by a 256 MB read before each), prints the spread of CTA start and end
+# times and the median per-CTA phase durations in µs.
+#
+# bf16, d = 128, one query token, GPU.md's decode shapes; the kernel's choices (split count,
+# cluster size) as the automatic rule makes them, or as FA_DECODE_* force them.
+#
+#   FA_DECODE_TRACE=1 python3 setup.py build_ext --inplace    # on the GPU machine
+#   python3 -m bench.decode_trace > bench/results/decode_trace.txt
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+SHAPES = [(1, 32, 32, 4096), (8, 32, 8, 8192), (1, 32, 8, 131072), (1, 32, 32, 32768), (32, 32, 8, 4096)]
+
+
+FIELDS = ("seq", "grid", "cta", "sm", "cluster", "splits", "gt0", "gt5", "c1", "c2", "c3", "c4", "c5")
+
+
+def run_one(B, Hq, Hkv, N, calls):
+    """In a child process: `calls` calls of one shape, each after a 256 MB read that flushes L2."""
+    import torch
+    import torch_flashattn  # noqa: F401
+    torch.manual_seed(0)
+    q = torch.randn(B, Hq, 1, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(B, Hkv, N, 128, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn_like(k)
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    for _ in range(calls):
+        flush.sum(dtype=torch.int64)
+        torch.ops.fa.forward_kvcache(q, k, v, None, None, None, None, False)
+        torch.cuda.synchronize()
+
+
+def pct(xs, f):
+    return xs[min(len(xs) - 1, int(f * len(xs)))]
+
+
+def analyse(lines, label):
+    """The last call's CTAs (the grid's worth with the highest sequence numbers)."""
+    rows = [dict(zip(FIELDS, map(int, l.split()[1:]))) for l in lines if l.startswith("TRACE ")]
+    if not rows:
+        print(label, "no trace lines (built without FA_DECODE_TRACE=1?)")
+        return
+    rows.sort(key=lambda r: r["seq"])
+    last = rows[-rows[0]["grid"]:]
+    t0 = min(r["gt0"] for r in last)
+    starts = sorted((r["gt0"] - t0) / 1e3 for r in last)
+    ends = sorted((r["gt5"] - t0) / 1e3 for r in last)
+    ghz = statistics.median(r["c5"] / max(1, r["gt5"] - r["gt0"]) for r in last)   # clock64 per ns
+
+    def phase(key):
+        return statistics.median(r[key] / ghz / 1e3 for r in last)
+
+    loop = sorted((r["c3"] - r["c2"]) / ghz / 1e3 for r in last)
+    print(f"{label}: grid {len(last)} CTAs, cluster {last[0]['cluster']}, splits {last[0]['splits']}, "
+          f"SM clock {ghz:.2f} GHz (clock64 / globaltimer)")
+    print(f"  start after first CTA, µs: min {starts[0]:.2f} p50 {pct(starts, .5):.2f} p90 {pct(starts, .9):.2f} max {starts[-1]:.2f}")
+    print(f"  end after first start, µs: min {ends[0]:.2f} p50 {pct(ends, .5):.2f} p90 {pct(ends, .9):.2f} max {ends[-1]:.2f}")
+    print(f"  per CTA, median µs from its start: Q visible {phase('c1'):.2f}, first K/V block {phase('c2'):.2f}, "
+          f"loop done (warp 0) {phase('c3'):.2f}, partials visible {phase('c4'):.2f}, exit {phase('c5'):.2f}")
+    print(f"  warp 0 loop (first block landed .. done), µs: min {loop[0]:.2f} p50 {pct(loop, .5):.2f} max {loop[-1]:.2f}")
+    print(f"  distinct SMs {len(set(r['sm'] for r in last))}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--calls", type=int, default=20)
+    ap.add_argument("--one", nargs=4, type=int)
+    args = ap.parse_args()
+    if args.one:
+        run_one(*args.one, args.calls)
+        return
+    for B, Hq, Hkv, N in SHAPES:
+        out = subprocess.run([sys.executable, "-m", "bench.decode_trace", "--calls", str(args.calls), "--one",
+                              str(B), str(Hq), str(Hkv), str(N)], capture_output=True, text=True, env=os.environ)
+        analyse(out.stdout.splitlines(), f"B={B} H={Hq}/{Hkv} Nk={N}")
+        if out.returncode != 0:
+            print(out.stderr[-2000:])
+
+
+if __name__ == "__main__":
+    main()
