@@ -313,9 +313,6 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
     cluster_sync();
 }
 
-/* Grid: 1-D over (row tile, split, b·Hkv + hk), row tile fastest so that the tiles reading the
- * same keys run together and share them in L2; clustered, over (split, row tile, b·Hkv + hk);
- * block: 4 warps. */
 #ifdef FA_DECODE_TRACE
 /* Built with FA_DECODE_TRACE=1 (setup.py) only: per-CTA timestamps of the attend kernel, printed
  * by thread 0 of every CTA on every call (bench/decode_trace.py reads them). */
@@ -332,6 +329,9 @@ static __device__ __forceinline__ uint64_t trace_gt()
 #define TRACE_CLK(v)
 #endif
 
+/* Grid: 1-D over (row tile, split, b·Hkv + hk), row tile fastest so that the tiles reading the
+ * same keys run together and share them in L2; clustered, over (split, row tile, b·Hkv + hk);
+ * block: C::WARPS warps. */
 template <typename T, class C>
 __global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
 decode_mma_kernel(const __grid_constant__ decode_args a)
