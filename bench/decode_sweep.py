@@ -4,10 +4,11 @@
 # the valid prefixes (at most 2 × bf16 SDPA's error there) before it is timed; a failure prints and
 # shows as nan. On the GPU machine, after the build:
 #
-#   python3 -m bench.decode_sweep [--splits 1 2 4 8 16 32 64] [--cluster 0|1] [--flush read]
+#   python3 -m bench.decode_sweep [--splits 1 2 4 8 16 32 64] [--cluster 0|1] [--warps 4|8] [--flush read]
 #
 # --cluster sets FA_DECODE_CLUSTER for every column: 0 merges the splits with the combine kernel,
 # 1 inside a thread block cluster wherever the split count allows one (sm_90, 2..8 splits).
+# --warps sets FA_DECODE_WARPS: the d <= 128 attend tile of 4 or 8 warps (8 on sm_90 only).
 import argparse
 import os
 
@@ -25,14 +26,18 @@ def main(argv=None):
     ap.add_argument("--splits", nargs="+", type=int, default=[1, 2, 4, 8, 16, 32, 64])
     ap.add_argument("--budget", type=float, default=0.1, help="seconds of timed calls per column and shape")
     ap.add_argument("--cluster", choices=["0", "1"], help="FA_DECODE_CLUSTER for every column (default: the rule)")
+    ap.add_argument("--warps", choices=["4", "8"], help="FA_DECODE_WARPS for every column (default: the rule)")
     ap.add_argument("--flush", choices=["zero", "read"], default="zero", help="L2 flush, as bench.decode's")
     args = ap.parse_args(argv)
     if args.cluster is not None:
         os.environ["FA_DECODE_CLUSTER"] = args.cluster
+    if args.warps is not None:
+        os.environ["FA_DECODE_WARPS"] = args.warps
     timer, how = make_timer("cuda", args.flush)
     cols = ["auto"] + [str(n) for n in args.splits]
     print(f"TB/s of K+V read (valid tokens for fa, the padded cache for cuDNN); {how}; "
-          f"FA_DECODE_CLUSTER={args.cluster if args.cluster is not None else 'unset'}")
+          f"FA_DECODE_CLUSTER={args.cluster if args.cluster is not None else 'unset'}, "
+          f"FA_DECODE_WARPS={args.warps if args.warps is not None else 'unset'}")
     print(f"{'shape':28} {'cudnn':>6} " + " ".join(f"{c:>6}" for c in cols))
     for s in SHAPES:
         if s.append:
