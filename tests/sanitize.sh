@@ -8,6 +8,8 @@
 #     tests/sanitize.sh memcheck   # one tool
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The repository root on the path: an in-place build (setup.py build_ext --inplace) imports from here.
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 tools=("$@")
 [ ${#tools[@]} -eq 0 ] && tools=(memcheck racecheck initcheck synccheck)
 status=0
