@@ -5,10 +5,12 @@
 # shows as nan. On the GPU machine, after the build:
 #
 #   python3 -m bench.decode_sweep [--splits 1 2 4 8 16 32 64] [--cluster 0|1] [--warps 4|8] [--flush read]
+#                                 [--shape B,Hq,Hkv,Nk ...]
 #
 # --cluster sets FA_DECODE_CLUSTER for every column: 0 merges the splits with the combine kernel,
 # 1 inside a thread block cluster wherever the split count allows one (sm_90, 2..8 splits).
 # --warps sets FA_DECODE_WARPS: the d <= 128 attend tile of 4 or 8 warps (8 on sm_90 only).
+# --shape replaces bench.decode's shapes by the ones given (bf16, d = 128, every sequence full).
 import argparse
 import os
 
@@ -18,7 +20,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_flashattn  # noqa: F401
 from bench.attention import make_timer
-from bench.decode import SHAPES
+from bench.decode import SHAPES, Shape
 
 
 def main(argv=None):
@@ -28,7 +30,9 @@ def main(argv=None):
     ap.add_argument("--cluster", choices=["0", "1"], help="FA_DECODE_CLUSTER for every column (default: the rule)")
     ap.add_argument("--warps", choices=["4", "8"], help="FA_DECODE_WARPS for every column (default: the rule)")
     ap.add_argument("--flush", choices=["zero", "read"], default="zero", help="L2 flush, as bench.decode's")
+    ap.add_argument("--shape", nargs="+", metavar="B,Hq,Hkv,Nk", help="shapes instead of bench.decode's")
     args = ap.parse_args(argv)
+    shapes = SHAPES if not args.shape else [Shape(*(int(x) for x in t.split(","))) for t in args.shape]
     if args.cluster is not None:
         os.environ["FA_DECODE_CLUSTER"] = args.cluster
     if args.warps is not None:
@@ -39,7 +43,7 @@ def main(argv=None):
           f"FA_DECODE_CLUSTER={args.cluster if args.cluster is not None else 'unset'}, "
           f"FA_DECODE_WARPS={args.warps if args.warps is not None else 'unset'}")
     print(f"{'shape':28} {'cudnn':>6} " + " ".join(f"{c:>6}" for c in cols))
-    for s in SHAPES:
+    for s in shapes:
         if s.append:
             continue
         g = torch.Generator("cuda").manual_seed(0)

@@ -919,6 +919,14 @@ static int plan_simt(decode_plan *pl, int dev)
     return kernel_setup(pl->attend, 0, 128, 0, dev, &pl->ctas_per_sm, s_occ);
 }
 
+/* The d in (64, 128] tiles: 4 or 8 warps. */
+static int plan_d128(decode_plan *pl, int bf16, int warps, int dev)
+{
+    if (warps == 8)
+        return bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128_w8>(pl, dev) : plan_mma<__half, decode_tile_d128_w8>(pl, dev);
+    return bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128>(pl, dev) : plan_mma<__half, decode_tile_d128>(pl, dev);
+}
+
 /* How many clusters of n attend CTAs (2 <= n <= MAX_CLUSTER) the device holds at once (0: none);
  * asked once per device, kernel and n. */
 static int cluster_wave(const decode_plan *pl, int n, int dev)
@@ -988,13 +996,20 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
      * read flush, H200 (bench/LOG.md, 2026-11-30): B = 1 H 32/32 4k 2.18 → 2.54 TB/s (4 splits in
      * clusters against 8 combined), B = 8 H 32/8 8k 3.52 → 3.68 (2 against 4); with long chunks
      * fewer splits lost up to 10 % (B = 8 32k ragged: 2 in clusters 3.30, 4 combined 3.68). */
+    /* One long sequence with few row tiles: MAX_CLUSTER splits in clusters of the 8-warp tile,
+     * though they cover only half the SMs, where every chunk reads at least 8192 keys (no 2 MB
+     * bound: with B = 1 no sequence is shorter than another). Read flush, H200 (bench/LOG.md,
+     * 2026-11-30, split sweep): B = 1 H 32/8 64k 3.87 TB/s against 16 combined 3.68, 128k 4.22
+     * against 4.13, 256k 4.42 against 4.38. */
     if (can_cluster && splits >= 2) {
         int64_t sc = 2;
         while (sc < MAX_CLUSTER && sc * cps < sms - sms / 16)
             sc++;
         const int64_t sc_chunk = ((p->Nk + sc - 1) / sc + 63) / 64 * 64;
-        if (sc <= splits && sc * cps >= sms - sms / 16 && sc_chunk * 4 * p->d <= (int64_t)2 << 20
-            && cluster_wave(pl, (int)sc, dev) >= cps)
+        const int covers = sc * cps >= sms - sms / 16 && sc_chunk * 4 * p->d <= (int64_t)2 << 20;
+        const int long8 = p->B == 1 && sc == MAX_CLUSTER && pl->threads == 256 && 2 * sc * cps >= sms - sms / 16
+                       && sc_chunk >= 8192;
+        if (sc <= splits && (covers || long8) && cluster_wave(pl, (int)sc, dev) >= cps)
             splits = sc;
     }
     /* FA_DECODE_SPLITS=n overrides the rules (bench/decode_sweep.py); the chunks below keep at
@@ -1076,16 +1091,17 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
             st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d64>(pl, dev) : plan_mma<__half, decode_tile_d64>(pl, dev);
         else if (p->d <= 128) {
             if (!force4 && (major >= 9 || force8)) {
-                st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128_w8>(pl, dev)
-                          : plan_mma<__half, decode_tile_d128_w8>(pl, dev);
+                st = plan_d128(pl, bf16, 8, dev);
                 if (st == FA_OK && !force8) {
                     plan_splits(pl, a, p, sms, major, dev);
                     if (a->splits * pl->ctas_per_split > (int64_t)sms * pl->ctas_per_sm || a->chunk < 4096)
                         st = FA_ERR_UNSUPPORTED;
                 }
+                if (st != FA_OK && st != FA_ERR_UNSUPPORTED)
+                    return st;
             }
             if (st != FA_OK)
-                st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128>(pl, dev) : plan_mma<__half, decode_tile_d128>(pl, dev);
+                st = plan_d128(pl, bf16, 4, dev);
         } else
             st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d256>(pl, dev) : plan_mma<__half, decode_tile_d256>(pl, dev);
     }

@@ -244,6 +244,28 @@ def test_kvcache_cuda_attend_warps(warps, splits, d, causal, monkeypatch):
 
 
 @gpu
+@pytest.mark.parametrize("causal", [False, True])
+def test_kvcache_cuda_eight_warps_cluster_of_eight(causal, monkeypatch):
+    """The 8-warp tile with 8 splits merged in clusters of 8 (FA_DECODE_CLUSTER=1 where the device
+    holds them): the plan the split rule picks for one long sequence with few KV heads."""
+    monkeypatch.setenv("FA_DECODE_WARPS", "8")
+    monkeypatch.setenv("FA_DECODE_SPLITS", "8")
+    monkeypatch.setenv("FA_DECODE_CLUSTER", "1")
+    run_case("cuda", torch.bfloat16, 1, 8, 2, 5, 128, 9000, [8998], 2, causal, seed=8)
+
+
+@gpu
+@pytest.mark.parametrize("shape", [(1, 32, 8, 131072), (1, 32, 8, 65536), (1, 32, 32, 32768)],
+                         ids=["H32-8_128k", "H32-8_64k", "H32-32_32k"])
+def test_kvcache_cuda_one_long_sequence(shape):
+    """B = 1 with a long cache, the split rule's own choice (on an H200: 8 splits of 8 warps in
+    clusters of 8 at 64k and 128k; 4 splits of 8 warps and the combine kernel at 32k with 32 KV
+    heads), with an append."""
+    B, Hq, Hkv, Nmax = shape
+    run_case("cuda", torch.bfloat16, B, Hq, Hkv, 1, 128, Nmax, [Nmax - 1], 1, False, seed=Nmax)
+
+
+@gpu
 @pytest.mark.parametrize("warps", ["1", "4"])
 @pytest.mark.parametrize("d", [72, 256])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
