@@ -923,7 +923,8 @@ static int plan_simt(decode_plan *pl, int dev)
 static int plan_d128(decode_plan *pl, int bf16, int warps, int dev)
 {
     if (warps == 8)
-        return bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128_w8>(pl, dev) : plan_mma<__half, decode_tile_d128_w8>(pl, dev);
+        return bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128_w8>(pl, dev)
+                    : plan_mma<__half, decode_tile_d128_w8>(pl, dev);
     return bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128>(pl, dev) : plan_mma<__half, decode_tile_d128>(pl, dev);
 }
 
@@ -995,8 +996,8 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
      * SMs in one wave of clusters, if each then reads at most 2 MB of K and V. bench/decode_sweep.py,
      * read flush, H200 (bench/LOG.md, 2026-11-30): B = 1 H 32/32 4k 2.18 → 2.54 TB/s (4 splits in
      * clusters against 8 combined), B = 8 H 32/8 8k 3.52 → 3.68 (2 against 4); with long chunks
-     * fewer splits lost up to 10 % (B = 8 32k ragged: 2 in clusters 3.30, 4 combined 3.68). */
-    /* One long sequence with few row tiles: MAX_CLUSTER splits in clusters of the 8-warp tile,
+     * fewer splits lost up to 10 % (B = 8 32k ragged: 2 in clusters 3.30, 4 combined 3.68).
+     * One long sequence with few row tiles (long8): MAX_CLUSTER splits in clusters of the 8-warp tile,
      * though they cover only half the SMs, where every chunk reads at least 8192 keys (no 2 MB
      * bound: with B = 1 no sequence is shorter than another). Read flush, H200 (bench/LOG.md,
      * 2026-11-30, split sweep): B = 1 H 32/8 64k 3.87 TB/s against 16 combined 3.68, 128k 4.22
@@ -1007,8 +1008,8 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
             sc++;
         const int64_t sc_chunk = ((p->Nk + sc - 1) / sc + 63) / 64 * 64;
         const int covers = sc * cps >= sms - sms / 16 && sc_chunk * 4 * p->d <= (int64_t)2 << 20;
-        const int long8 = p->B == 1 && sc == MAX_CLUSTER && pl->threads == 256 && 2 * sc * cps >= sms - sms / 16
-                       && sc_chunk >= 8192;
+        const int long8 = p->B == 1 && sc == MAX_CLUSTER && pl->threads == 256
+                       && 2 * sc * cps >= sms - sms / 16 && sc_chunk >= 8192;
         if (sc <= splits && (covers || long8) && cluster_wave(pl, (int)sc, dev) >= cps)
             splits = sc;
     }
