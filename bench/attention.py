@@ -263,6 +263,38 @@ def time_cuda_events(fn, budget_s, flush_mode="zero"):
     return statistics.median(e0.elapsed_time(e1) for e0, e1 in events)
 
 
+def time_interleaved(fns, budget_s, flush_mode="zero"):
+    """Median ms of each of fns, timed call by call in turn (the order rotating every round) so
+    that clock and temperature drift fall on all of them alike; L2 flushed before every call as in
+    time_cuda_events. budget_s: seconds of timed calls for each fn."""
+    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+    if flush_mode == "read":
+        flush = flush.view(torch.float32).zero_()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for fn in fns:
+        for _ in range(5):
+            fn()
+    end.record()
+    torch.cuda.synchronize()
+    per_call = max(start.elapsed_time(end) / (5 * len(fns)), 1e-3)
+    reps = max(10, min(1000, int(budget_s * 1e3 / per_call)))
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in fns]
+              for _ in range(reps)]
+    for r, row in enumerate(events):
+        for j in range(len(fns)):
+            c = (j + r) % len(fns)
+            if flush_mode == "read":
+                flush.amax()
+            else:
+                flush.zero_()
+            row[c][0].record()
+            fns[c]()
+            row[c][1].record()
+    torch.cuda.synchronize()
+    return [statistics.median(row[c][0].elapsed_time(row[c][1]) for row in events) for c in range(len(fns))]
+
+
 def make_timer(device, flush_mode="zero"):
     """(timer(fn, budget_s) -> median ms, description). flush_mode="read": CUDA events with a
     read-only L2 flush (time_cuda_events) instead of do_bench's zero fill."""

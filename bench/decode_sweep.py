@@ -1,11 +1,13 @@
 # Split-count sweep of the decode kernel (csrc/fa_decode.cu): forward_kvcache on bench/decode.py's
-# shapes with the automatic split count and with FA_DECODE_SPLITS forced to each of a few counts,
-# beside SDPA's cuDNN backend, in one run. Every count is checked against an fp32 SDPA reference on
-# the valid prefixes (at most 2 × bf16 SDPA's error there) before it is timed; a failure prints and
-# shows as nan. On the GPU machine, after the build:
+# shapes with the automatic split count and with FA_DECODE_SPLITS forced to each of a few counts
+# (or, with --env, one FA_DECODE_* variable set to each of a few values), beside SDPA's cuDNN
+# backend. The columns of a shape are timed call by call in turn (bench.attention.time_interleaved),
+# so drift falls on all alike; the last column is the best column's time over cuDNN's. Every column
+# is checked against an fp32 SDPA reference on the valid prefixes (at most 2 × bf16 SDPA's error
+# there) before it is timed; a failure prints and shows as nan. On the GPU machine, after the build:
 #
 #   python3 -m bench.decode_sweep [--splits 1 2 4 8 16 32 64] [--cluster 0|1] [--warps 4|8] [--flush read]
-#                                 [--shape B,Hq,Hkv,Nk ...]
+#                                 [--shape B,Hq,Hkv,Nk ...] [--env FA_DECODE_L2=0,2,4]
 #
 # --cluster sets FA_DECODE_CLUSTER for every column: 0 merges the splits with the combine kernel,
 # 1 inside a thread block cluster wherever the split count allows one (sm_90, 2..8 splits).
@@ -19,13 +21,14 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_flashattn  # noqa: F401
-from bench.attention import make_timer
+from bench.attention import time_interleaved
 from bench.decode import SHAPES, Shape
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m bench.decode_sweep", description=__doc__)
     ap.add_argument("--splits", nargs="+", type=int, default=[1, 2, 4, 8, 16, 32, 64])
+    ap.add_argument("--env", metavar="VAR=v1,v2,...", help="columns: VAR set to each value (splits by the rule)")
     ap.add_argument("--budget", type=float, default=0.1, help="seconds of timed calls per column and shape")
     ap.add_argument("--cluster", choices=["0", "1"], help="FA_DECODE_CLUSTER for every column (default: the rule)")
     ap.add_argument("--warps", choices=["4", "8"], help="FA_DECODE_WARPS for every column (default: the rule)")
@@ -37,12 +40,19 @@ def main(argv=None):
         os.environ["FA_DECODE_CLUSTER"] = args.cluster
     if args.warps is not None:
         os.environ["FA_DECODE_WARPS"] = args.warps
-    timer, how = make_timer("cuda", args.flush)
-    cols = ["auto"] + [str(n) for n in args.splits]
-    print(f"TB/s of K+V read (valid tokens for fa, the padded cache for cuDNN); {how}; "
-          f"FA_DECODE_CLUSTER={args.cluster if args.cluster is not None else 'unset'}, "
+    if args.env:
+        var, values = args.env.split("=", 1)
+        cols = [(f"{var[len('FA_DECODE_'):] if var.startswith('FA_DECODE_') else var}={x}", {var: x})
+                for x in values.split(",")]
+    else:
+        cols = [("auto", {})] + [(str(n), {"FA_DECODE_SPLITS": str(n)}) for n in args.splits]
+    touched = {v for _, env in cols for v in env}
+    print(f"TB/s of K+V read (valid tokens for fa, the padded cache for cuDNN); CUDA events, columns timed "
+          f"call by call in turn, median, L2 flushed ({args.flush}) before each call, {args.budget:g} s per "
+          f"column; FA_DECODE_CLUSTER={args.cluster if args.cluster is not None else 'unset'}, "
           f"FA_DECODE_WARPS={args.warps if args.warps is not None else 'unset'}")
-    print(f"{'shape':28} {'cudnn':>6} " + " ".join(f"{c:>6}" for c in cols))
+    w = max(6, max(len(c) for c, _ in cols))
+    print(f"{'shape':28} {'cudnn':>6} " + " ".join(f"{c:>{w}}" for c, _ in cols) + "  best/cudnn")
     for s in shapes:
         if s.append:
             continue
@@ -61,27 +71,38 @@ def main(argv=None):
                                              enable_gqa=True) for b, n in enumerate(lengths)]
         bound = 2 * max((x.float() - r).abs().max().item() for x, r in zip(pt, ref)) + 1e-5
         bytes_valid = 2 * sum(lengths) * s.Hkv * s.d * 2
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            ms = timer(lambda: F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=True), args.budget)
-        row = [2 * s.B * s.Nk * s.Hkv * s.d * 2 / ms / 1e9]
-        for c in cols:
-            if c == "auto":
-                os.environ.pop("FA_DECODE_SPLITS", None)
-            else:
-                os.environ["FA_DECODE_SPLITS"] = c
 
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(q, k, v, scale=scale, enable_gqa=True)
+
+        def column(env):
             def call():
+                for var in touched:
+                    os.environ.pop(var, None)
+                os.environ.update(env)
                 return torch.ops.fa.forward_kvcache(q, k, v, seqlens, None, None, scale, False)
+            return call
 
+        fns, ok = [cudnn], []
+        for name, env in cols:
+            call = column(env)
             out = call()
             err = max((out[b:b + 1].float() - r).abs().max().item() for b, r in enumerate(ref))
-            if not err <= bound:
-                row.append(float("nan"))
-                print(f"{s.label}, splits {c}: max error {err:.2e} > {bound:.2e}")
-                continue
-            row.append(bytes_valid / timer(call, args.budget) / 1e9)
-        os.environ.pop("FA_DECODE_SPLITS", None)
-        print(f"{s.label:28} " + " ".join(f"{x:6.2f}" for x in row), flush=True)
+            ok.append(err <= bound)
+            if ok[-1]:
+                fns.append(call)
+            else:
+                print(f"{s.label}, {name}: max error {err:.2e} > {bound:.2e}")
+        ms = iter(time_interleaved(fns, args.budget, args.flush))
+        t_cudnn = next(ms)
+        times = [next(ms) if good else float("nan") for good in ok]
+        row = [2 * s.B * s.Nk * s.Hkv * s.d * 2 / t_cudnn / 1e9] + [bytes_valid / t / 1e9 for t in times]
+        best = min((t for t in times if t == t), default=float("nan"))
+        print(f"{s.label:28} {row[0]:6.2f} " + " ".join(f"{x:{w}.2f}" for x in row[1:])
+              + f"  {t_cudnn / best:10.3f}", flush=True)
+        for var in touched:
+            os.environ.pop(var, None)
 
 
 if __name__ == "__main__":

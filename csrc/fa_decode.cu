@@ -70,6 +70,8 @@ typedef struct {
     int cluster;             /* sm_90, tensor-core kernel: the splits of a row tile form one thread
                                 block cluster and merge through distributed shared memory (no
                                 partials in global memory, no combine kernel); 0: off */
+    int l2;                  /* key loop's K/V copies: 0 plain, 1 L2::128B, 2 L2::256B prefetch,
+                                3 evict_first, 4 evict_first + L2::256B (FA_DECODE_L2) */
 } decode_args;
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
@@ -132,6 +134,33 @@ __device__ __forceinline__ float ld_cluster_f32(const float *p, int rank)
     asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
 #endif
     return v;
+}
+
+/* One whole 16-byte chunk of K or V for the key loop, with the L2 hint of a.l2. */
+__device__ __forceinline__ void cp_async16_kv(uint32_t dst, const void *src, int mode, uint64_t policy)
+{
+    switch (mode) {
+    case 1: asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory"); break;
+    case 2: asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory"); break;
+    case 3:
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n"
+                     :: "r"(dst), "l"(src), "l"(policy) : "memory");
+        break;
+    case 4:
+        asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2;\n"
+                     :: "r"(dst), "l"(src), "l"(policy) : "memory");
+        break;
+    default: cp_async16_full(dst, src);
+    }
+}
+
+__device__ __forceinline__ uint64_t evict_first_policy(void)
+{
+    uint64_t pol = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
+#endif
+    return pol;
 }
 
 /* cache_seqlens[b] before the append (default Nmax − Nnew). */
@@ -392,6 +421,8 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
         keep_in_register(sw[j]);
     }
     const bool whole_rows = a.vec_kv && d == D;
+    const int l2 = a.l2;
+    const uint64_t l2_policy = l2 >= 3 ? evict_first_policy() : 0;
     int ld_key0 = k0 + 16 * warp;
     uint32_t ld_off = 0;
     const uint16_t *ld_k = g_k + (int64_t)(ld_key0 + lr) * p.k_row_stride + 8 * lc;
@@ -405,8 +436,8 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
 #pragma unroll
             for (int it = 0; it < 16 / STEP; it++, src_k += k_step, src_v += v_step) {
                 const uint32_t off = sw[it % NSW] + it / NSW * 8 * D * 2;
-                cp_async16_full(st_k + off, src_k);
-                cp_async16_full(st_v + off, src_v);
+                cp_async16_kv(st_k + off, src_k, l2, l2_policy);
+                cp_async16_kv(st_v + off, src_v, l2, l2_policy);
             }
         } else {
             load_rows16<D>(s_k0 + ld_off, g_k + (int64_t)ld_key0 * p.k_row_stride, p.k_row_stride,
@@ -760,7 +791,6 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
     enum { MAX_PASSES = 8 };                            /* weights kept for up to 256 splits */
     __shared__ float s_red[3][256];                     /* wpr = 4: warps 1-3's partial O */
     wait_prerequisites();
-    const bool valid = seqlens_valid(a);
     const fa_params &p = a.kp.p;
     const int wpr = a.combine_wpr, phase = threadIdx.x / 32 % wpr;
     const int64_t row = (int64_t)blockIdx.x * (4 / wpr) + threadIdx.x / 32 / wpr;
@@ -784,14 +814,21 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
     /* The warp's first group of O loads goes out with the lse loads: one memory latency, not two. */
     load_group(8 * phase);
 
+    /* A bad cache_seqlens entry makes every split's lse NaN (as a NaN input does some): the row's
+     * output is then NaN, and this kernel needs no load of cache_seqlens of its own. */
     float w[MAX_PASSES], M = -INFINITY;
+    bool nan_lse = false;
 #pragma unroll
     for (int k = 0; k < MAX_PASSES; k++) {
         w[k] = 32 * k + lane < splits ? lse[(32 * k + lane) * a.rows] : -INFINITY;
         M = fmaxf(M, w[k]);
+        nan_lse |= isnan(w[k]);
     }
-    for (int sp = 32 * MAX_PASSES + lane; sp < splits; sp += 32)    /* beyond 256 splits */
+    for (int sp = 32 * MAX_PASSES + lane; sp < splits; sp += 32) {   /* beyond 256 splits */
         M = fmaxf(M, lse[sp * a.rows]);
+        nan_lse |= isnan(lse[sp * a.rows]);
+    }
+    const bool valid = !__any_sync(0xffffffffu, nan_lse);
 #pragma unroll
     for (int off = 16; off >= 1; off /= 2)
         M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
@@ -1067,6 +1104,8 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     /* Off unless FA_DECODE_PDL=1: bench/decode_gap.py, read flush, H200: the early combine CTAs
      * finished 8.5 µs after the attend grid against 5 µs for a plain launch (B = 1 H 32 4k: 33.3
      * against 30.0 µs per call; B = 8 8k 79.4 against 76.2; bench/LOG.md, 2026-11-30). */
+    const char *l2 = getenv("FA_DECODE_L2");
+    a->l2 = l2 != NULL && atoi(l2) >= 0 && atoi(l2) <= 4 ? atoi(l2) : 0;
     const char *pdl = getenv("FA_DECODE_PDL");
     pl->pdl = major >= 9 && pdl != NULL && strcmp(pdl, "1") == 0;
     /* FA_KERNEL=simt forces the CUDA-core kernel; the forward families' names (and auto) leave the

@@ -266,6 +266,37 @@ def test_kvcache_cuda_one_long_sequence(shape):
 
 
 @gpu
+@pytest.mark.parametrize("splits,cluster", [("1", "0"), ("4", "0"), ("40", "0"), ("4", "1")],
+                         ids=["one", "combine", "combine40", "cluster"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+def test_kvcache_cuda_bad_lengths_every_merge(splits, cluster, dtype, monkeypatch):
+    """A bad cache_seqlens entry gives a NaN output whichever way the splits merge: one split, the
+    combine kernel (which takes it from the partials' NaN lse, not from cache_seqlens), or a
+    cluster; the caches stay untouched. Good lengths right after give the exact result."""
+    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
+    monkeypatch.setenv("FA_DECODE_CLUSTER", cluster)
+    torch.manual_seed(5)
+    q = torch.randn(2, 8, 1, 128, device="cuda", dtype=dtype)
+    k, v = (torch.randn(2, 2, 3000, 128, device="cuda", dtype=dtype) for _ in range(2))
+    k_new, v_new = (torch.randn(2, 2, 1, 128, device="cuda", dtype=dtype) for _ in range(2))
+    before = k.clone(), v.clone()
+    for seqlens in ([2999, 3000], [-1, 5]):
+        sl = torch.tensor(seqlens, dtype=torch.int32, device="cuda")
+        out = torch.ops.fa.forward_kvcache(q, k, v, sl, k_new, v_new, None, False)
+        assert out.isnan().all()
+        assert torch.equal(k, before[0]) and torch.equal(v, before[1])
+    run_case("cuda", dtype, 2, 8, 2, 1, 128, 3000, [2000, 2999], 1, False, seed=int(splits))
+
+
+@gpu
+@pytest.mark.parametrize("mode", ["1", "2", "3", "4"])
+def test_kvcache_cuda_l2_hints(mode, monkeypatch):
+    """FA_DECODE_L2: the key loop's K/V copies with L2 prefetch-size and evict-first hints."""
+    monkeypatch.setenv("FA_DECODE_L2", mode)
+    run_case("cuda", torch.bfloat16, 3, 8, 2, 2, 128, 5000, [4998, 1, 2500], 2, True)
+
+
+@gpu
 @pytest.mark.parametrize("warps", ["1", "4"])
 @pytest.mark.parametrize("d", [72, 256])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
