@@ -266,7 +266,10 @@ def time_cuda_events(fn, budget_s, flush_mode="zero"):
 def time_interleaved(fns, budget_s, flush_mode="zero"):
     """Median ms of each of fns, timed call by call in turn (the order rotating every round) so
     that clock and temperature drift fall on all of them alike; L2 flushed before every call as in
-    time_cuda_events. budget_s: seconds of timed calls for each fn."""
+    time_cuda_events. Between the flush and the start event the GPU spins for ~0.1 ms
+    (torch.cuda._sleep), so the host has queued the call before its start event is reached: the
+    time is the GPU's, not the host's launch cost (SDPA's cuDNN call takes ~85 µs of host time).
+    budget_s: seconds of timed calls for each fn."""
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     if flush_mode == "read":
         flush = flush.view(torch.float32).zero_()
@@ -288,6 +291,7 @@ def time_interleaved(fns, budget_s, flush_mode="zero"):
                 flush.amax()
             else:
                 flush.zero_()
+            torch.cuda._sleep(200_000)
             row[c][0].record()
             fns[c]()
             row[c][1].record()

@@ -27,7 +27,8 @@ from bench.decode import SHAPES, Shape
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m bench.decode_sweep", description=__doc__)
-    ap.add_argument("--splits", nargs="+", type=int, default=[1, 2, 4, 8, 16, 32, 64])
+    ap.add_argument("--splits", nargs="*", type=int, default=[1, 2, 4, 8, 16, 32, 64],
+                    help="forced split counts, a column each beside the rule's (none: the rule's only)")
     ap.add_argument("--env", metavar="VAR=v1,v2,...", help="columns: VAR set to each value (splits by the rule)")
     ap.add_argument("--budget", type=float, default=0.1, help="seconds of timed calls per column and shape")
     ap.add_argument("--cluster", choices=["0", "1"], help="FA_DECODE_CLUSTER for every column (default: the rule)")

@@ -70,8 +70,6 @@ typedef struct {
     int cluster;             /* sm_90, tensor-core kernel: the splits of a row tile form one thread
                                 block cluster and merge through distributed shared memory (no
                                 partials in global memory, no combine kernel); 0: off */
-    int l2;                  /* key loop's K/V copies: 0 plain, 1 L2::128B, 2 L2::256B prefetch,
-                                3 evict_first, 4 evict_first + L2::256B (FA_DECODE_L2) */
 } decode_args;
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
@@ -136,28 +134,36 @@ __device__ __forceinline__ float ld_cluster_f32(const float *p, int rank)
     return v;
 }
 
-/* One whole 16-byte chunk of K or V for the key loop, with the L2 hint of a.l2. */
-__device__ __forceinline__ void cp_async16_kv(uint32_t dst, const void *src, int mode, uint64_t policy)
+/* The key loop's L2 hint for its K/V copies, fixed at build time (FA_DECODE_L2=n python3 setup.py
+ * ...): 0 none, 1 L2::128B prefetch, 2 L2::256B, 3 evict_first, 4 evict_first + L2::256B. */
+#ifndef FA_DECODE_L2_MODE
+#define FA_DECODE_L2_MODE 0
+#endif
+
+/* One whole 16-byte chunk of K or V for the key loop, with that hint. */
+__device__ __forceinline__ void cp_async16_kv(uint32_t dst, const void *src, uint64_t policy)
 {
-    switch (mode) {
-    case 1: asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory"); break;
-    case 2: asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory"); break;
-    case 3:
-        asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n"
-                     :: "r"(dst), "l"(src), "l"(policy) : "memory");
-        break;
-    case 4:
-        asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2;\n"
-                     :: "r"(dst), "l"(src), "l"(policy) : "memory");
-        break;
-    default: cp_async16_full(dst, src);
-    }
+#if FA_DECODE_L2_MODE == 1
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+#elif FA_DECODE_L2_MODE == 2
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
+#elif FA_DECODE_L2_MODE == 3
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "l"(policy) : "memory");
+#elif FA_DECODE_L2_MODE == 4
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "l"(policy) : "memory");
+#else
+    (void)policy;
+    cp_async16_full(dst, src);
+#endif
 }
 
+/* An L2 policy that evicts the lines it loads first (K and V are read once). */
 __device__ __forceinline__ uint64_t evict_first_policy(void)
 {
     uint64_t pol = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && FA_DECODE_L2_MODE >= 3
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
 #endif
     return pol;
@@ -421,8 +427,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
         keep_in_register(sw[j]);
     }
     const bool whole_rows = a.vec_kv && d == D;
-    const int l2 = a.l2;
-    const uint64_t l2_policy = l2 >= 3 ? evict_first_policy() : 0;
+    const uint64_t l2_policy = evict_first_policy();
     int ld_key0 = k0 + 16 * warp;
     uint32_t ld_off = 0;
     const uint16_t *ld_k = g_k + (int64_t)(ld_key0 + lr) * p.k_row_stride + 8 * lc;
@@ -436,8 +441,8 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
 #pragma unroll
             for (int it = 0; it < 16 / STEP; it++, src_k += k_step, src_v += v_step) {
                 const uint32_t off = sw[it % NSW] + it / NSW * 8 * D * 2;
-                cp_async16_kv(st_k + off, src_k, l2, l2_policy);
-                cp_async16_kv(st_v + off, src_v, l2, l2_policy);
+                cp_async16_kv(st_k + off, src_k, l2_policy);
+                cp_async16_kv(st_v + off, src_v, l2_policy);
             }
         } else {
             load_rows16<D>(s_k0 + ld_off, g_k + (int64_t)ld_key0 * p.k_row_stride, p.k_row_stride,
@@ -1104,8 +1109,6 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     /* Off unless FA_DECODE_PDL=1: bench/decode_gap.py, read flush, H200: the early combine CTAs
      * finished 8.5 µs after the attend grid against 5 µs for a plain launch (B = 1 H 32 4k: 33.3
      * against 30.0 µs per call; B = 8 8k 79.4 against 76.2; bench/LOG.md, 2026-11-30). */
-    const char *l2 = getenv("FA_DECODE_L2");
-    a->l2 = l2 != NULL && atoi(l2) >= 0 && atoi(l2) <= 4 ? atoi(l2) : 0;
     const char *pdl = getenv("FA_DECODE_PDL");
     pl->pdl = major >= 9 && pdl != NULL && strcmp(pdl, "1") == 0;
     /* FA_KERNEL=simt forces the CUDA-core kernel; the forward families' names (and auto) leave the
