@@ -175,30 +175,17 @@ __device__ __forceinline__ int64_t seq_start(const decode_args &a, int64_t b)
     return a.kp.cache_seqlens != NULL ? (int64_t)a.kp.cache_seqlens[b] : a.kp.p.Nk - a.nnew;
 }
 
-/* Whether every cache_seqlens[b] + Nnew lies in 0..Nmax, in two steps so that the load's latency
- * can pass under other work: seqlens_first loads this thread's first entry (b = threadIdx.x), and
- * seqlens_check tests it and the thread's other entries. seqlens_check is a CTA-wide barrier: every
- * thread of the CTA calls it, before any early return. B is small; the entries sit in L2 after the
- * first CTA. */
-__device__ __forceinline__ int seqlens_first(const decode_args &a)
+/* Whether every cache_seqlens[b] + Nnew lies in 0..Nmax. A CTA-wide barrier: every thread of the
+ * CTA calls it, before any early return. B is small; the entries sit in L2 after the first CTA. */
+__device__ bool seqlens_valid(const decode_args &a)
 {
-    return a.kp.cache_seqlens != NULL && threadIdx.x < a.kp.p.B ? a.kp.cache_seqlens[threadIdx.x] : 0;
-}
-
-__device__ __forceinline__ bool seqlens_check(const decode_args &a, int first)
-{
-    int bad = a.kp.cache_seqlens != NULL && threadIdx.x < a.kp.p.B && (first < 0 || first + a.nnew > a.kp.p.Nk);
+    int bad = 0;
     if (a.kp.cache_seqlens != NULL)
-        for (int64_t b = threadIdx.x + blockDim.x; b < a.kp.p.B; b += blockDim.x) {
+        for (int64_t b = threadIdx.x; b < a.kp.p.B; b += blockDim.x) {
             const int64_t n = a.kp.cache_seqlens[b];
             bad |= n < 0 || n + a.nnew > a.kp.p.Nk;
         }
     return !__syncthreads_or(bad);
-}
-
-__device__ bool seqlens_valid(const decode_args &a)
-{
-    return seqlens_check(a, seqlens_first(a));
 }
 
 /* Stores one finished element: O (natural-log lse) to the output when the launch has one split,
@@ -405,24 +392,17 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const int r0 = (int)(tile % a.row_tiles) * 16;      /* first packed row of the tile */
     const int64_t split = a.cluster ? blk % a.splits : blk / a.row_tiles % a.splits, bh = tile / a.row_tiles;
     const int64_t b = bh / p.Hkv, hk = bh % p.Hkv;
-    /* The sequence's length is loaded now and used only after the K/V prologue has been issued:
-     * that prologue assumes the chunk is whole up to Nmax (rows below Nmax are readable whatever
-     * the length) and is checked against the real length below. */
-    const int first_seqlen = seqlens_first(a);
-    const int seqlen_b = (int)seq_start(a, b);
+    const bool valid = seqlens_valid(a);
+    const int L = valid ? (int)(seq_start(a, b) + a.nnew) : 0;
 
     /* Packed row r (query i = r / G) sees keys j < lim(r) = L, or L − Nq + i + 1 when causal. The
-     * tile's last real row sees the most; this CTA reads keys [k0, k1) of them: until the length
-     * is known, k1 = min(Nmax, k0 + chunk). */
+     * tile's last real row sees the most; this CTA reads keys [k0, k1) of them. */
     const int i_last = (min(R, r0 + 16) - 1) / G;
+    const int kv_end = p.causal ? L - Nq + i_last + 1 : L;
     const int64_t k0_64 = split * a.chunk;
-    const int k0 = (int)k0_64;
-    int k1 = (int)min(p.Nk, k0_64 + a.chunk);
-    auto warp_blocks = [&]() {                          /* this warp's blocks of [k0, k1) */
-        const int n_blocks = k1 > k0 ? (k1 - k0 + 15) / 16 : 0;
-        return n_blocks > warp ? (n_blocks - warp + WARPS - 1) / WARPS : 0;
-    };
-    int nb_w = warp_blocks();
+    const int k0 = (int)k0_64, k1 = (int)min((int64_t)kv_end, k0_64 + a.chunk);
+    const int n_blocks = k1 > k0 ? (k1 - k0 + 15) / 16 : 0;
+    const int nb_w = n_blocks > warp ? (n_blocks - warp + WARPS - 1) / WARPS : 0;   /* this warp's */
 
     /* g_k, g_v: k[b, hk], v[b, hk] (Nmax, d). Local block i of this warp holds keys
      * k0 + 16·(warp + WARPS·i) .. +15. */
@@ -448,16 +428,10 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     }
     const bool whole_rows = a.vec_kv && d == D;
     const uint64_t l2_policy = evict_first_policy();
-    int ld_key0;
-    uint32_t ld_off;
-    const uint16_t *ld_k, *ld_v;
-    auto load_start = [&]() {                           /* the cursor at this warp's first block */
-        ld_key0 = k0 + 16 * warp;
-        ld_off = 0;
-        ld_k = g_k + (int64_t)(ld_key0 + lr) * p.k_row_stride + 8 * lc;
-        ld_v = g_v + (int64_t)(ld_key0 + lr) * p.v_row_stride + 8 * lc;
-    };
-    load_start();
+    int ld_key0 = k0 + 16 * warp;
+    uint32_t ld_off = 0;
+    const uint16_t *ld_k = g_k + (int64_t)(ld_key0 + lr) * p.k_row_stride + 8 * lc;
+    const uint16_t *ld_v = g_v + (int64_t)(ld_key0 + lr) * p.v_row_stride + 8 * lc;
     const int64_t k_step = STEP * p.k_row_stride, v_step = STEP * p.v_row_stride;
     const int64_t k_block = 16 * WARPS * p.k_row_stride, v_block = 16 * WARPS * p.v_row_stride;
     auto load_next = [&]() {
@@ -493,7 +467,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     for (int j = 0; j < Q_CHUNKS; j++) {
         const int idx = threadIdx.x + j * C::THREADS;
         const int r = idx / CHUNKS, ch = idx % CHUNKS, row = r0 + r;
-        const int n = row < R ? max(0, min(8, d - 8 * ch)) : 0;
+        const int n = n_blocks > 0 && row < R ? max(0, min(8, d - 8 * ch)) : 0;
         r_qld[j] = make_uint4(0, 0, 0, 0);
         if (n > 0) {
             const uint16_t *src = (const uint16_t *)p.q + b * p.q_batch_stride
@@ -503,34 +477,12 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
         }
     }
 
-    /* Prologue: blocks 0 .. STAGES−2 of this warp, one cp.async group each (possibly empty).
-     * Then the length, L = cache_seqlens[b] + Nnew: the first pass loaded what the real bounds load
-     * when every warp's prologue blocks lie wholly below k1 (or k1 did not move); otherwise (a
-     * short sequence, a bad length) its copies are waited out and the second pass issues the
-     * prologue again. Saves the length's load latency before the first K/V request. */
-    bool valid = false;
-    int L = 0;
-    for (int pass = 0; pass < 2; pass++) {
+    /* Prologue: blocks 0 .. STAGES−2 of this warp, one cp.async group each (possibly empty). */
 #pragma unroll
-        for (int i = 0; i < STAGES - 1; i++) {
-            if (i < nb_w)
-                load_next();
-            cp_async_commit();
-        }
-        if (pass == 1)
-            break;
-        valid = seqlens_check(a, first_seqlen);
-        L = valid ? seqlen_b + (int)a.nnew : 0;
-        const int kv_end = p.causal ? L - Nq + i_last + 1 : L;
-        const int k1_spec = k1;
-        k1 = min(kv_end, k1_spec);
-        nb_w = warp_blocks();
-        if (k1 == k1_spec || k1 >= k0 + 16 * WARPS * (STAGES - 1))
-            break;
-        cp_async_wait<0>();
-        /* Warp barrier: no lane's copy into the ring is still in flight. */
-        __syncwarp();
-        load_start();
+    for (int i = 0; i < STAGES - 1; i++) {
+        if (i < nb_w)
+            load_next();
+        cp_async_commit();
     }
 
     /* Q tile into shared memory from the registers loaded before the prologue. */
