@@ -82,8 +82,7 @@ if WITH_CUDA:
         extra_compile_args={
             "cxx": cxx_flags,
             "nvcc": ["-O3", "-DNDEBUG", "-lineinfo", "-Xptxas=--warn-on-spills"] + gencode_flags()
-                    + (["-DFA_DECODE_TRACE"] if os.environ.get("FA_DECODE_TRACE") == "1" else [])
-                    + ([f"-DFA_DECODE_L2_MODE={int(os.environ['FA_DECODE_L2'])}"] if os.environ.get("FA_DECODE_L2") else []),
+                    + (["-DFA_DECODE_TRACE"] if os.environ.get("FA_DECODE_TRACE") == "1" else []),
         },
         extra_link_args=["-fopenmp"],
     )

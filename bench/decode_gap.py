@@ -29,7 +29,7 @@ from torch.profiler import ProfilerActivity, profile
 import torch_flashattn  # noqa: F401  (registers torch.ops.fa.*)
 from bench.decode import Shape, sdpa_call
 
-SHAPES = [Shape(1, 32, 32, 4096), Shape(8, 32, 8, 8192), Shape(1, 32, 8, 131072)]
+SHAPES = [Shape(1, 32, 32, 4096), Shape(8, 32, 8, 8192), Shape(1, 32, 8, 131072), Shape(1, 32, 32, 32768)]
 REPS = 50
 
 

@@ -134,41 +134,6 @@ __device__ __forceinline__ float ld_cluster_f32(const float *p, int rank)
     return v;
 }
 
-/* The key loop's L2 hint for its K/V copies, fixed at build time (FA_DECODE_L2=n python3 setup.py
- * ...): 0 none, 1 L2::128B prefetch, 2 L2::256B, 3 evict_first, 4 evict_first + L2::256B. */
-#ifndef FA_DECODE_L2_MODE
-#define FA_DECODE_L2_MODE 0
-#endif
-
-/* One whole 16-byte chunk of K or V for the key loop, with that hint. */
-__device__ __forceinline__ void cp_async16_kv(uint32_t dst, const void *src, uint64_t policy)
-{
-#if FA_DECODE_L2_MODE == 1
-    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
-#elif FA_DECODE_L2_MODE == 2
-    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
-#elif FA_DECODE_L2_MODE == 3
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n"
-                 :: "r"(dst), "l"(src), "l"(policy) : "memory");
-#elif FA_DECODE_L2_MODE == 4
-    asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::256B [%0], [%1], 16, %2;\n"
-                 :: "r"(dst), "l"(src), "l"(policy) : "memory");
-#else
-    (void)policy;
-    cp_async16_full(dst, src);
-#endif
-}
-
-/* An L2 policy that evicts the lines it loads first (K and V are read once). */
-__device__ __forceinline__ uint64_t evict_first_policy(void)
-{
-    uint64_t pol = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800 && FA_DECODE_L2_MODE >= 3
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(pol));
-#endif
-    return pol;
-}
-
 /* cache_seqlens[b] before the append (default Nmax − Nnew). */
 __device__ __forceinline__ int64_t seq_start(const decode_args &a, int64_t b)
 {
@@ -427,7 +392,6 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
         keep_in_register(sw[j]);
     }
     const bool whole_rows = a.vec_kv && d == D;
-    const uint64_t l2_policy = evict_first_policy();
     int ld_key0 = k0 + 16 * warp;
     uint32_t ld_off = 0;
     const uint16_t *ld_k = g_k + (int64_t)(ld_key0 + lr) * p.k_row_stride + 8 * lc;
@@ -441,8 +405,8 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
 #pragma unroll
             for (int it = 0; it < 16 / STEP; it++, src_k += k_step, src_v += v_step) {
                 const uint32_t off = sw[it % NSW] + it / NSW * 8 * D * 2;
-                cp_async16_kv(st_k + off, src_k, l2_policy);
-                cp_async16_kv(st_v + off, src_v, l2_policy);
+                cp_async16_full(st_k + off, src_k);
+                cp_async16_full(st_v + off, src_v);
             }
         } else {
             load_rows16<D>(s_k0 + ld_off, g_k + (int64_t)ld_key0 * p.k_row_stride, p.k_row_stride,
@@ -819,8 +783,9 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
     /* The warp's first group of O loads goes out with the lse loads: one memory latency, not two. */
     load_group(8 * phase);
 
-    /* A bad cache_seqlens entry makes every split's lse NaN (as a NaN input does some): the row's
-     * output is then NaN, and this kernel needs no load of cache_seqlens of its own. */
+    /* A bad cache_seqlens entry makes the attend kernels write NaN for every split's lse (and
+     * nothing else does: a split without keys has −inf): the row's output is then NaN, and this
+     * kernel needs no load of cache_seqlens of its own, nor the barrier after it. */
     float w[MAX_PASSES], M = -INFINITY;
     bool nan_lse = false;
 #pragma unroll

@@ -289,14 +289,6 @@ def test_kvcache_cuda_bad_lengths_every_merge(splits, cluster, dtype, monkeypatc
 
 
 @gpu
-@pytest.mark.parametrize("mode", ["1", "2", "3", "4"])
-def test_kvcache_cuda_l2_hints(mode, monkeypatch):
-    """FA_DECODE_L2: the key loop's K/V copies with L2 prefetch-size and evict-first hints."""
-    monkeypatch.setenv("FA_DECODE_L2", mode)
-    run_case("cuda", torch.bfloat16, 3, 8, 2, 2, 128, 5000, [4998, 1, 2500], 2, True)
-
-
-@gpu
 @pytest.mark.parametrize("warps", ["1", "4"])
 @pytest.mark.parametrize("d", [72, 256])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
