@@ -10,6 +10,11 @@
 #
 #   FA_DECODE_TRACE=1 python3 setup.py build_ext --inplace    # on the GPU machine
 #   python3 -m bench.decode_trace > bench/results/decode_trace.txt
+#   python3 -m bench.decode_trace --per-sm --calls 12 --shape 1,32,32,32768 32,32,8,4096 1,32,8,131072
+#
+# --per-sm: for each of the last 8 calls the spread of warp 0's key-loop time over the CTAs, then
+# per SM: whether the same SM is fast or slow from call to call (correlation of its loop times in
+# consecutive calls) and the fastest and slowest SMs' mean loop times.
 import argparse
 import os
 import statistics
@@ -68,18 +73,63 @@ def analyse(lines, label):
     print(f"  distinct SMs {len(set(r['sm'] for r in last))}")
 
 
+def corr(x, y):
+    mx, my = statistics.mean(x), statistics.mean(y)
+    sx, sy = sum((a - mx) ** 2 for a in x) ** .5, sum((b - my) ** 2 for b in y) ** .5
+    return sum((a - mx) * (b - my) for a, b in zip(x, y)) / (sx * sy) if sx and sy else float("nan")
+
+
+def per_sm(lines, label):
+    """Is a CTA's key-loop time a property of the SM it ran on? The last 8 calls."""
+    rows = sorted((dict(zip(FIELDS, map(int, l.split()[1:]))) for l in lines if l.startswith("TRACE ")),
+                  key=lambda r: r["seq"])
+    if not rows:
+        print(label, "no trace lines (built without FA_DECODE_TRACE=1?)")
+        return
+    grid = rows[0]["grid"]
+    calls = [rows[i:i + grid] for i in range(0, len(rows), grid)][-8:]
+    print(f"== {label}: grid {grid}, cluster {rows[0]['cluster']}, splits {rows[0]['splits']}, {len(calls)} calls")
+    times, ctas = {}, {}                                # sm -> [(call, loop µs)], cta -> {sm}
+    for k, c in enumerate(calls):
+        t0 = min(r["gt0"] for r in c)
+        ghz = statistics.median(r["c5"] / max(1, r["gt5"] - r["gt0"]) for r in c)
+        loops = [(r["c3"] - r["c2"]) / ghz / 1e3 for r in c]
+        ends = sorted((r["gt5"] - t0) / 1e3 for r in c)
+        print(f"  call {k}: loop min {min(loops):.1f} p10 {sorted(loops)[len(loops) // 10]:.1f} p50 "
+              f"{statistics.median(loops):.1f} max {max(loops):.1f}; end p50 {ends[len(ends) // 2]:.1f} "
+              f"max {ends[-1]:.1f} µs")
+        for r, lp in zip(c, loops):
+            times.setdefault(r["sm"], []).append((k, lp))
+            ctas.setdefault(r["cta"], set()).add(r["sm"])
+    # an SM's time in call k: its first CTA's (two CTAs on one SM run side by side)
+    vs = [[next((lp for kk, lp in times[sm] if kk == k), None) for sm in sorted(times)] for k in range(len(calls))]
+    ok = [i for i in range(len(times)) if all(v[i] is not None for v in vs)]
+    cs = [corr([vs[k][i] for i in ok], [vs[k + 1][i] for i in ok]) if len(ok) > 1 else float("nan")
+          for k in range(len(calls) - 1)]
+    print("  per-SM loop time, correlation between consecutive calls (same SM): " + " ".join(f"{c:.2f}" for c in cs))
+    means = sorted((statistics.mean(lp for _, lp in t), statistics.pstdev([lp for _, lp in t]), sm)
+                   for sm, t in times.items())
+    print("  fastest SMs (mean, sd over calls, sm): " + ", ".join(f"{m:.1f}±{d:.1f} sm{sm}" for m, d, sm in means[:10]))
+    print("  slowest SMs: " + ", ".join(f"{m:.1f}±{d:.1f} sm{sm}" for m, d, sm in means[-10:]))
+    print(f"  CTAs that ran on the same SM in every call: {sum(len(v) == 1 for v in ctas.values())} of {len(ctas)}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--calls", type=int, default=20)
     ap.add_argument("--one", nargs=4, type=int)
+    ap.add_argument("--per-sm", action="store_true", help="per-SM loop times over the last 8 calls")
+    ap.add_argument("--shape", nargs="+", metavar="B,Hq,Hkv,Nk", help="shapes instead of the five above")
     args = ap.parse_args()
     if args.one:
         run_one(*args.one, args.calls)
         return
-    for B, Hq, Hkv, N in SHAPES:
+    shapes = [tuple(int(x) for x in t.split(",")) for t in args.shape] if args.shape else SHAPES
+    for B, Hq, Hkv, N in shapes:
         out = subprocess.run([sys.executable, "-m", "bench.decode_trace", "--calls", str(args.calls), "--one",
                               str(B), str(Hq), str(Hkv), str(N)], capture_output=True, text=True, env=os.environ)
-        analyse(out.stdout.splitlines(), f"B={B} H={Hq}/{Hkv} Nk={N}")
+        (per_sm if args.per_sm else analyse)(out.stdout.splitlines(), f"B={B} H={Hq}/{Hkv} N={N}" if args.per_sm
+                                             else f"B={B} H={Hq}/{Hkv} Nk={N}")
         if out.returncode != 0:
             print(out.stderr[-2000:])
 
