@@ -57,14 +57,16 @@ def check_forward(family, dtype, B, Hq, Hkv, Nq, Nk, d, causal, note=""):
 def main():
     torch.manual_seed(0)
     failures = 0
-    for family, dtypes in FAMILIES.items():
+    # SANITIZE_ONLY=kvcache: the decode cases alone (a quicker run after a change to fa_decode.cu)
+    only_kvcache = os.environ.get("SANITIZE_ONLY") == "kvcache"
+    for family, dtypes in ({} if only_kvcache else FAMILIES).items():
         os.environ["FA_KERNEL"] = family
         for dtype in dtypes:
             for case in CASES:
                 if family == "fp32tc" and case[5] > 128:   # declined: auto runs fp32 there
                     continue
                 failures += not check_forward(family, dtype, *case)
-    if "sm90" in FAMILIES:
+    if "sm90" in FAMILIES and not only_kvcache:
         # Persistent CTAs walking several tiles each (336 tiles): the K/V ring and the Q buffers
         # running on from tile to tile.
         os.environ["FA_KERNEL"], os.environ["FA_SM90_PERSIST"] = "sm90", "1"
@@ -75,8 +77,11 @@ def main():
             os.environ["FA_SM90_PERSIST"] = persist
             failures += not check_forward("sm90", torch.bfloat16, 1, 4, 2, 385, 2049, 128, False, " long keys")
         del os.environ["FA_SM90_PERSIST"]
-    for family in ("auto", "simt"):
+    # The split rule's own plans, and 5 splits merged by the combine kernel (no clusters).
+    for family, merge in (("auto", "rule"), ("simt", "rule"), ("auto", "combine")):
         os.environ["FA_KERNEL"] = family
+        if merge == "combine":
+            os.environ["FA_DECODE_SPLITS"], os.environ["FA_DECODE_CLUSTER"] = "5", "0"
         for dtype in (torch.float32, torch.bfloat16):
             for B, Hq, Hkv, Nq, Nmax, d, causal, seqlens, nnew, misaligned in KVCACHE_CASES:
                 def cache():
@@ -95,9 +100,9 @@ def main():
                 cache_ok = torch.equal(k_cache.float().cpu(), cpu[1]) and torch.equal(v_cache.float().cpu(), cpu[2])
                 ok = cache_ok and err < (1e-5 if dtype == torch.float32 else 2e-2)
                 failures += not ok
-                print(f"{'ok  ' if ok else 'FAIL'} kvcache {family:5} {str(dtype):14} B={B} Hq={Hq} Hkv={Hkv} "
-                      f"Nq={Nq} Nmax={Nmax} d={d} causal={causal} Nnew={nnew}: max err {err:.1e}, caches "
-                      f"{'ok' if cache_ok else 'WRONG'}")
+                print(f"{'ok  ' if ok else 'FAIL'} kvcache {family:5} {merge:7} {str(dtype):14} B={B} Hq={Hq} "
+                      f"Hkv={Hkv} Nq={Nq} Nmax={Nmax} d={d} causal={causal} Nnew={nnew}: max err {err:.1e}, "
+                      f"caches {'ok' if cache_ok else 'WRONG'}")
     return 1 if failures else 0
 
 
