@@ -268,7 +268,8 @@ def time_interleaved(fns, budget_s, flush_mode="zero"):
     that clock and temperature drift fall on all of them alike; L2 flushed before every call as in
     time_cuda_events. Between the flush and the start event the GPU spins for ~0.1 ms
     (torch.cuda._sleep), so the host has queued the call before its start event is reached: the
-    time is the GPU's, not the host's launch cost (SDPA's cuDNN call takes ~85 µs of host time).
+    time is the GPU's, not the host's launch cost (SDPA's cuDNN decode call takes 55-58 µs of host
+    time on the H200 machine, bench/results/decode_gap.txt).
     budget_s: seconds of timed calls for each fn."""
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     if flush_mode == "read":

@@ -7,7 +7,7 @@
 # there) before it is timed; a failure prints and shows as nan. On the GPU machine, after the build:
 #
 #   python3 -m bench.decode_sweep [--splits 1 2 4 8 16 32 64] [--cluster 0|1] [--warps 4|8] [--flush read]
-#                                 [--shape B,Hq,Hkv,Nk ...] [--env FA_DECODE_L2=0,2,4]
+#                                 [--shape B,Hq,Hkv,Nk ...] [--env FA_DECODE_CLUSTER=0,1]
 #
 # --cluster sets FA_DECODE_CLUSTER for every column: 0 merges the splits with the combine kernel,
 # 1 inside a thread block cluster wherever the split count allows one (sm_90, 2..8 splits).
