@@ -46,13 +46,20 @@ def pct(xs, f):
     return xs[min(len(xs) - 1, int(f * len(xs)))]
 
 
-def analyse(lines, label):
-    """The last call's CTAs (the grid's worth with the highest sequence numbers)."""
-    rows = [dict(zip(FIELDS, map(int, l.split()[1:]))) for l in lines if l.startswith("TRACE ")]
+def trace_rows(lines, label):
+    """The kernel's TRACE lines as dicts, in the order the CTAs finished."""
+    rows = sorted((dict(zip(FIELDS, map(int, l.split()[1:]))) for l in lines if l.startswith("TRACE ")),
+                  key=lambda r: r["seq"])
     if not rows:
         print(label, "no trace lines (built without FA_DECODE_TRACE=1?)")
+    return rows
+
+
+def analyse(lines, label):
+    """The last call's CTAs (the grid's worth with the highest sequence numbers)."""
+    rows = trace_rows(lines, label)
+    if not rows:
         return
-    rows.sort(key=lambda r: r["seq"])
     last = rows[-rows[0]["grid"]:]
     t0 = min(r["gt0"] for r in last)
     starts = sorted((r["gt0"] - t0) / 1e3 for r in last)
@@ -81,10 +88,8 @@ def corr(x, y):
 
 def per_sm(lines, label):
     """Is a CTA's key-loop time a property of the SM it ran on? The last 8 calls."""
-    rows = sorted((dict(zip(FIELDS, map(int, l.split()[1:]))) for l in lines if l.startswith("TRACE ")),
-                  key=lambda r: r["seq"])
+    rows = trace_rows(lines, label)
     if not rows:
-        print(label, "no trace lines (built without FA_DECODE_TRACE=1?)")
         return
     grid = rows[0]["grid"]
     calls = [rows[i:i + grid] for i in range(0, len(rows), grid)][-8:]
@@ -94,10 +99,9 @@ def per_sm(lines, label):
         t0 = min(r["gt0"] for r in c)
         ghz = statistics.median(r["c5"] / max(1, r["gt5"] - r["gt0"]) for r in c)
         loops = [(r["c3"] - r["c2"]) / ghz / 1e3 for r in c]
-        ends = sorted((r["gt5"] - t0) / 1e3 for r in c)
-        print(f"  call {k}: loop min {min(loops):.1f} p10 {sorted(loops)[len(loops) // 10]:.1f} p50 "
-              f"{statistics.median(loops):.1f} max {max(loops):.1f}; end p50 {ends[len(ends) // 2]:.1f} "
-              f"max {ends[-1]:.1f} µs")
+        srt, ends = sorted(loops), sorted((r["gt5"] - t0) / 1e3 for r in c)
+        print(f"  call {k}: loop min {srt[0]:.1f} p10 {pct(srt, .1):.1f} p50 {statistics.median(srt):.1f} "
+              f"max {srt[-1]:.1f}; end p50 {pct(ends, .5):.1f} max {ends[-1]:.1f} µs")
         for r, lp in zip(c, loops):
             times.setdefault(r["sm"], []).append((k, lp))
             ctas.setdefault(r["cta"], set()).add(r["sm"])
