@@ -66,7 +66,8 @@ typedef struct {
     int vec_kv;              /* k, v caches: 16-byte aligned rows, cp.async */
     int vec_q;               /* q: 16-byte aligned rows */
     int vec_append;          /* append rows: 16-byte aligned and whole */
-    int combine_wpr;         /* combine: warps per output row, 1 or 4 (4 rows or 1 per CTA) */
+    int combine_wide;        /* combine: 0, one thread per output element (decode_combine_kernel);
+                                1, four warps per output row (decode_combine_wide_kernel) */
     int cluster;             /* sm_90, tensor-core kernel: the splits of a row tile form one thread
                                 block cluster and merge through distributed shared memory (no
                                 partials in global memory, no combine kernel); 0: off */
@@ -747,24 +748,99 @@ __global__ void __launch_bounds__(128, 2) decode_simt_kernel(const __grid_consta
 
 /* ---- 3. Combine ----------------------------------------------------------------------------- */
 
-/* O = Σ_s O_s · w_s / l, w_s = exp2(lse_s − M), l = Σ_s w_s, M = max_s lse_s; a.combine_wpr warps
- * per output row (1: grid ceil(rows / 4) × 128; 4: one row per CTA, for many splits over few
- * rows). Lane j reads the lse of splits j, j + 32, ... at once and keeps their weights; the O loop
- * then takes each split's weight by a shuffle and issues 8 splits' loads per step, the row's warps
- * taking every wpr-th group of 8, so a row costs a few memory latencies, not one per split. With
- * 4 warps per row their sums meet in shared memory. Splits that saw no key have lse −inf and
- * O 0: weight 0. */
+/* O = Σ_s O_s · w_s / l, w_s = exp2(lse_s − M), l = Σ_s w_s, M = max_s lse_s. Splits that saw no
+ * key have lse −inf and O 0: weight 0. A bad cache_seqlens entry makes the attend kernels write NaN
+ * for every split's lse (and nothing else does), so the row's output is then NaN: the combine
+ * kernels need no load of cache_seqlens of their own.
+ *
+ * Few splits (fewer than 16): one thread per output element, tpr threads per row (d rounded up to
+ * 32, 64 or 128; two elements per thread above 128), 128 / tpr rows per CTA. A thread loads the lse
+ * and O of 8 splits at once and merges them into a running (M, l, O) as the attend kernel does, so
+ * up to 8 splits cost one memory latency, and each thread's chain of instructions stays short.
+ * H200, B = 1 H 32/32 32k, 4 splits (CUPTI): 1.8 µs against 3.4 for one warp per row walking its
+ * splits and columns (~970 instructions per warp at ~7 cycles each, ncu) and 2.0 for cuDNN's
+ * reduction (bench/LOG.md, 2026-11-30). */
 template <typename T>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_constant__ decode_args a)
 {
-    enum { MAX_PASSES = 8 };                            /* weights kept for up to 256 splits */
-    __shared__ float s_red[3][256];                     /* wpr = 4: warps 1-3's partial O */
     wait_prerequisites();
     const fa_params &p = a.kp.p;
-    const int wpr = a.combine_wpr, phase = threadIdx.x / 32 % wpr;
-    const int64_t row = (int64_t)blockIdx.x * (4 / wpr) + threadIdx.x / 32 / wpr;
-    if (row >= a.rows)                                  /* wpr = 4: never (one row per CTA) */
+    const int d = (int)p.d, splits = (int)a.splits;
+    const int tpr = d <= 32 ? 32 : d <= 64 ? 64 : 128, col = threadIdx.x % tpr;
+    const int64_t row = (int64_t)blockIdx.x * (128 / tpr) + threadIdx.x / tpr;
+    if (row >= a.rows)
         return;
+    const bool one = col < d, two = col + tpr < d;     /* two: d > 128, a second element */
+    const int64_t stride = a.rows * d;                  /* from one split's partial O to the next */
+    const float *lse = a.lse_part + row, *o = a.o_part + row * d + col;   /* split 0's */
+
+    float M = -INFINITY, l = 0.f, acc0 = 0.f, acc1 = 0.f;
+    bool nan_lse = false;
+    for (int s0 = 0; s0 < splits; s0 += 8) {
+        float x[8], y0[8], y1[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {                   /* pointers stepped, not recomputed */
+            const bool in = s0 + u < splits;
+            x[u] = in ? *lse : -INFINITY;
+            y0[u] = in && one ? o[0] : 0.f;
+            y1[u] = in && two ? o[tpr] : 0.f;
+            lse += a.rows;
+            o += stride;
+        }
+        float M_new = M;
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            nan_lse |= isnan(x[u]);
+            M_new = fmaxf(M_new, x[u]);
+        }
+        if (M_new == -INFINITY)                         /* no key in any split so far */
+            continue;
+        const float alpha = ex2(M - M_new);             /* M = −inf: 0 */
+        l *= alpha;
+        acc0 *= alpha;
+        acc1 *= alpha;
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            const float w = ex2(x[u] - M_new);          /* −inf: 0 */
+            l += w;
+            acc0 = fmaf(w, y0[u], acc0);
+            acc1 = fmaf(w, y1[u], acc1);
+        }
+        M = M_new;
+    }
+    const bool valid = !nan_lse;
+    const float inv_l = l > 0.f ? 1.f / l : 0.f;
+    int64_t i, h, b;                                    /* row = (b·Hq + h)·Nq + i */
+    if (a.rows <= INT32_MAX) {                          /* 32-bit divisions: a short chain */
+        const uint32_t r = (uint32_t)row, nq = (uint32_t)p.Nq, hq = (uint32_t)p.Hq;
+        i = r % nq, h = r / nq % hq, b = r / nq / hq;
+    } else {
+        i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq;
+    }
+    T *g_o = (T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + col;
+    if (one)
+        from_float(g_o, valid ? acc0 * inv_l : NAN);
+    if (two)
+        from_float(g_o + tpr, valid ? acc1 * inv_l : NAN);
+    if (p.lse != NULL && col == 0)
+        p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * 0.69314718055994531f : -INFINITY) : NAN;
+}
+
+/* Many splits (16 or more): four warps per output row, one row per CTA. Lane j reads the lse of
+ * splits j, j + 32, ... at once and keeps their weights; the O loop then takes each split's weight
+ * by a shuffle and issues 8 splits' loads per step, the row's warps taking every fourth group of
+ * 8, so a row costs a few memory latencies, not one per split. The warps' sums meet in shared
+ * memory. */
+template <typename T>
+__global__ void __launch_bounds__(128, 1) decode_combine_wide_kernel(const __grid_constant__ decode_args a)
+{
+    enum { MAX_PASSES = 8 };                            /* weights kept for up to 256 splits */
+    __shared__ float s_red[3][256];                     /* warps 1-3's partial O */
+    wait_prerequisites();
+    const fa_params &p = a.kp.p;
+    enum { WPR = 4 };
+    const int phase = threadIdx.x / 32;
+    const int64_t row = blockIdx.x;
     const int lane = threadIdx.x % 32, d = (int)p.d, splits = (int)a.splits;
     const int64_t i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq;
     const float *lse = a.lse_part + row;                /* split s at lse[s · rows] */
@@ -783,9 +859,6 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
     /* The warp's first group of O loads goes out with the lse loads: one memory latency, not two. */
     load_group(8 * phase);
 
-    /* A bad cache_seqlens entry makes the attend kernels write NaN for every split's lse (and
-     * nothing else does: a split without keys has −inf): the row's output is then NaN, and this
-     * kernel needs no load of cache_seqlens of its own, nor the barrier after it. */
     float w[MAX_PASSES], M = -INFINITY;
     bool nan_lse = false;
 #pragma unroll
@@ -816,7 +889,7 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
         l += __shfl_xor_sync(0xffffffffu, l, off);
 
     float r_o[8] = {};
-    for (int sp0 = 8 * phase; sp0 < splits; sp0 += 8 * wpr) {
+    for (int sp0 = 8 * phase; sp0 < splits; sp0 += 8 * WPR) {
         if (sp0 != 8 * phase)
             load_group(sp0);
         float wk = w[0];                                /* splits sp0..sp0+7 are in pass sp0 / 32 */
@@ -834,21 +907,20 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
                 r_o[e] = fmaf(wu, x[u][e], r_o[e]);
         }
     }
-    if (wpr > 1) {                                      /* 4 warps per row: sum in warp 0 */
-        if (phase > 0)
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                if (lane + 32 * e < d)
-                    s_red[phase - 1][lane + 32 * e] = r_o[e];
-        /* Barrier: the three partial sums are in shared memory. */
-        __syncthreads();
-        if (phase > 0)
-            return;
+    /* The row's sum in warp 0. */
+    if (phase > 0)
 #pragma unroll
         for (int e = 0; e < 8; e++)
             if (lane + 32 * e < d)
-                r_o[e] += s_red[0][lane + 32 * e] + s_red[1][lane + 32 * e] + s_red[2][lane + 32 * e];
-    }
+                s_red[phase - 1][lane + 32 * e] = r_o[e];
+    /* Barrier: the three partial sums are in shared memory. */
+    __syncthreads();
+    if (phase > 0)
+        return;
+#pragma unroll
+    for (int e = 0; e < 8; e++)
+        if (lane + 32 * e < d)
+            r_o[e] += s_red[0][lane + 32 * e] + s_red[1][lane + 32 * e] + s_red[2][lane + 32 * e];
     T *g_o = (T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
 #pragma unroll
     for (int e = 0; e < 8; e++)
@@ -864,7 +936,7 @@ typedef void (*decode_kernel)(const decode_args);
 
 /* The attend kernel chosen for a call and what the split rule needs of it. */
 typedef struct {
-    decode_kernel attend, combine;
+    decode_kernel attend, combine, combine_wide;
     size_t smem;
     int ctas_per_sm;         /* occupancy of attend */
     int64_t ctas_per_split;  /* attend CTAs that one split adds */
@@ -906,6 +978,7 @@ static int plan_mma(decode_plan *pl, int dev)
     static int s_occ[32];
     pl->attend = decode_mma_kernel<T, C>;
     pl->combine = decode_combine_kernel<T>;
+    pl->combine_wide = decode_combine_wide_kernel<T>;
     pl->smem = sizeof(decode_smem<C>);
     pl->mma = 1;
     pl->threads = C::THREADS;
@@ -920,6 +993,7 @@ static int plan_simt(decode_plan *pl, int dev)
     static int s_occ[32];
     pl->attend = decode_simt_kernel<T>;
     pl->combine = decode_combine_kernel<T>;
+    pl->combine_wide = decode_combine_wide_kernel<T>;
     pl->smem = 0;
     pl->mma = 0;
     pl->threads = 128;
@@ -1119,11 +1193,14 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     if (st != FA_OK)
         return st;
     plan_splits(pl, a, p, sms, major, dev);
-    /* Combine: with 16 or more splits a row's loads are spread over 4 warps (one row per CTA). */
-    a->combine_wpr = a->splits >= 16 && a->rows <= INT32_MAX ? 4 : 1;
-    const char *force_wpr = getenv("FA_DECODE_COMBINE_WARPS");   /* 1 or 4: bench/decode.py */
-    if (force_wpr != NULL && (atoi(force_wpr) == 1 || (atoi(force_wpr) == 4 && a->rows <= INT32_MAX)))
-        a->combine_wpr = atoi(force_wpr);
+    /* Combine: with 16 or more splits a row's loads are spread over 4 warps (one row per CTA);
+     * FA_DECODE_COMBINE=elem or wide forces one kernel (tests). */
+    a->combine_wide = a->splits >= 16 && a->rows <= INT32_MAX;
+    const char *force_combine = getenv("FA_DECODE_COMBINE");
+    if (force_combine != NULL && strcmp(force_combine, "elem") == 0)
+        a->combine_wide = 0;
+    if (force_combine != NULL && strcmp(force_combine, "wide") == 0 && a->rows <= INT32_MAX)
+        a->combine_wide = 1;
     return FA_OK;
 }
 
@@ -1185,7 +1262,8 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
     /* Grid sizes, all checked before the append writes anything into the caches. */
     const int64_t append_blocks = (p->B * p->Hkv * a.nnew + 3) / 4;
     const int64_t attend_blocks = pl.mma ? pl.ctas_per_split * a.splits : (a.rows * a.splits + 3) / 4;
-    const int64_t combine_blocks = a.combine_wpr == 4 ? a.rows : (a.rows + 3) / 4;
+    const int64_t combine_rows = 128 / (p->d <= 32 ? 32 : p->d <= 64 ? 64 : 128);   /* per CTA */
+    const int64_t combine_blocks = a.combine_wide ? a.rows : (a.rows + combine_rows - 1) / combine_rows;
     if (append_blocks > INT32_MAX || attend_blocks > INT32_MAX || combine_blocks > INT32_MAX)
         return FA_ERR_UNSUPPORTED;
 
@@ -1236,7 +1314,7 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
         if (pl.pdl && cudaStreamIsCapturing(stream, &capture) != cudaSuccess)
             return FA_ERR_CUDA;
         cfg.numAttrs = pl.pdl && capture == cudaStreamCaptureStatusNone ? 1 : 0;
-        if (cudaLaunchKernelEx(&cfg, pl.combine, a) != cudaSuccess || cudaGetLastError() != cudaSuccess)
+        if (cudaLaunchKernelEx(&cfg, a.combine_wide ? pl.combine_wide : pl.combine, a) != cudaSuccess || cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;
     }
     return FA_OK;

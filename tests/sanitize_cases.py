@@ -77,11 +77,12 @@ def main():
             os.environ["FA_SM90_PERSIST"] = persist
             failures += not check_forward("sm90", torch.bfloat16, 1, 4, 2, 385, 2049, 128, False, " long keys")
         del os.environ["FA_SM90_PERSIST"]
-    # The split rule's own plans, and 5 splits merged by the combine kernel (no clusters).
-    for family, merge in (("auto", "rule"), ("simt", "rule"), ("auto", "combine")):
+    # The split rule's own plans, then 5 and 20 splits merged by each combine kernel (no clusters).
+    for family, merge in (("auto", "rule"), ("simt", "rule"), ("auto", "elem"), ("auto", "wide")):
         os.environ["FA_KERNEL"] = family
-        if merge == "combine":
-            os.environ["FA_DECODE_SPLITS"], os.environ["FA_DECODE_CLUSTER"] = "5", "0"
+        if merge != "rule":
+            os.environ["FA_DECODE_SPLITS"] = "5" if merge == "elem" else "20"
+            os.environ["FA_DECODE_CLUSTER"], os.environ["FA_DECODE_COMBINE"] = "0", merge
         for dtype in (torch.float32, torch.bfloat16):
             for B, Hq, Hkv, Nq, Nmax, d, causal, seqlens, nnew, misaligned in KVCACHE_CASES:
                 def cache():

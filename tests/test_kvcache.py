@@ -289,17 +289,21 @@ def test_kvcache_cuda_bad_lengths_every_merge(splits, cluster, dtype, monkeypatc
 
 
 @gpu
-@pytest.mark.parametrize("warps", ["1", "4"])
-@pytest.mark.parametrize("d", [72, 256])
+@pytest.mark.parametrize("combine", ["elem", "wide"])
+@pytest.mark.parametrize("splits", ["3", "50"])
+@pytest.mark.parametrize("d", [16, 40, 72, 256])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
-def test_kvcache_cuda_combine_warps(warps, d, dtype, monkeypatch):
-    """The combine kernel with one warp per output row and with four (one row per CTA, the sums
-    meeting in shared memory), forced with FA_DECODE_COMBINE_WARPS, over 47 splits of 128 keys
-    (a pass of 32 weights and one of 15; groups of 8 loads, the last of 7) at head dims that do not
-    fill the lanes."""
-    monkeypatch.setenv("FA_DECODE_COMBINE_WARPS", warps)
-    monkeypatch.setenv("FA_DECODE_SPLITS", "50")
+def test_kvcache_cuda_combine_kernels(combine, splits, d, dtype, monkeypatch):
+    """Both combine kernels, forced with FA_DECODE_COMBINE: one thread per output element (32, 64
+    or 128 threads per row, two elements per thread past d = 128; 4, 2 or 1 rows per CTA, 6 rows
+    leaving a partial CTA) and four warps per row (the sums meeting in shared memory). 3 splits
+    (one partial group of 8) and 47 splits of 128 keys (a pass of 32 weights and one of 15; groups
+    of 8 loads, the last of 7), at head dims that do not fill the lanes."""
+    monkeypatch.setenv("FA_DECODE_COMBINE", combine)
+    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
+    monkeypatch.setenv("FA_DECODE_CLUSTER", "0")
     run_case("cuda", dtype, 2, 4, 1, 2, d, 6000, [5999, 3001], 1, True)
+    run_case("cuda", dtype, 2, 3, 1, 1, d, 6000, [4000, 5999], 0, False)
 
 
 @gpu
