@@ -753,7 +753,7 @@ __global__ void __launch_bounds__(128, 2) decode_simt_kernel(const __grid_consta
  * for every split's lse (and nothing else does), so the row's output is then NaN: the combine
  * kernels need no load of cache_seqlens of their own.
  *
- * Few splits (fewer than 16): one thread per output element, tpr threads per row (d rounded up to
+ * Few splits (up to 24): one thread per output element, tpr threads per row (d rounded up to
  * 32, 64 or 128; two elements per thread above 128), 128 / tpr rows per CTA. A thread loads the lse
  * and O of 8 splits at once and merges them into a running (M, l, O) as the attend kernel does, so
  * up to 8 splits cost one memory latency, and each thread's chain of instructions stays short.
@@ -826,7 +826,7 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
         p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * 0.69314718055994531f : -INFINITY) : NAN;
 }
 
-/* Many splits (16 or more): four warps per output row, one row per CTA. Lane j reads the lse of
+/* Many splits (more than 24): four warps per output row, one row per CTA. Lane j reads the lse of
  * splits j, j + 32, ... at once and keeps their weights; the O loop then takes each split's weight
  * by a shuffle and issues 8 splits' loads per step, the row's warps taking every fourth group of
  * 8, so a row costs a few memory latencies, not one per split. The warps' sums meet in shared
@@ -1193,9 +1193,12 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     if (st != FA_OK)
         return st;
     plan_splits(pl, a, p, sms, major, dev);
-    /* Combine: with 16 or more splits a row's loads are spread over 4 warps (one row per CTA);
-     * FA_DECODE_COMBINE=elem or wide forces one kernel (tests). */
-    a->combine_wide = a->splits >= 16 && a->rows <= INT32_MAX;
+    /* Combine: past 24 splits a row's loads are spread over 4 warps (one row per CTA). H200, CUPTI
+     * (bench/LOG.md, 2026-11-30), one thread per element against four warps per row: 2.3–3.3 µs
+     * against 3.5–4.3 at 16 splits, 3.0–4.1 against 3.7–4.4 at 24, 4.0–4.9 against 3.6–4.4 at 32;
+     * the element kernel takes one more memory latency per 8 splits. FA_DECODE_COMBINE=elem or
+     * wide forces one kernel (tests). */
+    a->combine_wide = a->splits > 24 && a->rows <= INT32_MAX;
     const char *force_combine = getenv("FA_DECODE_COMBINE");
     if (force_combine != NULL && strcmp(force_combine, "elem") == 0)
         a->combine_wide = 0;
