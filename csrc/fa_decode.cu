@@ -1145,9 +1145,10 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
         if (dev >= 0 && dev < 32)
             __atomic_store_n(&s_major[dev], major, __ATOMIC_RELAXED);
     }
-    /* Off unless FA_DECODE_PDL=1: bench/decode_gap.py, read flush, H200: the early combine CTAs
-     * finished 8.5 µs after the attend grid against 5 µs for a plain launch (B = 1 H 32 4k: 33.3
-     * against 30.0 µs per call; B = 8 8k 79.4 against 76.2; bench/LOG.md, 2026-11-30). */
+    /* Off unless FA_DECODE_PDL=1. H200 (bench/LOG.md, 2026-11-30): with the one-warp-per-row
+     * combine kernel 3 µs slower per call under a read flush (probably because its 148-register
+     * CTAs could not sit beside the attend CTAs; the per-element kernel takes 48); with the
+     * per-element kernel −1.6 to +1.2 % on the decode table (bench/results/decode_sweep_pdl.txt). */
     const char *pdl = getenv("FA_DECODE_PDL");
     pl->pdl = major >= 9 && pdl != NULL && strcmp(pdl, "1") == 0;
     /* FA_KERNEL=simt forces the CUDA-core kernel; the forward families' names (and auto) leave the
