@@ -758,7 +758,7 @@ __global__ void __launch_bounds__(128, 2) decode_simt_kernel(const __grid_consta
  * and O of 8 splits at once and merges them into a running (M, l, O) as the attend kernel does, so
  * up to 8 splits cost one memory latency, and each thread's chain of instructions stays short.
  * H200, B = 1 H 32/32 32k, 4 splits (CUPTI): 1.8 µs against 3.4 for one warp per row walking its
- * splits and columns (~970 instructions per warp at ~7 cycles each, ncu) and 2.0 for cuDNN's
+ * splits and columns (~950 instructions per warp at ~7 cycles each, ncu) and 2.0 for cuDNN's
  * reduction (bench/LOG.md, 2026-11-30). */
 template <typename T>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_constant__ decode_args a)
@@ -831,14 +831,13 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
  * by a shuffle and issues 8 splits' loads per step, the row's warps taking every fourth group of
  * 8, so a row costs a few memory latencies, not one per split. The warps' sums meet in shared
  * memory. */
-template <typename T>
+template <typename T>   /* (128, 1): with (128) alone ptxas held it to 128 registers and spilled */
 __global__ void __launch_bounds__(128, 1) decode_combine_wide_kernel(const __grid_constant__ decode_args a)
 {
-    enum { MAX_PASSES = 8 };                            /* weights kept for up to 256 splits */
+    enum { MAX_PASSES = 8, WPR = 4 };                   /* weights kept for up to 256 splits */
     __shared__ float s_red[3][256];                     /* warps 1-3's partial O */
     wait_prerequisites();
     const fa_params &p = a.kp.p;
-    enum { WPR = 4 };
     const int phase = threadIdx.x / 32;
     const int64_t row = blockIdx.x;
     const int lane = threadIdx.x % 32, d = (int)p.d, splits = (int)a.splits;
