@@ -748,13 +748,20 @@ __global__ void __launch_bounds__(128, 2) decode_simt_kernel(const __grid_consta
 
 /* ---- 3. Combine ----------------------------------------------------------------------------- */
 
+/* The element combine kernel's threads per output row (d rounded up to 32, 64 or 128); its
+ * launch takes 128 / combine_tpr(d) rows per CTA. */
+__host__ __device__ __forceinline__ int combine_tpr(int d)
+{
+    return d <= 32 ? 32 : d <= 64 ? 64 : 128;
+}
+
 /* O = Σ_s O_s · w_s / l, w_s = exp2(lse_s − M), l = Σ_s w_s, M = max_s lse_s. Splits that saw no
  * key have lse −inf and O 0: weight 0. A bad cache_seqlens entry makes the attend kernels write NaN
  * for every split's lse (and nothing else does), so the row's output is then NaN: the combine
  * kernels need no load of cache_seqlens of their own.
  *
- * Few splits (up to 24): one thread per output element, tpr threads per row (d rounded up to
- * 32, 64 or 128; two elements per thread above 128), 128 / tpr rows per CTA. A thread loads the lse
+ * Few splits (up to 24): one thread per output element, tpr = combine_tpr(d) threads per row
+ * (two elements per thread above d = 128), 128 / tpr rows per CTA. A thread loads the lse
  * and O of 8 splits at once and merges them into a running (M, l, O) as the attend kernel does, so
  * up to 8 splits cost one memory latency, and each thread's chain of instructions stays short.
  * H200, B = 1 H 32/32 32k, 4 splits (CUPTI): 1.8 µs against 3.4 for one warp per row walking its
@@ -766,7 +773,7 @@ __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_consta
     wait_prerequisites();
     const fa_params &p = a.kp.p;
     const int d = (int)p.d, splits = (int)a.splits;
-    const int tpr = d <= 32 ? 32 : d <= 64 ? 64 : 128, col = threadIdx.x % tpr;
+    const int tpr = combine_tpr(d), col = threadIdx.x % tpr;
     const int64_t row = (int64_t)blockIdx.x * (128 / tpr) + threadIdx.x / tpr;
     if (row >= a.rows)
         return;
@@ -1265,7 +1272,7 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
     /* Grid sizes, all checked before the append writes anything into the caches. */
     const int64_t append_blocks = (p->B * p->Hkv * a.nnew + 3) / 4;
     const int64_t attend_blocks = pl.mma ? pl.ctas_per_split * a.splits : (a.rows * a.splits + 3) / 4;
-    const int64_t combine_rows = 128 / (p->d <= 32 ? 32 : p->d <= 64 ? 64 : 128);   /* per CTA */
+    const int64_t combine_rows = 128 / combine_tpr((int)p->d);   /* per CTA of the element kernel */
     const int64_t combine_blocks = a.combine_wide ? a.rows : (a.rows + combine_rows - 1) / combine_rows;
     if (append_blocks > INT32_MAX || attend_blocks > INT32_MAX || combine_blocks > INT32_MAX)
         return FA_ERR_UNSUPPORTED;
@@ -1317,7 +1324,8 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
         if (pl.pdl && cudaStreamIsCapturing(stream, &capture) != cudaSuccess)
             return FA_ERR_CUDA;
         cfg.numAttrs = pl.pdl && capture == cudaStreamCaptureStatusNone ? 1 : 0;
-        if (cudaLaunchKernelEx(&cfg, a.combine_wide ? pl.combine_wide : pl.combine, a) != cudaSuccess || cudaGetLastError() != cudaSuccess)
+        if (cudaLaunchKernelEx(&cfg, a.combine_wide ? pl.combine_wide : pl.combine, a) != cudaSuccess
+            || cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;
     }
     return FA_OK;
