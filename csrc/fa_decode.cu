@@ -71,6 +71,8 @@ typedef struct {
     int cluster;             /* sm_90, tensor-core kernel: the splits of a row tile form one thread
                                 block cluster and merge through distributed shared memory (no
                                 partials in global memory, no combine kernel); 0: off */
+    int evict_first;         /* tensor-core attend: the K/V copies of whole blocks carry an L2
+                                evict-first policy (1) or none (0) */
 } decode_args;
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
@@ -393,6 +395,8 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
         keep_in_register(sw[j]);
     }
     const bool whole_rows = a.vec_kv && d == D;
+    uint64_t evict_first_pol;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(evict_first_pol));
     int ld_key0 = k0 + 16 * warp;
     uint32_t ld_off = 0;
     const uint16_t *ld_k = g_k + (int64_t)(ld_key0 + lr) * p.k_row_stride + 8 * lc;
@@ -403,11 +407,22 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
         if (whole_rows && k1 - ld_key0 >= 16) {
             const uint16_t *src_k = ld_k, *src_v = ld_v;
             const uint32_t st_k = s_k0 + ld_off, st_v = s_v0 + ld_off;
+            /* Two loops, not a policy chosen per copy: an evict_normal policy in place of no
+             * hint made the copies slow (H200: B = 1 H 32/32 32k 3.8 → 3.5 TB/s). */
+            if (a.evict_first) {
 #pragma unroll
-            for (int it = 0; it < 16 / STEP; it++, src_k += k_step, src_v += v_step) {
-                const uint32_t off = sw[it % NSW] + it / NSW * 8 * D * 2;
-                cp_async16_full(st_k + off, src_k);
-                cp_async16_full(st_v + off, src_v);
+                for (int it = 0; it < 16 / STEP; it++, src_k += k_step, src_v += v_step) {
+                    const uint32_t off = sw[it % NSW] + it / NSW * 8 * D * 2;
+                    cp_async16_hint(st_k + off, src_k, evict_first_pol);
+                    cp_async16_hint(st_v + off, src_v, evict_first_pol);
+                }
+            } else {
+#pragma unroll
+                for (int it = 0; it < 16 / STEP; it++, src_k += k_step, src_v += v_step) {
+                    const uint32_t off = sw[it % NSW] + it / NSW * 8 * D * 2;
+                    cp_async16_full(st_k + off, src_k);
+                    cp_async16_full(st_v + off, src_v);
+                }
             }
         } else {
             load_rows16<D>(s_k0 + ld_off, g_k + (int64_t)ld_key0 * p.k_row_stride, p.k_row_stride,
@@ -1117,6 +1132,20 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
     }
 }
 
+/* Device attribute attr of device dev, read once per device into cache[dev] (devices past 31:
+ * every call); the launch path makes no device query after the first call. */
+static int cached_attr(int dev, enum cudaDeviceAttr attr, int cache[32], int *v)
+{
+    *v = dev >= 0 && dev < 32 ? __atomic_load_n(&cache[dev], __ATOMIC_RELAXED) : 0;
+    if (*v > 0)
+        return FA_OK;
+    if (cudaDeviceGetAttribute(v, attr, dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    if (dev >= 0 && dev < 32)
+        __atomic_store_n(&cache[dev], *v, __ATOMIC_RELAXED);
+    return FA_OK;
+}
+
 static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *a)
 {
     const fa_params *p = &kp->p;
@@ -1143,14 +1172,11 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     int st = fa_cuda_sm_count(dev, &sms);
     if (st != FA_OK)
         return st;
-    static int s_major[32];
-    int major = dev >= 0 && dev < 32 ? __atomic_load_n(&s_major[dev], __ATOMIC_RELAXED) : 0;
-    if (major == 0) {
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess)
-            return FA_ERR_CUDA;
-        if (dev >= 0 && dev < 32)
-            __atomic_store_n(&s_major[dev], major, __ATOMIC_RELAXED);
-    }
+    static int s_major[32], s_l2[32];
+    int major, l2_bytes;
+    if (cached_attr(dev, cudaDevAttrComputeCapabilityMajor, s_major, &major) != FA_OK
+        || cached_attr(dev, cudaDevAttrL2CacheSize, s_l2, &l2_bytes) != FA_OK)
+        return FA_ERR_CUDA;
     /* Off unless FA_DECODE_PDL=1. H200 (bench/LOG.md, 2026-11-30): with the one-warp-per-row
      * combine kernel 3 µs slower per call under a read flush (probably because its 148-register
      * CTAs could not sit beside the attend CTAs; the per-element kernel takes 48); with the
@@ -1206,6 +1232,19 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
      * the element kernel takes one more memory latency per 8 splits. FA_DECODE_COMBINE=elem or
      * wide forces one kernel (tests). */
     a->combine_wide = a->splits > 24 && a->rows <= INT32_MAX;
+    /* K and V streamed with an L2 evict-first policy where one CTA reads each key (one row tile)
+     * and the whole caches (B · Hkv · Nmax rows of each) are at most 4× the L2: such a short stream would otherwise push out most of what the
+     * L2 held, and when that was written by the kernels before (as after bench.decode's zero fill)
+     * the write-backs share the stream's DRAM time. H200, 50 MB L2, zero fill (bench/LOG.md,
+     * 2026-11-30, bench/results/decode_sweep_evict.txt): B = 1 H 32/32 4k 2.11–2.22 → 2.42 TB/s,
+     * 8k 2.73–2.78 → 2.92–2.94, B = 8 H 32/8 4k 2.69–2.81 → 2.97–2.99; even at 268 MB; 2–5 % lost
+     * at 537 MB (B = 8 H 32/8 32k 4.16 → 3.97). Read flush: within 1 % everywhere.
+     * FA_DECODE_EVICT=0 or 1 forces it off or on (tests, bench/decode_sweep.py). */
+    const int64_t kv_bytes = 2 * 2 * p->B * p->Hkv * p->Nk * p->d;   /* K and V, 2-byte elements */
+    a->evict_first = pl->mma && a->row_tiles == 1 && kv_bytes <= 4 * (int64_t)l2_bytes;
+    const char *evict = getenv("FA_DECODE_EVICT");
+    if (evict != NULL && (strcmp(evict, "0") == 0 || strcmp(evict, "1") == 0))
+        a->evict_first = strcmp(evict, "1") == 0;
     const char *force_combine = getenv("FA_DECODE_COMBINE");
     if (force_combine != NULL && strcmp(force_combine, "elem") == 0)
         a->combine_wide = 0;

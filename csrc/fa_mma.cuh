@@ -53,6 +53,13 @@ __device__ __forceinline__ void cp_async16_full(uint32_t dst, const void *src)
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(dst), "l"(src) : "memory");
 }
 
+/* 16-byte async copy of a whole chunk under an L2 cache policy (createpolicy). */
+__device__ __forceinline__ void cp_async16_hint(uint32_t dst, const void *src, uint64_t policy)
+{
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n"
+                 :: "r"(dst), "l"(src), "l"(policy) : "memory");
+}
+
 /* Columns c..c+3 of an fp32 row at src (= the row + c) into x; those at or past d keep x's
  * value. vec: 16-byte aligned rows, so a whole group is one 16-byte load. */
 __device__ __forceinline__ void load_f32x4(float4 &x, const float *src, int c, int d, int vec)

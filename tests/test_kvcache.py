@@ -307,6 +307,20 @@ def test_kvcache_cuda_combine_kernels(combine, splits, d, dtype, monkeypatch):
 
 
 @gpu
+@pytest.mark.parametrize("evict", ["0", "1"])
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_kvcache_cuda_evict_first(evict, d, dtype, monkeypatch):
+    """The attend kernel's copies of whole 16-key blocks with and without the L2 evict-first
+    policy, forced with FA_DECODE_EVICT (by default on for one row tile and caches up to 4x the
+    L2, so nearly every other test runs with it): d at the tiles' widths, ragged lengths ending
+    mid-block, append, causal; one row tile (R = 8) and four sharing their keys (R = 64)."""
+    monkeypatch.setenv("FA_DECODE_EVICT", evict)
+    run_case("cuda", dtype, 3, 8, 2, 2, d, 3000, [2997, 17, 1500], 3, True)
+    run_case("cuda", dtype, 1, 16, 4, 16, d, 5000, [4990], 0, False)
+
+
+@gpu
 @pytest.mark.parametrize("case", [
     dict(B=1, Hq=1, Hkv=1, nq=1, d=1, Nmax=7, seqlens=[7], append=0, causal=False),   # d = 1
     dict(B=2, Hq=6, Hkv=3, nq=3, d=33, Nmax=129, seqlens=[0, 126], append=3, causal=True),   # odd d
