@@ -1233,13 +1233,14 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
      * wide forces one kernel (tests). */
     a->combine_wide = a->splits > 24 && a->rows <= INT32_MAX;
     /* K and V streamed with an L2 evict-first policy where one CTA reads each key (one row tile)
-     * and the whole caches (B · Hkv · Nmax rows of each) are at most 4× the L2: such a short stream would otherwise push out most of what the
-     * L2 held, and when that was written by the kernels before (as after bench.decode's zero fill)
-     * the write-backs share the stream's DRAM time. H200, 50 MB L2, zero fill (bench/LOG.md,
-     * 2026-11-30, bench/results/decode_sweep_evict.txt): B = 1 H 32/32 4k 2.11–2.22 → 2.42 TB/s,
-     * 8k 2.73–2.78 → 2.92–2.94, B = 8 H 32/8 4k 2.69–2.81 → 2.97–2.99; even at 268 MB; 2–5 % lost
-     * at 537 MB (B = 8 H 32/8 32k 4.16 → 3.97). Read flush: within 1 % everywhere.
-     * FA_DECODE_EVICT=0 or 1 forces it off or on (tests, bench/decode_sweep.py). */
+     * and the whole caches (B · Hkv · Nmax rows of each) are at most 4× the L2: such a short stream
+     * would otherwise push out most of what the L2 held, and when that was written by the kernels
+     * before (as after bench.decode's zero fill) the write-backs share the stream's DRAM time.
+     * H200, 50 MB L2, zero fill (bench/LOG.md, 2026-11-30, bench/results/decode_sweep_evict.txt):
+     * B = 1 H 32/32 4k 2.11–2.23 → 2.42–2.43 TB/s, 8k 2.73–2.78 → 2.92–2.94, B = 8 H 32/8 4k
+     * 2.69–2.81 → 2.97–2.99; even at 268 MB; 2–5 % lost at 537 MB (B = 8 H 32/8 32k 4.16 → 3.97).
+     * Read flush: within 1 % everywhere. FA_DECODE_EVICT=0 or 1 forces it off or on (tests,
+     * bench/decode_sweep.py). */
     const int64_t kv_bytes = 2 * 2 * p->B * p->Hkv * p->Nk * p->d;   /* K and V, 2-byte elements */
     a->evict_first = pl->mma && a->row_tiles == 1 && kv_bytes <= 4 * (int64_t)l2_bytes;
     const char *evict = getenv("FA_DECODE_EVICT");
