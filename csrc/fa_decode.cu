@@ -73,6 +73,8 @@ typedef struct {
                                 partials in global memory, no combine kernel); 0: off */
     int evict_first;         /* tensor-core attend: the K/V copies of whole blocks carry an L2
                                 evict-first policy (1) or none (0) */
+    int spec;                /* tensor-core attend: the K/V prologue is issued before cache_seqlens
+                                is read (1), or after (0) */
 } decode_args;
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
@@ -360,17 +362,10 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const int r0 = (int)(tile % a.row_tiles) * 16;      /* first packed row of the tile */
     const int64_t split = a.cluster ? blk % a.splits : blk / a.row_tiles % a.splits, bh = tile / a.row_tiles;
     const int64_t b = bh / p.Hkv, hk = bh % p.Hkv;
-    const bool valid = seqlens_valid(a);
-    const int L = valid ? (int)(seq_start(a, b) + a.nnew) : 0;
-
-    /* Packed row r (query i = r / G) sees keys j < lim(r) = L, or L − Nq + i + 1 when causal. The
-     * tile's last real row sees the most; this CTA reads keys [k0, k1) of them. */
-    const int i_last = (min(R, r0 + 16) - 1) / G;
-    const int kv_end = p.causal ? L - Nq + i_last + 1 : L;
+    /* This CTA reads keys [k0, k1) of its sequence (k1 is known once cache_seqlens is read below);
+     * k_spec: the end of its chunk in the cache, the most it can read. */
     const int64_t k0_64 = split * a.chunk;
-    const int k0 = (int)k0_64, k1 = (int)min((int64_t)kv_end, k0_64 + a.chunk);
-    const int n_blocks = k1 > k0 ? (k1 - k0 + 15) / 16 : 0;
-    const int nb_w = n_blocks > warp ? (n_blocks - warp + WARPS - 1) / WARPS : 0;   /* this warp's */
+    const int k0 = (int)k0_64, k_spec = (int)min(p.Nk, k0_64 + a.chunk);
 
     /* g_k, g_v: k[b, hk], v[b, hk] (Nmax, d). Local block i of this warp holds keys
      * k0 + 16·(warp + WARPS·i) .. +15. */
@@ -403,8 +398,9 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const uint16_t *ld_v = g_v + (int64_t)(ld_key0 + lr) * p.v_row_stride + 8 * lc;
     const int64_t k_step = STEP * p.k_row_stride, v_step = STEP * p.v_row_stride;
     const int64_t k_block = 16 * WARPS * p.k_row_stride, v_block = 16 * WARPS * p.v_row_stride;
-    auto load_next = [&]() {
-        if (whole_rows && k1 - ld_key0 >= 16) {
+    /* Loads the warp's next block, rows from kend on zero-filled. */
+    auto load_next = [&](int kend) {
+        if (whole_rows && kend - ld_key0 >= 16) {
             const uint16_t *src_k = ld_k, *src_v = ld_v;
             const uint32_t st_k = s_k0 + ld_off, st_v = s_v0 + ld_off;
             /* Two loops, not a policy chosen per copy: an evict_normal policy in place of no
@@ -426,9 +422,9 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
             }
         } else {
             load_rows16<D>(s_k0 + ld_off, g_k + (int64_t)ld_key0 * p.k_row_stride, p.k_row_stride,
-                           k1 - ld_key0, d, a.vec_kv, lane);
+                           kend - ld_key0, d, a.vec_kv, lane);
             load_rows16<D>(s_v0 + ld_off, g_v + (int64_t)ld_key0 * p.v_row_stride, p.v_row_stride,
-                           k1 - ld_key0, d, a.vec_kv, lane);
+                           kend - ld_key0, d, a.vec_kv, lane);
         }
         ld_key0 += 16 * WARPS;
         ld_off = ld_off + STAGE_BYTES == RING_BYTES ? 0 : ld_off + STAGE_BYTES;
@@ -439,7 +435,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     /* Q tile first, into registers: row r of the tile is q[b, hk·G + (r0+r) % G, (r0+r) / G];
      * rows past R and columns past d are zero. Issued before the K/V prologue so that these
      * loads do not queue behind it (H200, loaded after it: Q in shared memory 4-6 µs after the
-     * CTA started; bench/LOG.md, 2026-11-30). */
+     * CTA started; bench/LOG.md, 2026-11-30), and before cache_seqlens is read. */
     constexpr int Q_CHUNKS = 16 * CHUNKS / C::THREADS;
     static_assert(16 * CHUNKS % C::THREADS == 0, "Q chunks per thread");
     uint4 r_qld[Q_CHUNKS];
@@ -447,7 +443,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     for (int j = 0; j < Q_CHUNKS; j++) {
         const int idx = threadIdx.x + j * C::THREADS;
         const int r = idx / CHUNKS, ch = idx % CHUNKS, row = r0 + r;
-        const int n = n_blocks > 0 && row < R ? max(0, min(8, d - 8 * ch)) : 0;
+        const int n = row < R ? max(0, min(8, d - 8 * ch)) : 0;
         r_qld[j] = make_uint4(0, 0, 0, 0);
         if (n > 0) {
             const uint16_t *src = (const uint16_t *)p.q + b * p.q_batch_stride
@@ -457,12 +453,46 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
         }
     }
 
-    /* Prologue: blocks 0 .. STAGES−2 of this warp, one cp.async group each (possibly empty). */
+    /* Prologue: blocks 0 .. STAGES−2 of this warp, one cp.async group each (possibly empty).
+     * Issued before cache_seqlens is read (a memory latency saved at the start of every CTA), of
+     * the whole blocks below k_spec: every row there lies inside the cache. */
+    const bool spec = a.spec && whole_rows;
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
-        if (i < nb_w)
-            load_next();
+        if (spec && k0 + 16 * (warp + WARPS * i) + 16 <= k_spec)
+            load_next(k_spec);
         cp_async_commit();
+    }
+
+    const bool valid = seqlens_valid(a);
+    const int L = valid ? (int)(seq_start(a, b) + a.nnew) : 0;
+    /* Packed row r (query i = r / G) sees keys j < lim(r) = L, or L − Nq + i + 1 when causal. The
+     * tile's last real row sees the most; k1 = min(its end, k_spec). */
+    const int i_last = (min(R, r0 + 16) - 1) / G;
+    const int kv_end = p.causal ? L - Nq + i_last + 1 : L;
+    const int k1 = min(kv_end, k_spec);
+    const int n_blocks = k1 > k0 ? (k1 - k0 + 15) / 16 : 0;
+    const int nb_w = n_blocks > warp ? (n_blocks - warp + WARPS - 1) / WARPS : 0;   /* this warp's */
+
+    /* The blocks read ahead are the loop's first blocks if the last of them it uses is whole below
+     * k1 (blocks it does not use are never read from the ring). Else (no read-ahead, or a block
+     * holding rows past k1, which may hold anything, NaN included, and must be zeros) the
+     * prologue again, after the copies in flight have landed. */
+    const int n_pro = min(nb_w, STAGES - 1);
+    if (!spec || (n_pro > 0 && k0 + 16 * (warp + WARPS * (n_pro - 1)) + 16 > k1)) {
+        cp_async_wait<0>();
+        /* Warp barrier: every lane's copies have landed before any lane's below land there. */
+        __syncwarp();
+        ld_key0 = k0 + 16 * warp;
+        ld_off = 0;
+        ld_k = g_k + (int64_t)(ld_key0 + lr) * p.k_row_stride + 8 * lc;
+        ld_v = g_v + (int64_t)(ld_key0 + lr) * p.v_row_stride + 8 * lc;
+#pragma unroll
+        for (int i = 0; i < STAGES - 1; i++) {
+            if (i < nb_w)
+                load_next(k1);
+            cp_async_commit();
+        }
     }
 
     /* Q tile into shared memory from the registers loaded before the prologue. */
@@ -512,7 +542,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
             c2 = clock64();
 #endif
         if (i + STAGES - 1 < nb_w)
-            load_next();                                /* block i + STAGES − 1 */
+            load_next(k1);                              /* block i + STAGES − 1 */
         cp_async_commit();                              /* possibly empty: keeps the count */
 
         const int key0 = k0 + 16 * (warp + WARPS * i);
@@ -1246,6 +1276,10 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     const char *evict = getenv("FA_DECODE_EVICT");
     if (evict != NULL && (strcmp(evict, "0") == 0 || strcmp(evict, "1") == 0))
         a->evict_first = strcmp(evict, "1") == 0;
+    /* The attend kernel's K/V prologue before cache_seqlens is read; FA_DECODE_SPEC=0 turns it off
+     * (bench/decode_sweep.py). */
+    const char *spec = getenv("FA_DECODE_SPEC");
+    a->spec = !(spec != NULL && strcmp(spec, "0") == 0);
     const char *force_combine = getenv("FA_DECODE_COMBINE");
     if (force_combine != NULL && strcmp(force_combine, "elem") == 0)
         a->combine_wide = 0;
