@@ -1225,11 +1225,13 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     if (!simt) {
         const int bf16 = p->dtype == FA_BFLOAT16;
         /* d in (64, 128]: 8 warps per CTA (one CTA per SM) where that grid is one wave and every
-         * split reads at least 4096 keys, else 4 warps (two CTAs per SM). Same run, read
+         * split reads at least 2048 keys, else 4 warps (two CTAs per SM). Same run, read
          * flush, H200 (bench/LOG.md, 2026-11-30): 8 warps B = 8 H 32/8 8k 71.4 → 69.0 µs, 32k
          * 246.2 → 240.0, 32k ragged 170.9 → 150.4; lost where 8 warps took two waves (B = 32 4k
-         * 124.9 → 128.8) or had short splits (B = 1 H 32/32 4k 26.4 → 29.6). FA_DECODE_WARPS=4 or
-         * 8 forces one tile (8 needs sm_90's shared memory; elsewhere it falls back to 4). */
+         * 124.9 → 128.8) or had short splits (B = 1 H 32/32 4k, 1024 keys: 26.4 → 29.6). With
+         * 2048-key splits (bench/results/decode_sweep_warps.txt): B = 8 H 32/8 4k 3.15 → 3.36 TB/s,
+         * B = 1 H 32/32 8k 3.21 → 3.20. FA_DECODE_WARPS=4 or 8 forces one tile (8 needs sm_90's
+         * shared memory; elsewhere it falls back to 4). */
         const char *warps = getenv("FA_DECODE_WARPS");
         const int force4 = warps != NULL && strcmp(warps, "4") == 0, force8 = warps != NULL && strcmp(warps, "8") == 0;
         if (p->d <= 64)
@@ -1239,7 +1241,7 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
                 st = plan_d128(pl, bf16, 8, dev);
                 if (st == FA_OK && !force8) {
                     plan_splits(pl, a, p, sms, major, dev);
-                    if (a->splits * pl->ctas_per_split > (int64_t)sms * pl->ctas_per_sm || a->chunk < 4096)
+                    if (a->splits * pl->ctas_per_split > (int64_t)sms * pl->ctas_per_sm || a->chunk < 2048)
                         st = FA_ERR_UNSUPPORTED;
                 }
                 if (st != FA_OK && st != FA_ERR_UNSUPPORTED)
