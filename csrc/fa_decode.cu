@@ -1162,20 +1162,6 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
     }
 }
 
-/* Device attribute attr of device dev, read once per device into cache[dev] (devices past 31:
- * every call); the launch path makes no device query after the first call. */
-static int cached_attr(int dev, enum cudaDeviceAttr attr, int cache[32], int *v)
-{
-    *v = dev >= 0 && dev < 32 ? __atomic_load_n(&cache[dev], __ATOMIC_RELAXED) : 0;
-    if (*v > 0)
-        return FA_OK;
-    if (cudaDeviceGetAttribute(v, attr, dev) != cudaSuccess)
-        return FA_ERR_CUDA;
-    if (dev >= 0 && dev < 32)
-        __atomic_store_n(&cache[dev], *v, __ATOMIC_RELAXED);
-    return FA_OK;
-}
-
 static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *a)
 {
     const fa_params *p = &kp->p;
@@ -1204,8 +1190,8 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
         return st;
     static int s_major[32], s_l2[32];
     int major, l2_bytes;
-    if (cached_attr(dev, cudaDevAttrComputeCapabilityMajor, s_major, &major) != FA_OK
-        || cached_attr(dev, cudaDevAttrL2CacheSize, s_l2, &l2_bytes) != FA_OK)
+    if (fa_cuda_attr(dev, cudaDevAttrComputeCapabilityMajor, s_major, &major) != FA_OK
+        || fa_cuda_attr(dev, cudaDevAttrL2CacheSize, s_l2, &l2_bytes) != FA_OK)
         return FA_ERR_CUDA;
     /* Off unless FA_DECODE_PDL=1. H200 (bench/LOG.md, 2026-11-30): with the one-warp-per-row
      * combine kernel 3 µs slower per call under a read flush (probably because its 148-register

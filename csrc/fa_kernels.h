@@ -37,19 +37,25 @@ int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream);
 }
 #endif
 
-/* The SM count of device dev, read once per device and file that asks (devices past 31: every
+/* Attribute attr of device dev, read once per device into cache[dev] (devices past 31: every
  * call), so that launchers can size grids without a device query per call. Defined here, not in
  * fa_cuda.cu, so that a kernel file still builds and loads alone (bench/sm90/tune.py). */
+static inline int fa_cuda_attr(int dev, enum cudaDeviceAttr attr, int cache[32], int *v)
+{
+    if (dev >= 0 && dev < 32 && (*v = __atomic_load_n(&cache[dev], __ATOMIC_ACQUIRE)) > 0)
+        return FA_OK;
+    if (cudaDeviceGetAttribute(v, attr, dev) != cudaSuccess)
+        return FA_ERR_CUDA;
+    if (dev >= 0 && dev < 32)
+        __atomic_store_n(&cache[dev], *v, __ATOMIC_RELEASE);
+    return FA_OK;
+}
+
+/* The SM count of device dev, cached per file that asks. */
 static inline int fa_cuda_sm_count(int dev, int *sms)
 {
     static int s_sms[32];
-    if (dev >= 0 && dev < 32 && (*sms = __atomic_load_n(&s_sms[dev], __ATOMIC_ACQUIRE)) > 0)
-        return FA_OK;
-    if (cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-        return FA_ERR_CUDA;
-    if (dev >= 0 && dev < 32)
-        __atomic_store_n(&s_sms[dev], *sms, __ATOMIC_RELEASE);
-    return FA_OK;
+    return fa_cuda_attr(dev, cudaDevAttrMultiProcessorCount, s_sms, sms);
 }
 
 #endif /* FA_KERNELS_H */
