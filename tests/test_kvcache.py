@@ -17,6 +17,10 @@ ALL_BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPB
                 SDPBackend.MATH]
 
 
+# Integer views of the same width: cache contents compared bit for bit (NaN rows included).
+INT_OF = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+
+
 def reference(q, k_cache, v_cache, lengths, causal, scale, upcast=True):
     """Per sequence: SDPA over the first lengths[b] keys with the bottom-right causal mask; queries
     that see no key are 0. upcast: float64 math backend on the CPU (the exact answer); else
@@ -62,12 +66,17 @@ def assert_accurate(out, q, k_cache, v_cache, lengths, causal, scale, what=""):
     assert err <= bound, f"{what}: our max error {err:.3e} > 2 × PyTorch's {err_pt:.3e} + slack = {bound:.3e}"
 
 
-def run_case(device, dtype, B, Hq, Hkv, nq, d, Nmax, seqlens, append, causal, scale=None, seed=0):
-    """One call with fresh random inputs; checks the append and the result."""
+def run_case(device, dtype, B, Hq, Hkv, nq, d, Nmax, seqlens, append, causal, scale=None, seed=0, poison=None):
+    """One call with fresh random inputs; checks the append and the result. poison: the value of
+    every cache row past a sequence's length after the append (rows no key may come from)."""
     torch.manual_seed(seed)
     q = torch.randn(B, Hq, nq, d, dtype=dtype, device=device)
     k_cache = torch.randn(B, Hkv, Nmax, d, dtype=dtype, device=device)
     v_cache = torch.randn(B, Hkv, Nmax, d, dtype=dtype, device=device)
+    if poison is not None:
+        for b, n in enumerate(seqlens):
+            k_cache[b, :, n + append:] = poison
+            v_cache[b, :, n + append:] = poison
     sl = torch.tensor(seqlens, dtype=torch.int32, device=device)
     k_new = torch.randn(B, Hkv, append, d, dtype=dtype, device=device) if append else None
     v_new = torch.randn(B, Hkv, append, d, dtype=dtype, device=device) if append else None
@@ -78,7 +87,8 @@ def run_case(device, dtype, B, Hq, Hkv, nq, d, Nmax, seqlens, append, causal, sc
             v_expect[b, :, n:n + append] = v_new[b]
     out = torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=sl, k_new=k_new, v_new=v_new,
                                             causal=causal, scale=scale)
-    assert torch.equal(k_cache, k_expect) and torch.equal(v_cache, v_expect), "append"
+    same = lambda x, y: torch.equal(x.view(INT_OF[x.dtype]), y.view(INT_OF[y.dtype]))   # NaN rows too
+    assert same(k_cache, k_expect) and same(v_cache, v_expect), "append"
     what = f"{dtype} B={B} H={Hq}/{Hkv} Nq={nq} d={d} Nmax={Nmax} append={append} causal={causal}"
     assert_accurate(out, q, k_cache, v_cache, [n + append for n in seqlens], causal, scale, what)
 
@@ -318,6 +328,29 @@ def test_kvcache_cuda_evict_first(evict, d, dtype, monkeypatch):
     monkeypatch.setenv("FA_DECODE_EVICT", evict)
     run_case("cuda", dtype, 3, 8, 2, 2, d, 3000, [2997, 17, 1500], 3, True)
     run_case("cuda", dtype, 1, 16, 4, 16, d, 5000, [4990], 0, False)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("spec", ["0", "1"])
+@pytest.mark.parametrize("poison", [math.nan, math.inf])
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_kvcache_rows_past_lengths_unread(device, spec, poison, d, monkeypatch):
+    """Cache rows past each sequence's length hold NaN or inf and must not reach the output. On
+    CUDA the attend kernel issues its first K/V copies before it reads cache_seqlens
+    (FA_DECODE_SPEC, on by default), from rows up to the end of its chunk; where those blocks
+    hold rows past the length it loads them again with zeros there. 4 splits of 768 keys: lengths
+    ending in a split's first block (770 = 768 + 2, 17), one block further (800), on a split's
+    edge (1536), mid-split and full; append and causal; one row tile and four (R = 64)."""
+    if device == "cpu" and spec == "1":
+        pytest.skip("FA_DECODE_SPEC is the CUDA kernel's")
+    monkeypatch.setenv("FA_DECODE_SPEC", spec)
+    monkeypatch.setenv("FA_DECODE_SPLITS", "4")
+    for cluster in (["0", "1"] if device == "cuda" else ["0"]):
+        monkeypatch.setenv("FA_DECODE_CLUSTER", cluster)
+        run_case(device, torch.bfloat16, 6, 8, 2, 2, d, 3072, [767, 14, 797, 1533, 2000, 3069], 3, True,
+                 poison=poison)
+        run_case(device, torch.bfloat16, 4, 8, 2, 1, d, 3072, [770, 17, 1536, 3072], 0, False, poison=poison)
+        run_case(device, torch.float16, 1, 16, 4, 16, d, 3072, [800], 0, False, poison=poison)
 
 
 @gpu
