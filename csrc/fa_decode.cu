@@ -1218,9 +1218,10 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
          * flush, H200 (bench/LOG.md, 2026-11-30): 8 warps B = 8 H 32/8 8k 71.4 → 69.0 µs, 32k
          * 246.2 → 240.0, 32k ragged 170.9 → 150.4; lost where 8 warps took two waves (B = 32 4k
          * 124.9 → 128.8) or had short splits (B = 1 H 32/32 4k, 1024 keys: 26.4 → 29.6). With
-         * 2048-key splits (bench/results/decode_sweep_warps.txt): B = 8 H 32/8 4k 3.15 → 3.36 TB/s,
-         * B = 1 H 32/32 8k 3.21 → 3.20. FA_DECODE_WARPS=4 or 8 forces one tile (8 needs sm_90's
-         * shared memory; elsewhere it falls back to 4). */
+         * 2048-key splits (bench/results/decode_sweep_spec.txt): B = 8 H 32/8 4k 3.06 → 3.24 TB/s,
+         * B = 2 H 32/32 4k 3.17 → 3.26, B = 16 4k 3.78 → 3.86; lost at B = 1 H 32/32 8k 3.18 →
+         * 3.10. FA_DECODE_WARPS=4 or 8 forces one tile (8 needs sm_90's shared memory; elsewhere
+         * it falls back to 4). */
         const char *warps = getenv("FA_DECODE_WARPS");
         const int force4 = warps != NULL && strcmp(warps, "4") == 0, force8 = warps != NULL && strcmp(warps, "8") == 0;
         if (p->d <= 64)
