@@ -8,7 +8,10 @@
 #
 #   python3 -m bench.decode_sweep [--splits 1 2 4 8 16 32 64] [--cluster 0|1] [--warps 4|8] [--flush read]
 #                                 [--shape B,Hq,Hkv,Nk ...] [--env FA_DECODE_CLUSTER=0,1]
+#                                 [--cols "STAGES=3 RUN=1" "STAGES=2" ...]
 #
+# --cols: one column per argument, each a space-separated list of FA_DECODE_* settings (the prefix
+# may be left out); an empty string is the rule's plan.
 # --cluster sets FA_DECODE_CLUSTER for every column: 0 merges the splits with the combine kernel,
 # 1 inside a thread block cluster wherever the split count allows one (sm_90, 2..8 splits).
 # --warps sets FA_DECODE_WARPS: the d <= 128 attend tile of 4 or 8 warps (8 on sm_90 only).
@@ -30,6 +33,7 @@ def main(argv=None):
     ap.add_argument("--splits", nargs="*", type=int, default=[1, 2, 4, 8, 16, 32, 64],
                     help="forced split counts, a column each beside the rule's (none: the rule's only)")
     ap.add_argument("--env", metavar="VAR=v1,v2,...", help="columns: VAR set to each value (splits by the rule)")
+    ap.add_argument("--cols", nargs="+", metavar="'VAR=v VAR=v'", help="columns: each a set of FA_DECODE_* settings")
     ap.add_argument("--budget", type=float, default=0.1, help="seconds of timed calls per column and shape")
     ap.add_argument("--cluster", choices=["0", "1"], help="FA_DECODE_CLUSTER for every column (default: the rule)")
     ap.add_argument("--warps", choices=["4", "8"], help="FA_DECODE_WARPS for every column (default: the rule)")
@@ -45,6 +49,11 @@ def main(argv=None):
         var, values = args.env.split("=", 1)
         cols = [(f"{var[len('FA_DECODE_'):] if var.startswith('FA_DECODE_') else var}={x}", {var: x})
                 for x in values.split(",")]
+    elif args.cols:
+        def full(var):
+            return var if var.startswith("FA_") else "FA_DECODE_" + var
+        cols = [(c.strip() or "auto", {full(kv.split("=", 1)[0]): kv.split("=", 1)[1] for kv in c.split()})
+                for c in args.cols]
     else:
         cols = [("auto", {})] + [(str(n), {"FA_DECODE_SPLITS": str(n)}) for n in args.splits]
     touched = {v for _, env in cols for v in env}

@@ -16,8 +16,8 @@
  *               (cluster_merge): no partials in global memory and no third launch.
  *
  * Attend, fp16/bf16 (tensor cores): each of the WARPS warps (4, or 8 for long splits at d ≤ 128)
- * walks its own blocks of 16 keys (blocks w, w + WARPS, ... of the chunk) through a private
- * cp.async ring of STAGES buffers, so the key loop has no CTA barrier. Q and the first STAGES − 1
+ * walks its own blocks of 16 keys (runs of `run` adjacent blocks, run r of the chunk to warp
+ * r % WARPS) through a private cp.async ring of STAGES buffers, so the key loop has no CTA barrier. Q and the first STAGES − 1
  * blocks are requested before cache_seqlens is read (from the chunk's rows in the cache; a block
  * that turns out to hold rows past the valid length is loaded again with zeros there), so the
  * CTA's first memory latency is not spent waiting for L_b. c = scale · log2(e):
@@ -78,6 +78,8 @@ typedef struct {
                                 evict-first policy (1) or none (0) */
     int spec;                /* tensor-core attend: the K/V prologue is issued before cache_seqlens
                                 is read (1), or after (0) */
+    int run;                 /* tensor-core attend: each warp takes runs of this many adjacent
+                                16-key blocks (1, 2 or 4), run r of the chunk to warp r % WARPS */
 } decode_args;
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
@@ -214,9 +216,10 @@ __global__ void __launch_bounds__(128) decode_append_kernel(const __grid_constan
 /* ---- 2a. Attend on tensor cores (fp16, bf16) ------------------------------------------------ */
 
 /* D: compiled head-dim width (d padded up to it); STAGES: buffers in each warp's K and V ring;
- * MIN_CTAS: CTAs per SM the registers must allow. Shared memory: 32·D + 4 · STAGES · 64·D bytes.
- * Bytes in flight per SM ≈ CTAs · 4 warps · (STAGES − 1) · 64·D: ~100 KB for every row below,
- * above the ~40 KB that 4.8 TB/s × ~1 µs of latency needs over 132 SMs. Not yet tuned on the H200. */
+ * MIN_CTAS: CTAs per SM the registers must allow. Shared memory: 32·D + WARPS · STAGES · 64·D bytes.
+ * While a warp computes one block, STAGES − 1 more are in flight: 64·D bytes each. At d = 128 the
+ * rule picks the stages by how many warps stream at once (make_plan); d = 64 and 256 are not yet
+ * tuned on the H200. */
 template <int D_, int STAGES_, int MIN_CTAS_, int WARPS_ = 4>
 struct decode_tile {
     static constexpr int D = D_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_, WARPS = WARPS_, THREADS = 32 * WARPS_;
@@ -226,6 +229,8 @@ typedef decode_tile< 64, 4, 3> decode_tile_d64;    /*  66 KB: 3 CTAs/SM on sm_90
 typedef decode_tile<128, 3, 2> decode_tile_d128;   /* 100 KB: 2 CTAs/SM on sm_90 */
 typedef decode_tile<128, 3, 1, 8> decode_tile_d128_w8;   /* 196 KB, 8 warps: 1 CTA/SM on sm_90 */
 typedef decode_tile<256, 2, 1> decode_tile_d256;   /* 136 KB: fits sm_80's 163 KB */
+typedef decode_tile<128, 2, 2> decode_tile_d128_s2;      /*  68 KB: 2 CTAs/SM (200 registers) */
+typedef decode_tile<128, 2, 1, 8> decode_tile_d128_w8_s2;   /* 132 KB, 8 warps: 1 CTA/SM */
 
 /* Shared memory of one CTA. K/V tiles: element (r, c) in 16-byte chunk (c/8) ^ (r%8). After its
  * key loop a warp reuses its ring for its unnormalised (m, l, O), which the CTA then merges. */
@@ -370,8 +375,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const int64_t k0_64 = split * a.chunk;
     const int k0 = (int)k0_64, k_spec = (int)min(p.Nk, k0_64 + a.chunk);
 
-    /* g_k, g_v: k[b, hk], v[b, hk] (Nmax, d). Local block i of this warp holds keys
-     * k0 + 16·(warp + WARPS·i) .. +15. */
+    /* g_k, g_v: k[b, hk], v[b, hk] (Nmax, d). */
     const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride;
     const uint16_t *g_v = (const uint16_t *)p.v + b * p.v_batch_stride + hk * p.v_head_stride;
     uint32_t s_k0 = smem_u32(s.w[warp].ring.k), s_v0 = smem_u32(s.w[warp].ring.v);
@@ -395,12 +399,17 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const bool whole_rows = a.vec_kv && d == D;
     uint64_t evict_first_pol;
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(evict_first_pol));
-    int ld_key0 = k0 + 16 * warp;
+    /* Local block i of this warp: block run·(warp + WARPS·(i / run)) + i % run of the chunk. From
+     * one block to the next the cursor moves 16 keys inside a run, `jump` keys at a run's end. */
+    const int run = a.run, jump = 16 * (run * (WARPS - 1) + 1);
+    auto block_key = [&](int i) { return k0 + 16 * (run * (warp + WARPS * (i / run)) + i % run); };
+    int ld_key0 = k0 + 16 * run * warp, ld_left = run;  /* ld_left: blocks left in the run */
     uint32_t ld_off = 0;
     const uint16_t *ld_k = g_k + (int64_t)(ld_key0 + lr) * p.k_row_stride + 8 * lc;
     const uint16_t *ld_v = g_v + (int64_t)(ld_key0 + lr) * p.v_row_stride + 8 * lc;
     const int64_t k_step = STEP * p.k_row_stride, v_step = STEP * p.v_row_stride;
-    const int64_t k_block = 16 * WARPS * p.k_row_stride, v_block = 16 * WARPS * p.v_row_stride;
+    const int64_t k_in = 16 * p.k_row_stride, v_in = 16 * p.v_row_stride;
+    const int64_t k_jump = jump * p.k_row_stride, v_jump = jump * p.v_row_stride;
     /* Loads the warp's next block, rows from kend on zero-filled. */
     auto load_next = [&](int kend) {
         if (whole_rows && kend - ld_key0 >= 16) {
@@ -429,10 +438,12 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
             load_rows16<D>(s_v0 + ld_off, g_v + (int64_t)ld_key0 * p.v_row_stride, p.v_row_stride,
                            kend - ld_key0, d, a.vec_kv, lane);
         }
-        ld_key0 += 16 * WARPS;
+        const bool end = --ld_left == 0;
+        ld_left = end ? run : ld_left;
+        ld_key0 += end ? jump : 16;
+        ld_k += end ? k_jump : k_in;
+        ld_v += end ? v_jump : v_in;
         ld_off = ld_off + STAGE_BYTES == RING_BYTES ? 0 : ld_off + STAGE_BYTES;
-        ld_k += k_block;
-        ld_v += v_block;
     };
 
     /* Q tile first, into registers: row r of the tile is q[b, hk·G + (r0+r) % G, (r0+r) / G];
@@ -462,7 +473,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const bool spec = a.spec && whole_rows;
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
-        if (spec && k0 + 16 * (warp + WARPS * i) + 16 <= k_spec)
+        if (spec && block_key(i) + 16 <= k_spec)
             load_next(k_spec);
         cp_async_commit();
     }
@@ -475,18 +486,20 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const int kv_end = p.causal ? L - Nq + i_last + 1 : L;
     const int k1 = min(kv_end, k_spec);
     const int n_blocks = k1 > k0 ? (k1 - k0 + 15) / 16 : 0;
-    const int nb_w = n_blocks > warp ? (n_blocks - warp + WARPS - 1) / WARPS : 0;   /* this warp's */
+    const int nb_w = n_blocks / (run * WARPS) * run                       /* this warp's */
+                   + min(run, max(0, n_blocks % (run * WARPS) - run * warp));
 
     /* The blocks read ahead are the loop's first blocks if the last of them it uses is whole below
      * k1 (blocks it does not use are never read from the ring). Else (no read-ahead, or a block
      * holding rows past k1, which may hold anything, NaN included, and must be zeros) the
      * prologue again, after the copies in flight have landed. */
     const int n_pro = min(nb_w, STAGES - 1);
-    if (!spec || (n_pro > 0 && k0 + 16 * (warp + WARPS * (n_pro - 1)) + 16 > k1)) {
+    if (!spec || (n_pro > 0 && block_key(n_pro - 1) + 16 > k1)) {
         cp_async_wait<0>();
         /* Warp barrier: every lane's copies have landed before any lane's below land there. */
         __syncwarp();
-        ld_key0 = k0 + 16 * warp;
+        ld_key0 = k0 + 16 * run * warp;
+        ld_left = run;
         ld_off = 0;
         ld_k = g_k + (int64_t)(ld_key0 + lr) * p.k_row_stride + 8 * lc;
         ld_v = g_v + (int64_t)(ld_key0 + lr) * p.v_row_stride + 8 * lc;
@@ -531,6 +544,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f};   /* rows g, g+8; l_i: own columns */
 
     uint32_t cs_off = 0;                                /* block i's stage: (i % STAGES) · STAGE_BYTES */
+    int key0 = k0 + 16 * run * warp, cs_left = run;     /* block i's first key; blocks left in its run */
 #ifdef FA_DECODE_TRACE
     long long c2 = 0;
 #endif
@@ -548,7 +562,6 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
             load_next(k1);                              /* block i + STAGES − 1 */
         cp_async_commit();                              /* possibly empty: keeps the count */
 
-        const int key0 = k0 + 16 * (warp + WARPS * i);
         const uint32_t s_k = s_k0 + cs_off, s_v = s_v0 + cs_off;
         cs_off = cs_off + STAGE_BYTES == RING_BYTES ? 0 : cs_off + STAGE_BYTES;
 
@@ -627,6 +640,9 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
             mma16816<T>(r_o[2 * n2], r_p, r_v[0], r_v[1]);
             mma16816<T>(r_o[2 * n2 + 1], r_p, r_v[2], r_v[3]);
         }
+        const bool end = --cs_left == 0;
+        cs_left = end ? run : cs_left;
+        key0 += end ? jump : 16;
     }
 
     /* Only empty groups can remain; warp barrier: every lane is done reading the ring that the
@@ -1054,9 +1070,15 @@ static int plan_simt(decode_plan *pl, int dev)
     return kernel_setup(pl->attend, 0, 128, 0, dev, &pl->ctas_per_sm, s_occ);
 }
 
-/* The d in (64, 128] tiles: 4 or 8 warps. */
-static int plan_d128(decode_plan *pl, int bf16, int warps, int dev)
+/* The d in (64, 128] tiles: 4 or 8 warps, a ring of 2 or 3 stages per warp. */
+static int plan_d128(decode_plan *pl, int bf16, int warps, int stages, int dev)
 {
+    if (stages == 2 && warps == 8)
+        return bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128_w8_s2>(pl, dev)
+                    : plan_mma<__half, decode_tile_d128_w8_s2>(pl, dev);
+    if (stages == 2)
+        return bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128_s2>(pl, dev)
+                    : plan_mma<__half, decode_tile_d128_s2>(pl, dev);
     if (warps == 8)
         return bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128_w8>(pl, dev)
                     : plan_mma<__half, decode_tile_d128_w8>(pl, dev);
@@ -1228,7 +1250,7 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
             st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d64>(pl, dev) : plan_mma<__half, decode_tile_d64>(pl, dev);
         else if (p->d <= 128) {
             if (!force4 && (major >= 9 || force8)) {
-                st = plan_d128(pl, bf16, 8, dev);
+                st = plan_d128(pl, bf16, 8, 3, dev);
                 if (st == FA_OK && !force8) {
                     plan_splits(pl, a, p, sms, major, dev);
                     if (a->splits * pl->ctas_per_split > (int64_t)sms * pl->ctas_per_sm || a->chunk < 2048)
@@ -1238,7 +1260,7 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
                     return st;
             }
             if (st != FA_OK)
-                st = plan_d128(pl, bf16, 4, dev);
+                st = plan_d128(pl, bf16, 4, 3, dev);
         } else
             st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d256>(pl, dev) : plan_mma<__half, decode_tile_d256>(pl, dev);
     }
@@ -1248,6 +1270,28 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     if (st != FA_OK)
         return st;
     plan_splits(pl, a, p, sms, major, dev);
+    /* d in (64, 128]: two stages per warp (one 8 KB block in flight while the warp computes
+     * another) where the grid's first wave holds at least 6 warps per SM, else three. Bytes in
+     * flight past what the DRAM's bandwidth-latency product needs (~8 MB on the H200) cost time:
+     * same call, read flush, 2 against 3 stages (bench/LOG.md, 2026-11-30,
+     * bench/results/decode_sweep_stages.txt): B = 1 H 32/32 32k 4.07 → 4.14 TB/s, B = 8 H 32/8 8k
+     * 3.74 → 3.87, B = 32 4k 4.19 → 4.26, B = 8 32k ragged 3.71 → 3.92, B = 16 H 32/32 4k
+     * 4.30 → 4.42. Where half the SMs stream (the 8-warp clusters of 8 at B = 1, 512 warps) three
+     * stages win: B = 1 H 32/8 128k 4.11 against 3.91, 64k 3.74 against 3.62.
+     * FA_DECODE_STAGES=2 or 3 forces one (bench/decode_sweep.py, tests). */
+    if (pl->mma && p->d > 64 && p->d <= 128) {
+        const char *stages = getenv("FA_DECODE_STAGES");
+        const int64_t grid = a->splits * pl->ctas_per_split, wave = (int64_t)sms * pl->ctas_per_sm;
+        int two = (grid < wave ? grid : wave) * (pl->threads / 32) >= 6 * (int64_t)sms;
+        if (stages != NULL && (strcmp(stages, "2") == 0 || strcmp(stages, "3") == 0))
+            two = strcmp(stages, "2") == 0;
+        if (two) {
+            st = plan_d128(pl, p->dtype == FA_BFLOAT16, pl->threads / 32, 2, dev);
+            if (st != FA_OK)
+                return st;
+            plan_splits(pl, a, p, sms, major, dev);
+        }
+    }
     /* Combine: past 24 splits a row's loads are spread over 4 warps (one row per CTA). H200, CUPTI
      * (bench/LOG.md, 2026-11-30), one thread per element against four warps per row: 2.3–3.3 µs
      * against 3.5–4.3 at 16 splits, 3.0–4.1 against 3.7–4.4 at 24, 4.0–4.9 against 3.6–4.4 at 32;
@@ -1272,6 +1316,14 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
      * (bench/decode_sweep.py). */
     const char *spec = getenv("FA_DECODE_SPEC");
     a->spec = !(spec != NULL && strcmp(spec, "0") == 0);
+    /* Each warp of the tensor-core attend kernel takes runs of 4 adjacent 16-key blocks (64 keys,
+     * 16 KB of K and V at d = 128), not single blocks in turn with the other warps. Same call, H200
+     * (bench/LOG.md, 2026-11-30, bench/results/decode_sweep_run.txt), 4 against 1: zero fill B = 1
+     * H 32/32 4k 2.35 → 2.47 TB/s, 1k 1.03 → 1.17, B = 8 H 32/8 4k 3.06 → 3.11; read flush B = 8
+     * H 32/8 4k 3.38 → 3.44, the table's larger caches within ±0.5 %. FA_DECODE_RUN=1, 2 or 4
+     * forces one (bench/decode_sweep.py, tests). */
+    const char *run = getenv("FA_DECODE_RUN");
+    a->run = run != NULL && (strcmp(run, "1") == 0 || strcmp(run, "2") == 0) ? atoi(run) : 4;
     const char *force_combine = getenv("FA_DECODE_COMBINE");
     if (force_combine != NULL && strcmp(force_combine, "elem") == 0)
         a->combine_wide = 0;

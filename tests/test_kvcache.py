@@ -254,6 +254,24 @@ def test_kvcache_cuda_attend_warps(warps, splits, d, causal, monkeypatch):
 
 
 @gpu
+@pytest.mark.parametrize("warps", ["4", "8"])
+@pytest.mark.parametrize("stages", ["2", "3"])
+@pytest.mark.parametrize("run", ["1", "2", "4"])
+@pytest.mark.parametrize("splits", ["1", "5"])
+def test_kvcache_cuda_stages_and_runs(warps, stages, run, splits, monkeypatch):
+    """The d <= 128 attend tiles with 2 and 3 stages per warp (FA_DECODE_STAGES) and each warp
+    taking runs of 1, 2 or 4 adjacent key blocks (FA_DECODE_RUN): lengths that end inside a run,
+    on a run's edge and before the first warp's run ends, NaN in the cache rows past them, causal
+    with an append and GQA, one split and five."""
+    monkeypatch.setenv("FA_DECODE_WARPS", warps)
+    monkeypatch.setenv("FA_DECODE_STAGES", stages)
+    monkeypatch.setenv("FA_DECODE_RUN", run)
+    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
+    run_case("cuda", torch.bfloat16, 4, 8, 2, 3, 128, 3000, [2996, 40, 1210, 1536], 2, True, poison=math.nan)
+    run_case("cuda", torch.float16, 3, 4, 4, 1, 96, 2048, [2048, 63, 1000], 0, False, poison=math.nan)
+
+
+@gpu
 @pytest.mark.parametrize("causal", [False, True])
 def test_kvcache_cuda_eight_warps_cluster_of_eight(causal, monkeypatch):
     """The 8-warp tile with 8 splits merged in clusters of 8 (FA_DECODE_CLUSTER=1 where the device
