@@ -1320,7 +1320,7 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
      * 16 KB of K and V at d = 128), not single blocks in turn with the other warps. Same call, H200
      * (bench/LOG.md, 2026-11-30, bench/results/decode_sweep_run.txt), 4 against 1: zero fill B = 1
      * H 32/32 4k 2.35 → 2.47 TB/s, 1k 1.03 → 1.17, B = 8 H 32/8 4k 3.06 → 3.11; read flush B = 8
-     * H 32/8 4k 3.38 → 3.44, the table's larger caches within ±0.5 %. FA_DECODE_RUN=1, 2 or 4
+     * H 32/8 4k 3.38 → 3.44; the table's larger caches within ±1 % either way. FA_DECODE_RUN=1, 2 or 4
      * forces one (bench/decode_sweep.py, tests). */
     const char *run = getenv("FA_DECODE_RUN");
     a->run = run != NULL && (strcmp(run, "1") == 0 || strcmp(run, "2") == 0) ? atoi(run) : 4;
