@@ -1,0 +1,49 @@
+"""Wave quantization of the Hopper kernel's persistent grid (csrc/fa_sm90.cu): d = 128, non-causal,
+bf16, the same N at head counts whose tiles fill the grid's last round well or badly, fa against
+SDPA's cuDNN backend timed call by call in turn (bench.attention.time_interleaved). On the GPU
+machine, after the build:
+
+    python3 -m bench.sm90.quant
+
+From 2k keys the d = 128 non-causal tile has BM = 192 rows; the persistent grid (one CTA per SM)
+hands each CTA every grid-th tile, so a call takes ceil(tiles / SMs) rounds of tiles. model_eff: the
+rows that are real (N / 192 tiles per head) over the rows the rounds could compute; the time would
+scale as 1 / model_eff if nothing else changed from one head count to the next.
+"""
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+import torch_flashattn  # noqa: F401
+from bench.attention import time_interleaved
+
+SHAPES = [(1, 16, 16384), (1, 66, 16384), (1, 17, 16384), (1, 22, 16384), (2, 16, 8192), (2, 18, 8192),
+          (4, 16, 4096), (4, 18, 4096), (4, 17, 4096)]
+
+
+def main():
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print("SMs", sms)
+    d = 128
+    for B, H, N in SHAPES:
+        q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+
+        def fa():
+            return torch.ops.fa.forward(q, k, v)
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(q, k, v)
+        err = (fa().float() - cudnn().float()).abs().max().item()
+        t_fa, t_cu = time_interleaved([fa, cudnn], 0.3, "zero")
+        flop = 4 * B * H * N * N * d
+        tiles = B * H * -(-N // 192)
+        rounds = -(-tiles // sms)
+        eff = B * H * (N / 192) / (rounds * sms)
+        print(f"B={B} H={H:3d} N={N:6d} tiles={tiles:5d} rounds={tiles / sms:6.2f}->{rounds:3d} model_eff={eff:.3f} "
+              f"fa {flop / t_fa / 1e9:6.1f} cudnn {flop / t_cu / 1e9:6.1f} TFLOP/s fa/cudnn {t_cu / t_fa:.3f} "
+              f"|fa-cudnn| {err:.1e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
