@@ -17,10 +17,11 @@
  *
  * Attend, fp16/bf16 (tensor cores): each of the WARPS warps (4, or 8 for long splits at d ≤ 128)
  * walks its own blocks of 16 keys (runs of `run` adjacent blocks, run r of the chunk to warp
- * r % WARPS) through a private cp.async ring of STAGES buffers, so the key loop has no CTA barrier. Q and the first STAGES − 1
- * blocks are requested before cache_seqlens is read (from the chunk's rows in the cache; a block
- * that turns out to hold rows past the valid length is loaded again with zeros there), so the
- * CTA's first memory latency is not spent waiting for L_b. c = scale · log2(e):
+ * r % WARPS) through a private cp.async ring of STAGES buffers, so the key loop has no CTA
+ * barrier. Q and the first STAGES − 1 blocks are requested before cache_seqlens is read (from the
+ * chunk's rows in the cache; a block that turns out to hold rows past the valid length is loaded
+ * again with zeros there), so the CTA's first memory latency is not spent waiting for L_b.
+ * c = scale · log2(e):
  *
  *     S = Q Kᵀ                      mma.m16n8k16, queries padded to 16 rows, fp32 accumulate
  *     s = S · c, −inf where key ≥ L_b or (causal) key > L_b − Nq + i
