@@ -39,8 +39,9 @@ def main(argv=None):
     ap.add_argument("--warps", choices=["4", "8"], help="FA_DECODE_WARPS for every column (default: the rule)")
     ap.add_argument("--flush", choices=["zero", "read"], default="zero", help="L2 flush, as bench.decode's")
     ap.add_argument("--shape", nargs="+", metavar="B,Hq,Hkv,Nk", help="shapes instead of bench.decode's")
+    ap.add_argument("--d", type=int, default=128, help="head dim of the --shape shapes")
     args = ap.parse_args(argv)
-    shapes = SHAPES if not args.shape else [Shape(*(int(x) for x in t.split(","))) for t in args.shape]
+    shapes = SHAPES if not args.shape else [Shape(*(int(x) for x in t.split(",")), d=args.d) for t in args.shape]
     if args.cluster is not None:
         os.environ["FA_DECODE_CLUSTER"] = args.cluster
     if args.warps is not None:
