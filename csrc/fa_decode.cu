@@ -219,14 +219,16 @@ __global__ void __launch_bounds__(128) decode_append_kernel(const __grid_constan
 /* D: compiled head-dim width (d padded up to it); STAGES: buffers in each warp's K and V ring;
  * MIN_CTAS: CTAs per SM the registers must allow. Shared memory: 32·D + WARPS · STAGES · 64·D bytes.
  * While a warp computes one block, STAGES − 1 more are in flight: 64·D bytes each. At d = 128 the
- * rule picks the stages by how many warps stream at once (make_plan); d = 64 and 256 are not yet
- * tuned on the H200. */
+ * rule picks the stages by how many warps stream at once (make_plan). d = 64: 3 stages against 4,
+ * same call, read flush, H200 (bench/LOG.md, 2026-11-30, bench/results/decode_sweep_d64.txt):
+ * B = 1 H 32/8 4k 0.50 → 0.57 TB/s, B = 8 H 32/8 1k 0.96 → 1.10, B = 32 4k 3.49 → 3.58, B = 64
+ * H 32/32 2k 4.34 → 4.38, no shape slower (2 stages lost up to 17 %). d = 256 is not yet tuned. */
 template <int D_, int STAGES_, int MIN_CTAS_, int WARPS_ = 4>
 struct decode_tile {
     static constexpr int D = D_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_, WARPS = WARPS_, THREADS = 32 * WARPS_;
     static_assert(D % 64 == 0 && D <= 256 && STAGES >= 2 && (WARPS == 4 || WARPS == 8), "tile shape");
 };
-typedef decode_tile< 64, 4, 3> decode_tile_d64;    /*  66 KB: 3 CTAs/SM on sm_90 */
+typedef decode_tile< 64, 3, 3> decode_tile_d64;    /*  50 KB: 3 CTAs/SM on sm_90 */
 typedef decode_tile<128, 3, 2> decode_tile_d128;   /* 100 KB: 2 CTAs/SM on sm_90 */
 typedef decode_tile<128, 3, 1, 8> decode_tile_d128_w8;   /* 196 KB, 8 warps: 1 CTA/SM on sm_90 */
 typedef decode_tile<256, 2, 1> decode_tile_d256;   /* 136 KB: fits sm_80's 163 KB */
