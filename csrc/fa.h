@@ -101,6 +101,14 @@ int fa_forward_cpu(const fa_params *p);
 struct CUstream_st;
 int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream);
 
+/* fa_forward_cuda with a device scratch buffer of scratch_bytes (NULL when 0), at least what
+ * fa_forward_scratch_bytes says: on compute capability 9.0 the Hopper kernel splits the tiles of
+ * its grid's last, partly filled round along the keys and merges them through it. Less scratch
+ * (or fa_forward_cuda) runs those tiles whole, with the same result up to rounding. The size
+ * depends on the shapes and the current device only. */
+int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes);
+int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t scratch_bytes, struct CUstream_st *stream);
+
 /* Attention over a KV cache (decoding, chunked prefill). The caches are p.k and
  * p.v, (B, Hkv, Nmax, d) with p.Nk = Nmax; sequence b holds cache_seqlens[b]
  * valid keys. When k_new / v_new are given, their Nnew rows are first written

@@ -115,6 +115,22 @@ int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
     return FA_ERR_NO_CUDA;
 }
 
+int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes)
+{
+    (void)p;
+    *bytes = 0;
+    return FA_ERR_NO_CUDA;
+}
+
+int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t scratch_bytes, struct CUstream_st *stream)
+{
+    (void)p;
+    (void)scratch;
+    (void)scratch_bytes;
+    (void)stream;
+    return FA_ERR_NO_CUDA;
+}
+
 size_t fa_naive_scratch_bytes(const fa_params *p)
 {
     (void)p;

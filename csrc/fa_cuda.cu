@@ -41,7 +41,35 @@ static family forced_family(void)
     return FAMILY_INVALID;
 }
 
+/* Scratch only the Hopper kernel uses, for fp16/bf16 under FA_KERNEL=auto or sm90 on compute
+ * capability 9.0. */
+extern "C" int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes)
+{
+    *bytes = 0;
+    const int status = fa_check_params(p);
+    if (status != FA_OK)
+        return status;
+    const family f = forced_family();
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0 || p->dtype == FA_FLOAT32 || (f != FAMILY_AUTO && f != FAMILY_SM90))
+        return FA_OK;
+    int dev, major, minor;
+    static int s_major[32], s_minor[32];
+    if (cudaGetDevice(&dev) != cudaSuccess
+        || fa_cuda_attr(dev, cudaDevAttrComputeCapabilityMajor, s_major, &major) != FA_OK
+        || fa_cuda_attr(dev, cudaDevAttrComputeCapabilityMinor, s_minor, &minor) != FA_OK)
+        return FA_ERR_CUDA;
+    if (major == 9 && minor == 0 && fa_sm90_scratch_bytes(p, bytes) != FA_OK)
+        *bytes = 0;
+    return FA_OK;
+}
+
 extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
+{
+    return fa_forward_cuda_scratch(p, NULL, 0, stream);
+}
+
+extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t scratch_bytes,
+                                       struct CUstream_st *stream)
 {
     const int status = fa_check_params(p);
     if (status != FA_OK)
@@ -61,14 +89,14 @@ extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
             if (status == FA_ERR_UNSUPPORTED)
                 status = fa_fp32_forward(p, stream);
         } else {
-            status = fa_sm90_forward(p, stream);
+            status = fa_sm90_forward_scratch(p, scratch, scratch_bytes, stream);
             if (status == FA_ERR_UNSUPPORTED)
                 status = fa_sm80_forward(p, stream);
         }
         return status == FA_ERR_UNSUPPORTED ? fa_simt_forward(p, stream) : status;
     }
     case FAMILY_SM90:
-        return fa_sm90_forward(p, stream);
+        return fa_sm90_forward_scratch(p, scratch, scratch_bytes, stream);
     case FAMILY_SM80:
         return fa_sm80_forward(p, stream);
     case FAMILY_FP32TC:

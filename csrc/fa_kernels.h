@@ -23,6 +23,10 @@ int fa_simt_forward(const fa_params *p, cudaStream_t stream);
 /* fa_sm90.cu: Hopper tensor cores (wgmma, TMA), fp16 and bf16, compute capability 9.0 only,
  * Nk >= 1, scale >= 0, 16-byte aligned rows. */
 int fa_sm90_forward(const fa_params *p, cudaStream_t stream);
+/* The same with device scratch for a persistent grid's last round split along the keys
+ * (fa_sm90_scratch_bytes: what the call would use, 0 when it splits nothing). */
+int fa_sm90_forward_scratch(const fa_params *p, void *scratch, size_t scratch_bytes, cudaStream_t stream);
+int fa_sm90_scratch_bytes(const fa_params *p, size_t *bytes);
 
 /* fa_sm80.cu: tensor cores (mma.sync), fp16 and bf16, sm_80 and later, Nk >= 1. */
 int fa_sm80_forward(const fa_params *p, cudaStream_t stream);

@@ -39,6 +39,7 @@
 #include <string.h>
 
 #include "fa_kernels.h"
+#include "fa_dtype.cuh"
 #include "fa_mma.cuh"
 #include "fa_wgmma.cuh"
 
@@ -132,6 +133,14 @@ typedef struct {
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
     int rank_major;                      /* tile order: see tile_pos */
     int snake;                           /* every other pass of the grid runs backwards: cta_tile */
+    /* Work items (item_pos): items below n_whole are whole tiles; the tiles past them (the last,
+     * partly filled round of a persistent grid) are split along the keys into `parts` items each,
+     * which store (O / l, lse) in fp32 to o_part / lse_part for sm90_merge_kernel. parts = 1: no
+     * split, n_items = n_whole = n_tiles. */
+    int64_t n_items, n_whole;
+    int parts;
+    float *o_part;                       /* (tail item, BM rows, d) */
+    float *lse_part;                     /* (tail item, BM rows), log2 units */
 } sm90_args;
 
 /* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
@@ -434,6 +443,27 @@ __device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t ti
     return tp;
 }
 
+/* A work item: its tile, the key blocks [kb0, kb0 + nb) it reads, and for a part of a split
+ * tile its index among the tail items (j, else −1). */
+typedef struct {
+    sm90_tile_pos tp;
+    int kb0, nb;
+    int64_t j;
+} sm90_item;
+
+template <class C>
+__device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
+{
+    sm90_item w;
+    const int64_t j = item - a.n_whole;
+    w.tp = tile_pos<C>(a, j < 0 ? item : a.n_whole + j / a.parts);
+    w.j = j < 0 ? -1 : j;
+    const int part = j < 0 ? 0 : (int)(j % a.parts), parts = j < 0 ? 1 : a.parts;
+    w.kb0 = part * w.tp.n_blocks / parts;
+    w.nb = (part + 1) * w.tp.n_blocks / parts - w.kb0;
+    return w;
+}
+
 /* This CTA's it-th tile (n_tiles or more once it has none left). Pass it of the grid over the
  * tile sequence covers first_block + it·tile_stride onwards, CTA c taking its c-th tile; with
  * a.snake odd passes run backwards, so a CTA that took a heavy tile then takes a light one. A pass
@@ -479,9 +509,9 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
         if (threadIdx.x != 0)
             return;
-        for (int64_t tile = cta_tile(a, 0); tile < a.n_tiles; tile = cta_tile(a, ++it)) {
-            const sm90_tile_pos tp = tile_pos<C>(a, tile);
-            const int b = tp.b, h = tp.h, hk = tp.hk, m0 = tp.m0, n_blocks = tp.n_blocks;
+        for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
+            const sm90_item w = item_pos<C>(a, item);
+            const int b = w.tp.b, h = w.tp.h, hk = w.tp.hk, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
             const int qb = it % C::QBUFS;
             const uint32_t q_parity = (it / C::QBUFS) & 1;
             /* Q buffer qb is free once every consumer has stored the O it staged there. */
@@ -497,12 +527,12 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
                 mbar_expect_tx(&s.full_k[st], BN * D * 2);
 #pragma unroll
                 for (int pn = 0; pn < PANELS; pn++)
-                    tma_load(s.k[st][pn], &a.tm_k, 64 * pn, kb * BN, hk, b, &s.full_k[st]);
+                    tma_load(s.k[st][pn], &a.tm_k, 64 * pn, (kb0 + kb) * BN, hk, b, &s.full_k[st]);
                 mbar_wait(&s.empty_v[st], parity);
                 mbar_expect_tx(&s.full_v[st], BN * D * 2);
 #pragma unroll
                 for (int pn = 0; pn < PANELS; pn++)
-                    tma_load(s.v[st][pn], &a.tm_v, 64 * pn, kb * BN, hk, b, &s.full_v[st]);
+                    tma_load(s.v[st][pn], &a.tm_v, 64 * pn, (kb0 + kb) * BN, hk, b, &s.full_v[st]);
             }
             kc += n_blocks;
         }
@@ -511,10 +541,10 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
-    for (int64_t tile = cta_tile(a, 0); tile < a.n_tiles; tile = cta_tile(a, ++it)) {
-        const sm90_tile_pos tp = tile_pos<C>(a, tile);
-        const int b = tp.b, h = tp.h, m0 = tp.m0, n_blocks = tp.n_blocks;
-        const int64_t bh = tp.bh;
+    for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
+        const sm90_item w = item_pos<C>(a, item);
+        const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
+        const int64_t bh = w.tp.bh;
         const int qb = it % C::QBUFS;
         const uint32_t q_parity = (it / C::QBUFS) & 1;
         const int cw = wg - 1;                              /* consumer cw: rows 64cw.. of the tile */
@@ -543,7 +573,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
          * the first unless the tile is the CTA's last, so every barrier balances. */
         const bool pp = C::PINGPONG;
         const int next_cw = (cw + 1) % C::CONSUMERS;
-        const bool last_tile = cta_tile(a, it + 1) >= a.n_tiles;
+        const bool last_tile = cta_tile(a, it + 1) >= a.n_items;
         if (pp && cw == C::CONSUMERS - 1 && it == 0)
             turn_pass(0);
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, c};
@@ -562,7 +592,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             reg_fence(r_s);
             release(&s.empty_k[st], lane);
         }
-        sm90_softmax<C>(r_s, m_i, l_i, alpha, 0, ctx);
+        sm90_softmax<C>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
         pack_p<T, BN>(r_p, r_s);
         /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
          * S_kb waits only for the first, so it overlaps the second, and O is rescaled once the second
@@ -580,7 +610,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             wgmma_wait<1>();                                /* S_kb is ready, P V may still run */
             reg_fence(r_s);
             release(&s.empty_k[st], lane);
-            sm90_softmax<C>(r_s, m_i, l_i, alpha, kb * BN, ctx);
+            sm90_softmax<C>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
             softmax_done<C>(l_i);
             wgmma_wait<0>();                                /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
@@ -622,8 +652,30 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             inv_l[r] = 1.f / l;
             const int row = row0 + 8 * r;
-            if (p.lse && t == 0 && row < Nq)                /* lse: (B, Hq, Nq) */
+            if (w.j >= 0 && t == 0)                         /* a part: lse_part (tail item, BM) */
+                a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
+            else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq) */
                 p.lse[bh * p.Nq + row] = (m_i[r] * c + log2f(l)) * 0.69314718055994531f;
+        }
+
+        /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is
+         * even: columns 2t, 2t + 1 go as one float2), for sm90_merge_kernel. Then, once every
+         * warp of the warpgroup is past its last wgmma (warpgroup barrier), Q's buffer is free. */
+        if (w.j >= 0) {
+            const int d = (int)p.d;
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                float *o_row = a.o_part + (w.j * BM + row0 + 8 * r - m0) * d;
+#pragma unroll
+                for (int j = 0; j < D / 8; j++)
+                    if (8 * j + 2 * t < d)
+                        *reinterpret_cast<float2 *>(o_row + 8 * j + 2 * t) =
+                            make_float2(r_o[4 * j + 2 * r] * inv_l[r], r_o[4 * j + 2 * r + 1] * inv_l[r]);
+            }
+            warpgroup_bar(1 + cw);
+            if (threadIdx.x % 128 == 0)
+                mbar_arrive(&s.empty_q[qb]);
+            continue;
         }
 
         /* Stage O in this warpgroup's Q rows (its last S = Q Kᵀ has completed): column 8j + 2t of
@@ -651,6 +703,49 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             mbar_arrive(&s.empty_q[qb]);
         }
     }
+#endif /* FA_SM90_DEVICE */
+}
+
+/* The split tiles' parts merged, one CTA per row of a tail tile (grid (n_tiles − n_whole) · BM):
+ * O = Σ_q w_q O_q / Σ_q w_q, w_q = exp2(lse_q − M), M = max_q lse_q; lse = M + log2 Σ_q w_q. Every
+ * part reads at least one key (non-causal), so each lse_q is finite for finite inputs. */
+template <typename T, class C>
+__global__ void __launch_bounds__(128) sm90_merge_kernel(const __grid_constant__ sm90_args a)
+{
+#ifdef FA_SM90_DEVICE
+    constexpr int BM = C::BM, MAX_PARTS = 4;
+    const fa_params &p = a.p;
+    const int64_t tail = blockIdx.x / BM;
+    const int r = blockIdx.x % BM;
+    const sm90_tile_pos tp = tile_pos<C>(a, a.n_whole + tail);
+    const int row = tp.m0 + r;
+    if (row >= p.Nq)
+        return;
+    const int parts = a.parts, d = (int)p.d;
+    const int64_t j0 = tail * parts;
+    float lse[MAX_PARTS], M = -INFINITY;
+#pragma unroll
+    for (int q = 0; q < MAX_PARTS; q++) {
+        lse[q] = q < parts ? a.lse_part[(j0 + q) * BM + r] : -INFINITY;
+        M = fmaxf(M, lse[q]);
+    }
+    float wt[MAX_PARTS], l = 0.f;
+#pragma unroll
+    for (int q = 0; q < MAX_PARTS; q++) {
+        wt[q] = q < parts ? exp2f(lse[q] - M) : 0.f;
+        l += wt[q];
+    }
+    T *o = (T *)p.o + tp.b * p.o_batch_stride + tp.h * p.o_head_stride + row * p.o_row_stride;
+    for (int col = threadIdx.x; col < d; col += 128) {
+        float x = 0.f;
+#pragma unroll
+        for (int q = 0; q < MAX_PARTS; q++)
+            if (q < parts)
+                x += wt[q] * a.o_part[((j0 + q) * BM + r) * d + col];
+        from_float(o + col, x / l);
+    }
+    if (p.lse && threadIdx.x == 0)
+        p.lse[tp.bh * p.Nq + row] = (M + log2f(l)) * 0.69314718055994531f;
 #endif /* FA_SM90_DEVICE */
 }
 
@@ -725,10 +820,51 @@ static void sm90_causal_order(sm90_args *a, const fa_params *p)
     a->snake = p->causal && !rank;
 }
 
+/* The last round of a persistent non-causal grid: with n_tiles = R · grid + t (0 < t < grid), a
+ * call takes R + 1 rounds of whole tiles while t of the grid's CTAs work in the last one. Split
+ * each of those t tiles along its keys into s parts (s ≤ 4, each at least 2 key blocks) and the
+ * last round takes ceil(t · s / grid) / s of a round: the s with the fewest rounds, if it saves
+ * at least a tenth of one. H200, d = 128, 4k-16k keys (bench/LOG.md, 2026-11-30,
+ * bench/results/sm90_quant.txt): FlashAttention's grid has 1376-1408 tiles of 192 rows on 132
+ * CTAs, 11 rounds where its rows fill 10.34. FA_SM90_TAIL=0 turns it off; 2, 3 or 4 forces that
+ * many parts wherever there is a tail. Returns the parts (1: no split) and the scratch they need. */
+template <class C>
+static int sm90_tail_plan(const fa_params *p, int64_t n_tiles, int64_t grid, size_t *bytes)
+{
+    *bytes = 0;
+    const int64_t R = n_tiles / grid, t = n_tiles % grid;
+    const int n_blocks = (int)((p->Nk + C::BN - 1) / C::BN);
+    if (p->causal || R == 0 || t == 0)
+        return 1;
+    const char *force = getenv("FA_SM90_TAIL");
+    int parts = 1;
+    if (force != NULL && strcmp(force, "0") == 0)
+        return 1;
+    if (force != NULL && force[0] >= '2' && force[0] <= '4' && force[1] == 0) {
+        parts = force[0] - '0';
+    } else {
+        double best = 1.0;                              /* the last round, in rounds */
+        for (int sp = 2; sp <= 4; sp++) {
+            const double last = (double)((t * sp + grid - 1) / grid) / sp;
+            if (last < best - 0.1) {
+                best = last;
+                parts = sp;
+            }
+        }
+    }
+    if (parts > 1 && n_blocks < 2 * parts)
+        parts = 1;
+    if (parts > 1)
+        *bytes = (size_t)(t * parts * C::BM) * (size_t)(p->d + 1) * sizeof(float);
+    return parts;
+}
+
 /* Launches the tile shape C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80
- * kernel runs) for what it does not take. */
+ * kernel runs) for what it does not take. scratch (scratch_bytes, may be NULL): room for a split
+ * last round (sm90_tail_plan); with too little the last round's tiles run whole. need != NULL:
+ * only the scratch the call would use is returned in *need, nothing runs. */
 template <typename T, class C>
-static int sm90_launch(const fa_params *p, cudaStream_t stream)
+static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, size_t *need, cudaStream_t stream)
 {
     void (*kernel)(const sm90_args) = fa_sm90_kernel<T, C>;
     const size_t smem = sizeof(sm90_smem<C>) + 1024;  /* + alignment of the base to 1024 */
@@ -768,6 +904,33 @@ static int sm90_launch(const fa_params *p, cudaStream_t stream)
     sm90_args a;
     memset(&a, 0, sizeof a);
     a.p = *p;
+    a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;
+    a.n_tiles = a.n_q_tiles * p->B * p->Hq;
+    a.n_items = a.n_whole = a.n_tiles;
+    a.parts = 1;
+    int sms = 0;
+    size_t tail_bytes = 0;
+    if (sm90_persistent(p)) {
+        if (fa_cuda_sm_count(dev, &sms) != FA_OK)
+            return FA_ERR_CUDA;
+        const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
+        const int parts = sm90_tail_plan<C>(p, a.n_tiles, grid, &tail_bytes);
+        if (need != NULL) {
+            *need = tail_bytes;
+            return FA_OK;
+        }
+        if (parts > 1 && scratch != NULL && scratch_bytes >= tail_bytes) {
+            const int64_t t = a.n_tiles % grid;
+            a.parts = parts;
+            a.n_whole = a.n_tiles - t;
+            a.n_items = a.n_whole + t * parts;
+            a.o_part = (float *)scratch;
+            a.lse_part = a.o_part + t * parts * C::BM * p->d;
+        }
+    } else if (need != NULL) {
+        *need = 0;
+        return FA_OK;
+    }
     const int bf16 = p->dtype == FA_BFLOAT16;
     if (make_map(&a.tm_q, bf16, p->q, p->B, p->Hq, p->Nq, p->d, p->q_batch_stride, p->q_head_stride,
                  p->q_row_stride, C::BM)
@@ -782,19 +945,23 @@ static int sm90_launch(const fa_params *p, cudaStream_t stream)
     a.q_per_kv = p->Hq / p->Hkv;
 
     /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
-     * walking every grid-th tile. Else one CTA per tile, in launches of at most 2³¹−1 CTAs. */
-    a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;
-    a.n_tiles = a.n_q_tiles * p->B * p->Hq;
+     * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
+     * by sm90_merge_kernel). Else one CTA per tile, in launches of at most 2³¹−1 CTAs. */
     if (sm90_persistent(p)) {
-        int sms;
-        if (fa_cuda_sm_count(dev, &sms) != FA_OK)
-            return FA_ERR_CUDA;
         const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
         a.first_block = 0;
         a.tile_stride = grid;
         sm90_causal_order(&a, p);
         kernel<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
-        return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
+        if (cudaGetLastError() != cudaSuccess)
+            return FA_ERR_CUDA;
+        if (a.parts > 1) {
+            const int64_t merge_blocks = (a.n_tiles - a.n_whole) * C::BM;
+            sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 128, 0, stream>>>(a);
+            if (cudaGetLastError() != cudaSuccess)
+                return FA_ERR_CUDA;
+        }
+        return FA_OK;
     }
     a.tile_stride = a.n_tiles;
     for (int64_t first = 0; first < a.n_tiles; first += INT32_MAX) {
@@ -807,7 +974,9 @@ static int sm90_launch(const fa_params *p, cudaStream_t stream)
     return FA_OK;
 }
 
-extern "C" int fa_sm90_forward(const fa_params *p, cudaStream_t stream)
+/* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). */
+static int sm90_dispatch(const fa_params *p, void *scratch, size_t scratch_bytes, size_t *need,
+                         cudaStream_t stream)
 {
     /* fp32 has its own kernel; a negative scale (Q would need negating) and Nk == 0 go to the
      * other families; TMA coordinates are 32-bit. */
@@ -816,17 +985,36 @@ extern "C" int fa_sm90_forward(const fa_params *p, cudaStream_t stream)
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
     if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64_short>(p, stream)
-                    : sm90_launch<__half, sm90_tile_d64_short>(p, stream);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64_short>(p, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d64_short>(p, scratch, scratch_bytes, need, stream);
     if (p->d <= 64)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, stream)
-                    : sm90_launch<__half, sm90_tile_d64>(p, stream);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d64>(p, scratch, scratch_bytes, need, stream);
     if (p->d <= 128 && !p->causal && p->Nk >= FA_SM90_LONG_NK)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_long>(p, stream)
-                    : sm90_launch<__half, sm90_tile_d128_long>(p, stream);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_long>(p, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d128_long>(p, scratch, scratch_bytes, need, stream);
     if (p->d <= 128)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, stream)
-                    : sm90_launch<__half, sm90_tile_d128>(p, stream);
-    return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256>(p, stream)
-                : sm90_launch<__half, sm90_tile_d256>(p, stream);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d128>(p, scratch, scratch_bytes, need, stream);
+    return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256>(p, scratch, scratch_bytes, need, stream)
+                : sm90_launch<__half, sm90_tile_d256>(p, scratch, scratch_bytes, need, stream);
+}
+
+extern "C" int fa_sm90_forward_scratch(const fa_params *p, void *scratch, size_t scratch_bytes, cudaStream_t stream)
+{
+    return sm90_dispatch(p, scratch, scratch_bytes, NULL, stream);
+}
+
+extern "C" int fa_sm90_forward(const fa_params *p, cudaStream_t stream)
+{
+    return sm90_dispatch(p, NULL, 0, NULL, stream);
+}
+
+extern "C" int fa_sm90_scratch_bytes(const fa_params *p, size_t *bytes)
+{
+    *bytes = 0;
+    const int status = sm90_dispatch(p, NULL, 0, bytes, NULL);
+    if (status != FA_OK)
+        *bytes = 0;
+    return status;
 }

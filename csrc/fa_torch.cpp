@@ -202,8 +202,17 @@ std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q, cons
         const c10::cuda::CUDAGuard guard(c.q.device());
         const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
         status = use_split_kv(c.p) ? forward_split_kv(c, stream) : FA_ERR_UNSUPPORTED;
-        if (status == FA_ERR_UNSUPPORTED)   // not split, or a shape the split-KV kernel does not take
-            status = fa_forward_cuda(&c.p, stream);
+        if (status == FA_ERR_UNSUPPORTED) {  // not split, or a shape the split-KV kernel does not take
+            // Scratch for the Hopper kernel's split last round, sized from the shapes and the
+            // device only (no synchronisation; a CUDA graph can capture the call).
+            size_t bytes = 0;
+            status = fa_forward_scratch_bytes(&c.p, &bytes);
+            if (status == FA_OK) {
+                const at::Tensor scratch = bytes ? at::empty({static_cast<int64_t>(bytes)}, c.q.options().dtype(at::kByte))
+                                                 : at::Tensor();
+                status = fa_forward_cuda_scratch(&c.p, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
+            }
+        }
 #else
         status = FA_ERR_NO_CUDA;
 #endif

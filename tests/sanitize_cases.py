@@ -68,10 +68,14 @@ def main():
                 failures += not check_forward(family, dtype, *case)
     if "sm90" in FAMILIES and not only_kvcache:
         # Persistent CTAs walking several tiles each (336 tiles): the K/V ring and the Q buffers
-        # running on from tile to tile.
+        # running on from tile to tile. Non-causal, on 132 SMs, the last round's 72 tiles are
+        # split along the keys (3 parts by the rule, 4 forced) and merged (sm90_merge_kernel).
         os.environ["FA_KERNEL"], os.environ["FA_SM90_PERSIST"] = "sm90", "1"
         for causal in (False, True):
             failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, causal, " persistent")
+        os.environ["FA_SM90_TAIL"] = "4"
+        failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, False, " last round in 4 parts")
+        del os.environ["FA_SM90_TAIL"]
         # d = 128 non-causal from 2k keys: the 3-consumer tile, query and key tails, both grids.
         for persist in ("1", "0"):
             os.environ["FA_SM90_PERSIST"] = persist

@@ -84,6 +84,20 @@ def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, monkeypatch):
 
 @sm90
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d,nk", [(64, 1000), (128, 2500), (128, 1500), (256, 700)])
+@pytest.mark.parametrize("tail", ["auto", "2", "3", "4", "0"])
+def test_sm90_split_last_round(dtype, d, nk, tail, forced, monkeypatch):
+    """The persistent grid's last, partly filled round split along the keys (FA_SM90_TAIL: the
+    rule, 2-4 parts forced, 0 off) and merged: 8 heads of 3500 query rows are 152 tiles of 192 rows
+    (d = 64, and d = 128 from 2k keys) or 224 of 128 (d = 128 below 2k keys, d = 256), so a tail
+    on 132 SMs; key block tails, GQA, lse."""
+    monkeypatch.setenv("FA_SM90_PERSIST", "1")
+    monkeypatch.setenv("FA_SM90_TAIL", tail)
+    check_gqa_lse(dtype, d, 3500, nk, False, f"sm90 split last round {dtype} d={d} Nk={nk} parts={tail}")
+
+
+@sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [40, 64])
 @pytest.mark.parametrize("nq,nk", [(1024, 1024), (1025, 1025), (700, 2000), (1000, 300)])
 @pytest.mark.parametrize("grid", ["0", "1"], ids=["one_cta_per_tile", "persistent"])

@@ -8,8 +8,11 @@ machine, after the build:
 From 2k keys the d = 128 non-causal tile has BM = 192 rows; the persistent grid (one CTA per SM)
 hands each CTA every grid-th tile, so a call takes ceil(tiles / SMs) rounds of tiles. model_eff: the
 rows that are real (N / 192 tiles per head) over the rows the rounds could compute; the time would
-scale as 1 / model_eff if nothing else changed from one head count to the next.
+scale as 1 / model_eff if nothing else changed from one head count to the next. `whole`: the same
+call with FA_SM90_TAIL=0 (the last round's tiles not split along the keys).
 """
+import os
+
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -29,19 +32,25 @@ def main():
         q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
 
         def fa():
+            os.environ.pop("FA_SM90_TAIL", None)
+            return torch.ops.fa.forward(q, k, v)
+
+        def whole():
+            os.environ["FA_SM90_TAIL"] = "0"
             return torch.ops.fa.forward(q, k, v)
 
         def cudnn():
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 return F.scaled_dot_product_attention(q, k, v)
-        err = (fa().float() - cudnn().float()).abs().max().item()
-        t_fa, t_cu = time_interleaved([fa, cudnn], 0.3, "zero")
+        err = max((f().float() - cudnn().float()).abs().max().item() for f in (fa, whole))
+        t_fa, t_whole, t_cu = time_interleaved([fa, whole, cudnn], 0.3, "zero")
+        os.environ.pop("FA_SM90_TAIL", None)
         flop = 4 * B * H * N * N * d
         tiles = B * H * -(-N // 192)
         rounds = -(-tiles // sms)
         eff = B * H * (N / 192) / (rounds * sms)
         print(f"B={B} H={H:3d} N={N:6d} tiles={tiles:5d} rounds={tiles / sms:6.2f}->{rounds:3d} model_eff={eff:.3f} "
-              f"fa {flop / t_fa / 1e9:6.1f} cudnn {flop / t_cu / 1e9:6.1f} TFLOP/s fa/cudnn {t_cu / t_fa:.3f} "
+              f"fa {flop / t_fa / 1e9:6.1f} whole {flop / t_whole / 1e9:6.1f} cudnn {flop / t_cu / 1e9:6.1f} TFLOP/s fa/cudnn {t_cu / t_fa:.3f} "
               f"|fa-cudnn| {err:.1e}", flush=True)
 
 
