@@ -706,17 +706,22 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 #endif /* FA_SM90_DEVICE */
 }
 
-/* The split tiles' parts merged, one CTA per row of a tail tile (grid (n_tiles − n_whole) · BM):
- * O = Σ_q w_q O_q / Σ_q w_q, w_q = exp2(lse_q − M), M = max_q lse_q; lse = M + log2 Σ_q w_q. Every
- * part reads at least one key (non-causal), so each lse_q is finite for finite inputs. */
+/* The split tiles' parts merged, one warp per row of a tail tile, MERGE_ROWS rows per CTA (grid
+ * (n_tiles − n_whole) · BM / MERGE_ROWS): O = Σ_q w_q O_q / Σ_q w_q, w_q = exp2(lse_q − M),
+ * M = max_q lse_q; lse = M + log2 Σ_q w_q. Every part reads at least one key (non-causal), so each
+ * lse_q is finite for finite inputs. */
+#define MERGE_ROWS 4
 template <typename T, class C>
-__global__ void __launch_bounds__(128) sm90_merge_kernel(const __grid_constant__ sm90_args a)
+__global__ void __launch_bounds__(32 * MERGE_ROWS) sm90_merge_kernel(const __grid_constant__ sm90_args a)
 {
 #ifdef FA_SM90_DEVICE
     constexpr int BM = C::BM, MAX_PARTS = 4;
+    static_assert(BM % MERGE_ROWS == 0, "a CTA's rows lie in one tile");
     const fa_params &p = a.p;
-    const int64_t tail = blockIdx.x / BM;
-    const int r = blockIdx.x % BM;
+    const int lane = threadIdx.x % 32;
+    const int64_t item_row = (int64_t)blockIdx.x * MERGE_ROWS + threadIdx.x / 32;
+    const int64_t tail = item_row / BM;
+    const int r = (int)(item_row % BM);
     const sm90_tile_pos tp = tile_pos<C>(a, a.n_whole + tail);
     const int row = tp.m0 + r;
     if (row >= p.Nq)
@@ -736,7 +741,7 @@ __global__ void __launch_bounds__(128) sm90_merge_kernel(const __grid_constant__
         l += wt[q];
     }
     T *o = (T *)p.o + tp.b * p.o_batch_stride + tp.h * p.o_head_stride + row * p.o_row_stride;
-    for (int col = threadIdx.x; col < d; col += 128) {
+    for (int col = lane; col < d; col += 32) {
         float x = 0.f;
 #pragma unroll
         for (int q = 0; q < MAX_PARTS; q++)
@@ -744,7 +749,7 @@ __global__ void __launch_bounds__(128) sm90_merge_kernel(const __grid_constant__
                 x += wt[q] * a.o_part[((j0 + q) * BM + r) * d + col];
         from_float(o + col, x / l);
     }
-    if (p.lse && threadIdx.x == 0)
+    if (p.lse && lane == 0)
         p.lse[tp.bh * p.Nq + row] = (M + log2f(l)) * 0.69314718055994531f;
 #endif /* FA_SM90_DEVICE */
 }
@@ -823,8 +828,8 @@ static void sm90_causal_order(sm90_args *a, const fa_params *p)
 /* The last round of a persistent non-causal grid: with n_tiles = R · grid + t (0 < t < grid), a
  * call takes R + 1 rounds of whole tiles while t of the grid's CTAs work in the last one. Split
  * each of those t tiles along its keys into s parts (s ≤ 4, each at least 2 key blocks) and the
- * last round takes ceil(t · s / grid) / s of a round: the s with the fewest rounds, if it saves
- * at least a tenth of one. H200, d = 128, 4k-16k keys (bench/LOG.md, 2026-11-30,
+ * last round takes ceil(t · s / grid) / s of a round: the s that saves the most, net of what the
+ * parts cost, if that is at least a tenth of a round. H200, d = 128, 4k-16k keys (bench/LOG.md,
  * bench/results/sm90_quant.txt): FlashAttention's grid has 1376-1408 tiles of 192 rows on 132
  * CTAs, 11 rounds where its rows fill 10.34. FA_SM90_TAIL=0 turns it off; 2, 3 or 4 forces that
  * many parts wherever there is a tail. Returns the parts (1: no split) and the scratch they need. */
@@ -843,11 +848,15 @@ static int sm90_tail_plan(const fa_params *p, int64_t n_tiles, int64_t grid, siz
     if (force != NULL && force[0] >= '2' && force[0] <= '4' && force[1] == 0) {
         parts = force[0] - '0';
     } else {
-        double best = 1.0;                              /* the last round, in rounds */
+        /* A part's scratch round trip and merge cost the chip about 7 / Nk of a round (H200,
+         * d = 128, from the same measurements: 4k keys, 88 tiles in 3 parts lose 1.2 % where the
+         * rounds alone say +3 %; 16k and 8k in 2 parts and 4k with 44 tiles in 3 parts gain). */
+        double best = 0.1;                              /* rounds saved, net of that cost */
         for (int sp = 2; sp <= 4; sp++) {
             const double last = (double)((t * sp + grid - 1) / grid) / sp;
-            if (last < best - 0.1) {
-                best = last;
+            const double net = 1.0 - last - (double)(t * sp) * 7.0 / (double)p->Nk;
+            if (net >= best) {
+                best = net;
                 parts = sp;
             }
         }
@@ -956,8 +965,8 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
         if (cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;
         if (a.parts > 1) {
-            const int64_t merge_blocks = (a.n_tiles - a.n_whole) * C::BM;
-            sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 128, 0, stream>>>(a);
+            const int64_t merge_blocks = (a.n_tiles - a.n_whole) * C::BM / MERGE_ROWS;
+            sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
             if (cudaGetLastError() != cudaSuccess)
                 return FA_ERR_CUDA;
         }

@@ -6,7 +6,7 @@
 #
 #     tests/sanitize.sh            # all four tools
 #     tests/sanitize.sh memcheck   # one tool
-#     SANITIZE_ONLY=kvcache tests/sanitize.sh   # the decode cases only
+#     SANITIZE_ONLY=kvcache tests/sanitize.sh   # the decode cases only (sm90: the Hopper kernel's)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The repository root on the path: an in-place build (setup.py build_ext --inplace) imports from here.

@@ -57,9 +57,12 @@ def check_forward(family, dtype, B, Hq, Hkv, Nq, Nk, d, causal, note=""):
 def main():
     torch.manual_seed(0)
     failures = 0
-    # SANITIZE_ONLY=kvcache: the decode cases alone (a quicker run after a change to fa_decode.cu)
-    only_kvcache = os.environ.get("SANITIZE_ONLY") == "kvcache"
-    for family, dtypes in ({} if only_kvcache else FAMILIES).items():
+    # SANITIZE_ONLY=kvcache / sm90: the decode cases or the Hopper kernel's alone (a quicker run
+    # after a change to fa_decode.cu or fa_sm90.cu)
+    only = os.environ.get("SANITIZE_ONLY")
+    only_kvcache = only == "kvcache"
+    families = {f: t for f, t in FAMILIES.items() if only != "sm90" or f == "sm90"}
+    for family, dtypes in ({} if only_kvcache else families).items():
         os.environ["FA_KERNEL"] = family
         for dtype in dtypes:
             for case in CASES:
@@ -69,12 +72,15 @@ def main():
     if "sm90" in FAMILIES and not only_kvcache:
         # Persistent CTAs walking several tiles each (336 tiles): the K/V ring and the Q buffers
         # running on from tile to tile. Non-causal, on 132 SMs, the last round's 72 tiles are
-        # split along the keys (3 parts by the rule, 4 forced) and merged (sm90_merge_kernel).
+        # split along the keys (3 and 4 parts forced; the rule runs them whole) and merged
+        # (sm90_merge_kernel).
         os.environ["FA_KERNEL"], os.environ["FA_SM90_PERSIST"] = "sm90", "1"
         for causal in (False, True):
             failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, causal, " persistent")
-        os.environ["FA_SM90_TAIL"] = "4"
-        failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, False, " last round in 4 parts")
+        for parts in ("3", "4"):
+            os.environ["FA_SM90_TAIL"] = parts
+            failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, False,
+                                          f" last round in {parts} parts")
         del os.environ["FA_SM90_TAIL"]
         # d = 128 non-causal from 2k keys: the 3-consumer tile, query and key tails, both grids.
         for persist in ("1", "0"):
@@ -82,7 +88,8 @@ def main():
             failures += not check_forward("sm90", torch.bfloat16, 1, 4, 2, 385, 2049, 128, False, " long keys")
         del os.environ["FA_SM90_PERSIST"]
     # The split rule's own plans, then 5 and 20 splits merged by each combine kernel (no clusters).
-    for family, merge in (("auto", "rule"), ("simt", "rule"), ("auto", "elem"), ("auto", "wide")):
+    for family, merge in () if only == "sm90" else (("auto", "rule"), ("simt", "rule"), ("auto", "elem"),
+                                                    ("auto", "wide")):
         os.environ["FA_KERNEL"] = family
         if merge != "rule":
             os.environ["FA_DECODE_SPLITS"] = "5" if merge == "elem" else "20"
