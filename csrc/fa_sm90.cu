@@ -444,17 +444,25 @@ __device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t ti
 }
 
 /* A work item: its tile, the key blocks [kb0, kb0 + nb) it reads, and for a part of a split
- * tile its index among the tail items (j, else −1). */
+ * tile its index among the tail items (j, else −1). SPLIT = false (a launch with no split tiles):
+ * the whole tile, known at compile time, so the kernel is the one without the split. */
 typedef struct {
     sm90_tile_pos tp;
     int kb0, nb;
     int64_t j;
 } sm90_item;
 
-template <class C>
+template <class C, bool SPLIT>
 __device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
 {
     sm90_item w;
+    if (!SPLIT) {
+        w.tp = tile_pos<C>(a, item);
+        w.j = -1;
+        w.kb0 = 0;
+        w.nb = w.tp.n_blocks;
+        return w;
+    }
     const int64_t j = item - a.n_whole;
     w.tp = tile_pos<C>(a, j < 0 ? item : a.n_whole + j / a.parts);
     w.j = j < 0 ? -1 : j;
@@ -474,7 +482,7 @@ __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
     return a.first_block + (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
-template <typename T, class C>
+template <typename T, class C, bool SPLIT>
 __global__ void __launch_bounds__(C::THREADS, 1)
 fa_sm90_kernel(const __grid_constant__ sm90_args a)
 {
@@ -510,7 +518,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         if (threadIdx.x != 0)
             return;
         for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
-            const sm90_item w = item_pos<C>(a, item);
+            const sm90_item w = item_pos<C, SPLIT>(a, item);
             const int b = w.tp.b, h = w.tp.h, hk = w.tp.hk, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
             const int qb = it % C::QBUFS;
             const uint32_t q_parity = (it / C::QBUFS) & 1;
@@ -542,7 +550,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
     for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
-        const sm90_item w = item_pos<C>(a, item);
+        const sm90_item w = item_pos<C, SPLIT>(a, item);
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
         const int qb = it % C::QBUFS;
@@ -652,7 +660,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             inv_l[r] = 1.f / l;
             const int row = row0 + 8 * r;
-            if (w.j >= 0 && t == 0)                         /* a part: lse_part (tail item, BM) */
+            if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM) */
                 a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
             else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq) */
                 p.lse[bh * p.Nq + row] = (m_i[r] * c + log2f(l)) * 0.69314718055994531f;
@@ -661,7 +669,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is
          * even: columns 2t, 2t + 1 go as one float2), for sm90_merge_kernel. Then, once every
          * warp of the warpgroup is past its last wgmma (warpgroup barrier), Q's buffer is free. */
-        if (w.j >= 0) {
+        if (SPLIT && w.j >= 0) {
             const int d = (int)p.d;
 #pragma unroll
             for (int r = 0; r < 2; r++) {
@@ -875,7 +883,8 @@ static int sm90_tail_plan(const fa_params *p, int64_t n_tiles, int64_t grid, siz
 template <typename T, class C>
 static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, size_t *need, cudaStream_t stream)
 {
-    void (*kernel)(const sm90_args) = fa_sm90_kernel<T, C>;
+    void (*kernel)(const sm90_args) = fa_sm90_kernel<T, C, false>;
+    void (*kernel_split)(const sm90_args) = fa_sm90_kernel<T, C, true>;
     const size_t smem = sizeof(sm90_smem<C>) + 1024;  /* + alignment of the base to 1024 */
 
     /* Once per device (bit dev of s_ok / s_checked; devices past 31 every call): compute
@@ -897,7 +906,9 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
                 return FA_ERR_CUDA;
             ok = attr.binaryVersion == 90;
         }
-        if (ok && cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
+        if (ok && (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess
+                   || cudaFuncSetAttribute(kernel_split, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
+                          != cudaSuccess))
             return FA_ERR_CUDA;
         if (dev < 32) {
             if (ok)
@@ -961,7 +972,7 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
         a.first_block = 0;
         a.tile_stride = grid;
         sm90_causal_order(&a, p);
-        kernel<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+        (a.parts > 1 ? kernel_split : kernel)<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
         if (cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;
         if (a.parts > 1) {
