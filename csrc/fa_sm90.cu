@@ -839,8 +839,10 @@ static void sm90_causal_order(sm90_args *a, const fa_params *p)
  * last round takes ceil(t · s / grid) / s of a round: the s that saves the most, net of what the
  * parts cost, if that is at least a tenth of a round. H200, d = 128, 4k-16k keys (bench/LOG.md,
  * bench/results/sm90_quant.txt): FlashAttention's grid has 1376-1408 tiles of 192 rows on 132
- * CTAs, 11 rounds where its rows fill 10.34. FA_SM90_TAIL=0 turns it off; 2, 3 or 4 forces that
- * many parts wherever there is a tail. Returns the parts (1: no split) and the scratch they need. */
+ * CTAs, 11 rounds where its rows fill 10.34. The rule splits only that tile, d = 128 with three
+ * consumers (BM = 192): at d = 64 the same plan (44 tiles in 3 parts at 2k and 4k keys) lost
+ * 2.3 %. FA_SM90_TAIL=0 turns it off; 2, 3 or 4 forces that many parts wherever there is a tail,
+ * on any tile. Returns the parts (1: no split) and the scratch they need. */
 template <class C>
 static int sm90_tail_plan(const fa_params *p, int64_t n_tiles, int64_t grid, size_t *bytes)
 {
@@ -855,7 +857,7 @@ static int sm90_tail_plan(const fa_params *p, int64_t n_tiles, int64_t grid, siz
         return 1;
     if (force != NULL && force[0] >= '2' && force[0] <= '4' && force[1] == 0) {
         parts = force[0] - '0';
-    } else {
+    } else if (C::D == 128 && C::CONSUMERS == 3) {
         /* A part's scratch round trip and merge cost the chip about 7 / Nk of a round (H200,
          * d = 128, from the same measurements: 4k keys, 88 tiles in 3 parts lose 1.2 % where the
          * rounds alone say +3 %; 16k and 8k in 2 parts and 4k with 44 tiles in 3 parts gain). */
