@@ -3,7 +3,7 @@
 #
 #   bench/h200.sh tests sanitize bench memory        # stages: test suite random tests sanitize bench memory
 #                                                    #         grid model decode dsweep examples sm90 ncu sm80tune
-#                                                    #         fp32test ncusrc ncu80 decodegap
+#                                                    #         fp32test ncusrc ncu80 decodegap quant
 #
 # test: the whole pytest suite; suite: the same on 16 workers with the tensors past 2³¹ elements
 # afterwards on 2 (they need tens of GiB each), summaries and slowest tests in $OUT/suite*.log;
@@ -18,7 +18,8 @@
 # bench/memory.py; model: bench/model.py ($OUT/model.*); decode: bench/decode.py ($OUT/decode.*);
 # dsweep: the decode split-count sweep (bench/decode_sweep.py); decodegap: where a decode call's fixed
 # cost goes, ours and cuDNN's (bench/decode_gap.py);
-# sm80tune / fp32test: the standalone kernel harnesses.
+# sm80tune / fp32test: the standalone kernel harnesses; quant: the Hopper grid's last round, split by
+# the rule, whole and forced into 2-4 parts (bench/sm90/quant.py).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}
@@ -63,6 +64,7 @@ for stage in "$@"; do
     decode) python3 -m bench.decode --out "$OUT/decode" 2>&1 | tail -30 ;;
     decodegap) python3 -m bench.decode_gap 2>&1 | tee "$OUT/decode_gap.log" | tail -20 ;;
     dsweep) python3 -m bench.decode_sweep 2>&1 | tee "$OUT/decode_sweep.log" | tail -30 ;;
+    quant) python3 -m bench.sm90.quant --parts 2 3 4 2>&1 | tee "$OUT/quant.txt" | tail -12 ;;
     sm80tune) bash bench/sm80/run.sh 2>&1 | tee "$OUT/sm80tune.log" | tail -60 ;;
     fp32test) bash bench/fp32/run.sh 2>&1 | tee "$OUT/fp32test.log" | tail -60 ;;
     *) echo "unknown stage $stage"; status=2 ;;
