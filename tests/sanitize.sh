@@ -6,7 +6,8 @@
 #
 #     tests/sanitize.sh            # all four tools
 #     tests/sanitize.sh memcheck   # one tool
-#     SANITIZE_ONLY=kvcache tests/sanitize.sh   # the decode cases only (sm90: the Hopper kernel's)
+#     SANITIZE_ONLY=kvcache tests/sanitize.sh   # the decode cases only
+#     SANITIZE_ONLY=sm90 tests/sanitize.sh memcheck racecheck synccheck   # the Hopper kernel's only
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The repository root on the path: an in-place build (setup.py build_ext --inplace) imports from here.
