@@ -120,6 +120,42 @@ typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
 #define FA_SM90_LAZY 0
 #endif
 
+/* Q a tile ahead: with two Q buffers, the producer loads the next tile's Q halfway through this
+ * tile's key blocks (0: when it reaches the next tile, after this one's last K/V loads). */
+#ifndef FA_SM90_Q_AHEAD
+#define FA_SM90_Q_AHEAD 0
+#endif
+/* The O store's wait for the TMA to have read shared memory moved into the next tile, after its
+ * first Q Kᵀ is issued (two Q buffers only; 0: at the end of the tile). */
+#ifndef FA_SM90_STORE_DEFER
+#define FA_SM90_STORE_DEFER 0
+#endif
+
+/* FA_SM90_TRACE (bench/sm90/trace.py): clock64 stamps per CTA, tile and warpgroup into the buffer
+ * fa_sm90_trace_set gives: [CTA][tile < FA_SM90_TRACE_TILES][warpgroup][8]. */
+#ifdef FA_SM90_TRACE
+#define FA_SM90_TRACE_TILES 64
+__device__ long long *fa_sm90_trace_buf;
+#define SM90_TRACE(it, slot)                                                                        \
+    do {                                                                                            \
+        if (fa_sm90_trace_buf != nullptr && threadIdx.x % 128 == 0 && (it) < FA_SM90_TRACE_TILES)   \
+            fa_sm90_trace_buf[((blockIdx.x * FA_SM90_TRACE_TILES + (it)) * 4 + threadIdx.x / 128) * 8 + (slot)] = \
+                clock64();                                                                          \
+    } while (0)
+#define SM90_TRACE_NS(it, slot)                                                                     \
+    do {                                                                                            \
+        if (fa_sm90_trace_buf != nullptr && threadIdx.x % 128 == 0 && (it) < FA_SM90_TRACE_TILES) { \
+            unsigned long long ns;                                                                  \
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));                                  \
+            fa_sm90_trace_buf[((blockIdx.x * FA_SM90_TRACE_TILES + (it)) * 4 + threadIdx.x / 128) * 8 + (slot)] = \
+                (long long)ns;                                                                      \
+        }                                                                                           \
+    } while (0)
+#else
+#define SM90_TRACE(it, slot)
+#define SM90_TRACE_NS(it, slot)
+#endif
+
 /* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
  * params with scalars derived on the host. */
 typedef struct {
@@ -488,6 +524,8 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 {
 #ifdef FA_SM90_DEVICE
     constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, PANELS = C::PANELS;
+    constexpr bool Q_AHEAD = FA_SM90_Q_AHEAD && C::QBUFS == 2;
+    constexpr bool STORE_DEFER = FA_SM90_STORE_DEFER && C::QBUFS == 2;
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
@@ -522,12 +560,16 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             const int b = w.tp.b, h = w.tp.h, hk = w.tp.hk, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
             const int qb = it % C::QBUFS;
             const uint32_t q_parity = (it / C::QBUFS) & 1;
+            SM90_TRACE(it, 0);
             /* Q buffer qb is free once every consumer has stored the O it staged there. */
-            mbar_wait(&s.empty_q[qb], q_parity ^ 1);
-            mbar_expect_tx(&s.full_q[qb], BM * D * 2);
+            if (!Q_AHEAD || it == 0) {
+                mbar_wait(&s.empty_q[qb], q_parity ^ 1);
+                mbar_expect_tx(&s.full_q[qb], BM * D * 2);
 #pragma unroll
-            for (int pn = 0; pn < PANELS; pn++)
-                tma_load(s.q[qb][pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q[qb]);
+                for (int pn = 0; pn < PANELS; pn++)
+                    tma_load(s.q[qb][pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q[qb]);
+            }
+            SM90_TRACE(it, 1);
             for (int kb = 0; kb < n_blocks; kb++) {
                 const int st = (kc + kb) % STAGES;
                 const uint32_t parity = (((kc + kb) / STAGES) & 1) ^ 1;
@@ -541,7 +583,19 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 #pragma unroll
                 for (int pn = 0; pn < PANELS; pn++)
                     tma_load(s.v[st][pn], &a.tm_v, 64 * pn, (kb0 + kb) * BN, hk, b, &s.full_v[st]);
+                /* Q a tile ahead: halfway through this tile, into the other buffer. */
+                const int64_t next = Q_AHEAD && kb == n_blocks / 2 ? cta_tile(a, it + 1) : a.n_items;
+                if (next < a.n_items) {
+                    const sm90_item wn = item_pos<C, SPLIT>(a, next);
+                    const int qn = (it + 1) % C::QBUFS;
+                    mbar_wait(&s.empty_q[qn], (((it + 1) / C::QBUFS) & 1) ^ 1);
+                    mbar_expect_tx(&s.full_q[qn], BM * D * 2);
+#pragma unroll
+                    for (int pn = 0; pn < PANELS; pn++)
+                        tma_load(s.q[qn][pn], &a.tm_q, 64 * pn, wn.tp.m0, wn.tp.h, wn.tp.b, &s.full_q[qn]);
+                }
             }
+            SM90_TRACE(it, 2);
             kc += n_blocks;
         }
         return;
@@ -549,6 +603,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
+    bool stored = false;                                    /* STORE_DEFER: the last item's O store */
     for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
         const sm90_item w = item_pos<C, SPLIT>(a, item);
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
@@ -586,7 +641,10 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             turn_pass(0);
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, c};
 
+        SM90_TRACE_NS(it, 6);
+        SM90_TRACE(it, 0);
         mbar_wait(&s.full_q[qb], q_parity);
+        SM90_TRACE(it, 1);
         /* Block 0: S_0 = Q K_0ᵀ, P_0. */
         {
             const int st = kc % STAGES;
@@ -596,12 +654,19 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
             if (pp)
                 turn_pass(next_cw);
+            /* The previous item's O has been read out of its Q buffer: the producer may refill it. */
+            if (STORE_DEFER && stored && threadIdx.x % 128 == 0) {
+                asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+                mbar_arrive(&s.empty_q[(it + 1) % C::QBUFS]);
+            }
+            stored = false;
             wgmma_wait<0>();
             reg_fence(r_s);
             release(&s.empty_k[st], lane);
         }
         sm90_softmax<C>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
         pack_p<T, BN>(r_p, r_s);
+        SM90_TRACE(it, 2);
         /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
          * S_kb waits only for the first, so it overlaps the second, and O is rescaled once the second
          * has completed. The last block's P V follows the loop. */
@@ -627,6 +692,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             rescale<C>(r_o, alpha);
             pack_p<T, BN>(r_p, r_s);
         }
+        SM90_TRACE(it, 3);
         {
             const int st = (kc + n_act - 1) % STAGES;
             mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);
@@ -650,6 +716,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             release(&s.empty_v[st], lane);
         }
         kc += n_blocks;
+        SM90_TRACE(it, 4);
 
         /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. */
         float inv_l[2];
@@ -683,6 +750,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             warpgroup_bar(1 + cw);
             if (threadIdx.x % 128 == 0)
                 mbar_arrive(&s.empty_q[qb]);
+            SM90_TRACE(it, 5);
             continue;
         }
 
@@ -706,10 +774,15 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             for (int pn = 0; pn < PANELS; pn++)
                 tma_store(&a.tm_o, &s.q[qb][pn][64 * cw][0], 64 * pn, row_first, h, b);
             asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-            /* Shared memory must outlive the store's reads of it; then the producer may refill it. */
-            asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-            mbar_arrive(&s.empty_q[qb]);
+            /* Shared memory must outlive the store's reads of it; then the producer may refill it
+             * (STORE_DEFER: after the next item's first Q Kᵀ is issued, or below). */
+            if (!STORE_DEFER || last_tile) {
+                asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+                mbar_arrive(&s.empty_q[qb]);
+            }
         }
+        stored = true;
+        SM90_TRACE(it, 5);
     }
 #endif /* FA_SM90_DEVICE */
 }
@@ -1021,6 +1094,14 @@ static int sm90_dispatch(const fa_params *p, void *scratch, size_t scratch_bytes
     return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256>(p, scratch, scratch_bytes, need, stream)
                 : sm90_launch<__half, sm90_tile_d256>(p, scratch, scratch_bytes, need, stream);
 }
+
+#ifdef FA_SM90_TRACE
+extern "C" int fa_sm90_trace_set(void *buf)
+{
+    long long *p = (long long *)buf;
+    return cudaMemcpyToSymbol(fa_sm90_trace_buf, &p, sizeof p) != cudaSuccess;
+}
+#endif
 
 extern "C" int fa_sm90_forward_scratch(const fa_params *p, void *scratch, size_t scratch_bytes, cudaStream_t stream)
 {

@@ -1,0 +1,150 @@
+"""Where a Hopper tile's time goes: clock64 stamps from inside the kernel (csrc/fa_sm90.cu built
+with FA_SM90_TRACE), per CTA, tile and warpgroup, summarised as medians over the tiles.
+
+Consumer phases of one tile (µs): qwait (its Q to land), first (block 0: Q Kᵀ, its turn, softmax),
+loop (blocks 1..n-1, also per block), last (the last P V), epi (O normalised, staged, stored), gap
+(to the next tile's start). fixed = tile − n · per-block: what the tile costs beyond its blocks.
+Producer: the span of its loads per tile. The kernel's span and each CTA's end (globaltimer) show
+the rounds. On the H200, after the build:
+
+    python3 bench/sm90/trace.py [--shapes 4x16x4096 1x16x16384] [--d 128] [--causal]
+"""
+import argparse
+import ctypes
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+TILES = 64          # FA_SM90_TRACE_TILES
+BUILD = os.environ.get("BUILD", "/tmp/sm90_trace")
+
+
+def tile_of(d, causal, nk):
+    """(BM, BN) of the tile sm90_dispatch picks (csrc/fa_sm90.cu)."""
+    if d <= 64:
+        return (128, 128) if causal else (192, 128)
+    if d <= 128:
+        return (192, 80) if not causal and nk >= 2048 else (128, 128)
+    return (128, 80)
+
+
+def build(defines):
+    os.makedirs(BUILD, exist_ok=True)
+    so = f"{BUILD}/trace{''.join(d.replace('=', '') for d in defines)}.so"
+    cmd = ["nvcc", "-std=c++17", "-O3", "-DNDEBUG", "-shared", "-Xcompiler", "-fPIC",
+           "-gencode=arch=compute_90a,code=sm_90a", "-Icsrc", "-DFA_SM90_TRACE"] + \
+          [f"-DFA_SM90_{d}" for d in defines] + ["csrc/fa_sm90.cu", "-o", so]
+    if not (os.environ.get("TRACE_PREBUILT") and os.path.exists(so)):
+        subprocess.run(cmd, check=True)
+    return so
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def run(lib, B, H, N, d, causal, sms):
+    from triton.testing import do_bench
+    from tune import call
+    assert not causal or N <= 4096, "persistent grids only (one CTA per tile past 4k causal keys)"
+    q, k, v = (torch.randn(B, H, N, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    o = torch.empty_like(q)
+    buf = torch.zeros(sms * TILES * 4 * 8, dtype=torch.int64, device="cuda")
+    flops = 4 * B * H * N * N * d / (2 if causal else 1)
+    lib.fa_sm90_trace_set(ctypes.c_void_p(0))
+    ms = do_bench(lambda: call(lib, q, k, v, o, causal), warmup=25, rep=100)
+    lib.fa_sm90_trace_set(ctypes.c_void_p(buf.data_ptr()))
+    ms_traced = do_bench(lambda: call(lib, q, k, v, o, causal), warmup=5, rep=20)
+    buf.zero_()
+    call(lib, q, k, v, o, causal)
+    torch.cuda.synchronize()
+    lib.fa_sm90_trace_set(ctypes.c_void_p(0))
+    t = buf.view(sms, TILES, 4, 8).cpu().tolist()
+
+    BM, BN = tile_of(d, causal, N)
+    cons = BM // 64
+    n_q = -(-N // BM)
+    n_tiles = B * H * n_q
+    grid = min(sms, n_tiles)
+    # clock rate from each consumer's first and last tile start (clock64 in slot 0, ns in slot 6)
+    rates = []
+    for c in range(grid):
+        its = [i for i in range(TILES) if t[c][i][1][6]]
+        if len(its) >= 2:
+            a, b = t[c][its[0]][1], t[c][its[-1]][1]
+            if b[6] > a[6]:
+                rates.append((b[0] - a[0]) / (b[6] - a[6]))
+    ghz = med(rates)
+    us = lambda cyc: cyc / ghz / 1e3  # noqa: E731
+    ph = {}
+    ends, starts = [], []
+    for c in range(grid):
+        its = [i for i in range(TILES) if t[c][i][1][6]]
+        if not its:
+            continue
+        starts.append(t[c][its[0]][1][6])
+        last = t[c][its[-1]][1]
+        ends.append(last[6] + us(last[5] - last[0]) * 1e3)
+        for i in its[:-1]:
+            tile = c + i * grid
+            rank = tile % n_q
+            kind = "partial" if (N % BM and rank == n_q - 1) else "full"
+            nb = -(-min(N, (n_q - 1 - rank) * BM + BM if causal else N) // BN)
+            for wg in range(1, cons + 1):
+                s, nxt = t[c][i][wg], t[c][i + 1][wg]
+                loop = s[3] - s[2]
+                per = loop / (nb - 1) if nb > 1 else float("nan")
+                row = {"qwait": s[1] - s[0], "first": s[2] - s[1], "loop": loop, "per_block": per,
+                       "last": s[4] - s[3], "epi": s[5] - s[4], "gap": nxt[0] - s[5], "tile": nxt[0] - s[0],
+                       "fixed": (nxt[0] - s[0]) - nb * per}
+                for key, x in row.items():
+                    ph.setdefault((kind, wg, key), []).append(us(x))
+            p0, pn = t[c][i][0], t[c][i + 1][0]
+            for key, x in {"prod_q": p0[1] - p0[0], "prod_kv": p0[2] - p0[1], "prod_tile": pn[0] - p0[0]}.items():
+                ph.setdefault((kind, 0, key), []).append(us(x))
+    span = (max(ends) - min(starts)) / 1e3
+    print(f"\nB={B} H={H} N={N} d={d} causal={int(causal)}: BM={BM} BN={BN}, {n_tiles} tiles on {grid} CTAs "
+          f"({n_tiles / grid:.2f} rounds); {flops / ms / 1e9:.1f} TFLOP/s untraced, {flops / ms_traced / 1e9:.1f} "
+          f"traced; clock {ghz:.3f} GHz; traced span {span:.1f} µs (call {ms * 1e3:.1f} µs)")
+    ends_us = sorted((e - min(starts)) / 1e3 for e in ends)
+    print(f"  CTA ends (µs from the first start): min {ends_us[0]:.1f}, 10% {ends_us[len(ends_us) // 10]:.1f}, "
+          f"median {med(ends_us):.1f}, 90% {ends_us[9 * len(ends_us) // 10]:.1f}, max {ends_us[-1]:.1f}")
+    keys = ["tile", "fixed", "per_block", "qwait", "first", "loop", "last", "epi", "gap"]
+    for kind in ("full", "partial"):
+        for wg in range(1, cons + 1):
+            if (kind, wg, "tile") in ph:
+                n = len(ph[(kind, wg, "tile")])
+                print(f"  {kind:7} wg{wg} ({n:4} tiles) " +
+                      " ".join(f"{key} {med(ph[(kind, wg, key)]):6.2f}" for key in keys))
+        if (kind, 0, "prod_tile") in ph:
+            print(f"  {kind:7} producer        " +
+                  " ".join(f"{key} {med(ph[(kind, 0, key)]):6.2f}" for key in ("prod_tile", "prod_q", "prod_kv")))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shapes", nargs="+", default=["4x16x4096", "4x18x4096", "2x16x8192", "1x16x16384"])
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--causal", action="store_true")
+    ap.add_argument("--defines", nargs="*", default=[], help="e.g. Q_AHEAD=1 STORE_DEFER=1")
+    ap.add_argument("--build-only", action="store_true")
+    args = ap.parse_args()
+    so = build(args.defines)
+    if args.build_only:
+        return
+    lib = ctypes.CDLL(so)
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"trace build: {' '.join(args.defines) or 'defaults'}")
+    for shape in args.shapes:
+        B, H, N = (int(x) for x in shape.split("x"))
+        run(lib, B, H, N, args.d, args.causal, sms)
+
+
+if __name__ == "__main__":
+    main()
