@@ -105,7 +105,11 @@ typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUM
 #ifndef FA_SM90_LONG_NK
 #define FA_SM90_LONG_NK 2048
 #endif
-typedef sm90_tile<128, 80, 2, 3, 1> sm90_tile_d128_long;
+#ifndef FA_SM90_D128L_BN
+#define FA_SM90_D128L_BN 80
+#define FA_SM90_D128L_STAGES 2
+#endif
+typedef sm90_tile<128, FA_SM90_D128L_BN, FA_SM90_D128L_STAGES, 3, 1> sm90_tile_d128_long;
 /* d = 64, causal, up to FA_SM90_D64_SHORT_CAUSAL query rows: 2 consumers (BM = 128). tune.py,
  * bf16, causal: 1k +13 % over the 3-consumer tile, 2k −4 % (bench/LOG.md, 2026-11-30). */
 #ifndef FA_SM90_D64_SHORT_CAUSAL
@@ -131,29 +135,40 @@ typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
 #define FA_SM90_STORE_DEFER 0
 #endif
 
-/* FA_SM90_TRACE (bench/sm90/trace.py): clock64 stamps per CTA, tile and warpgroup into the buffer
- * fa_sm90_trace_set gives: [CTA][tile < FA_SM90_TRACE_TILES][warpgroup][8]. */
+/* FA_SM90_TRACE (bench/sm90/trace.py): stamps per CTA, tile and warpgroup into the buffer
+ * fa_sm90_trace_set gives, [CTA][tile < FA_SM90_TRACE_TILES][warpgroup][16]: clock64 at points of
+ * the tile, %globaltimer once, and the cycles a consumer spent in its main loop's waits. */
 #ifdef FA_SM90_TRACE
 #define FA_SM90_TRACE_TILES 64
 __device__ long long *fa_sm90_trace_buf;
-#define SM90_TRACE(it, slot)                                                                        \
-    do {                                                                                            \
-        if (fa_sm90_trace_buf != nullptr && threadIdx.x % 128 == 0 && (it) < FA_SM90_TRACE_TILES)   \
-            fa_sm90_trace_buf[((blockIdx.x * FA_SM90_TRACE_TILES + (it)) * 4 + threadIdx.x / 128) * 8 + (slot)] = \
-                clock64();                                                                          \
-    } while (0)
-#define SM90_TRACE_NS(it, slot)                                                                     \
-    do {                                                                                            \
-        if (fa_sm90_trace_buf != nullptr && threadIdx.x % 128 == 0 && (it) < FA_SM90_TRACE_TILES) { \
-            unsigned long long ns;                                                                  \
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));                                  \
-            fa_sm90_trace_buf[((blockIdx.x * FA_SM90_TRACE_TILES + (it)) * 4 + threadIdx.x / 128) * 8 + (slot)] = \
-                (long long)ns;                                                                      \
-        }                                                                                           \
+__device__ __forceinline__ void sm90_trace_put(int it, int slot, long long x)
+{
+    if (fa_sm90_trace_buf != nullptr && threadIdx.x % 128 == 0 && it < FA_SM90_TRACE_TILES)
+        fa_sm90_trace_buf[((blockIdx.x * FA_SM90_TRACE_TILES + it) * 4 + threadIdx.x / 128) * 16 + slot] = x;
+}
+__device__ __forceinline__ long long sm90_globaltimer(void)
+{
+    unsigned long long ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    return (long long)ns;
+}
+#define SM90_TRACE(it, slot) sm90_trace_put((it), (slot), clock64())
+#define SM90_TRACE_NS(it, slot) sm90_trace_put((it), (slot), sm90_globaltimer())
+#define SM90_TRACE_VAR(v) long long v = 0
+#define SM90_TRACE_PUT4(it, a, b, c, d) \
+    (sm90_trace_put((it), 8, (a)), sm90_trace_put((it), 9, (b)), sm90_trace_put((it), 10, (c)), sm90_trace_put((it), 11, (d)))
+#define SM90_TIMED(acc, stmt)                   \
+    do {                                        \
+        const long long t0_ = clock64();        \
+        stmt;                                   \
+        acc += clock64() - t0_;                 \
     } while (0)
 #else
 #define SM90_TRACE(it, slot)
 #define SM90_TRACE_NS(it, slot)
+#define SM90_TRACE_VAR(v)
+#define SM90_TRACE_PUT4(it, a, b, c, d)
+#define SM90_TIMED(acc, stmt) stmt
 #endif
 
 /* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
@@ -608,6 +623,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         const sm90_item w = item_pos<C, SPLIT>(a, item);
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
+        SM90_TRACE(it, 12);
         const int qb = it % C::QBUFS;
         const uint32_t q_parity = (it / C::QBUFS) & 1;
         const int cw = wg - 1;                              /* consumer cw: rows 64cw.. of the tile */
@@ -670,22 +686,26 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
          * S_kb waits only for the first, so it overlaps the second, and O is rescaled once the second
          * has completed. The last block's P V follows the loop. */
+        SM90_TRACE_VAR(tr_kv);
+        SM90_TRACE_VAR(tr_turn);
+        SM90_TRACE_VAR(tr_qk);
+        SM90_TRACE_VAR(tr_pv);
         for (int kb = 1; kb < n_act; kb++) {
             const int st = (kc + kb) % STAGES, pst = (kc + kb - 1) % STAGES;
-            mbar_wait(&s.full_k[st], ((kc + kb) / STAGES) & 1);
-            mbar_wait(&s.full_v[pst], ((kc + kb - 1) / STAGES) & 1);
+            SM90_TIMED(tr_kv, mbar_wait(&s.full_k[st], ((kc + kb) / STAGES) & 1);
+                              mbar_wait(&s.full_v[pst], ((kc + kb - 1) / STAGES) & 1));
             if (pp)
-                turn_wait(cw);
+                SM90_TIMED(tr_turn, turn_wait(cw));
             issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
             issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
             if (pp)
                 turn_pass(next_cw);
-            wgmma_wait<1>();                                /* S_kb is ready, P V may still run */
+            SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
             reg_fence(r_s);
             release(&s.empty_k[st], lane);
             sm90_softmax<C>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
             softmax_done<C>(l_i);
-            wgmma_wait<0>();                                /* O += P_(kb−1) V_(kb−1) is done */
+            SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
             reg_fence_u(r_p);
             release(&s.empty_v[pst], lane);
@@ -693,6 +713,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             pack_p<T, BN>(r_p, r_s);
         }
         SM90_TRACE(it, 3);
+        SM90_TRACE_PUT4(it, tr_kv, tr_turn, tr_qk, tr_pv);
         {
             const int st = (kc + n_act - 1) % STAGES;
             mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);

@@ -4,7 +4,10 @@ with FA_SM90_TRACE), per CTA, tile and warpgroup, summarised as medians over the
 Consumer phases of one tile (µs): qwait (its Q to land), first (block 0: Q Kᵀ, its turn, softmax),
 loop (blocks 1..n-1, also per block), last (the last P V), epi (O normalised, staged, stored), gap
 (to the next tile's start). fixed = tile − n · per-block: what the tile costs beyond its blocks.
-Producer: the span of its loads per tile. The kernel's span and each CTA's end (globaltimer) show
+next_item: from the end of the epilogue to
+the next item's position computed. Waits per block of the main loop: kv (the K and V stages to
+land), turn (ping-pong), qk (Q Kᵀ to complete), pv (P V to complete). Producer: the span of its
+loads per tile. The kernel's span and each CTA's end (globaltimer) show
 the rounds. On the H200, after the build:
 
     python3 bench/sm90/trace.py [--shapes 4x16x4096 1x16x16384] [--d 128] [--causal]
@@ -25,12 +28,13 @@ TILES = 64          # FA_SM90_TRACE_TILES
 BUILD = os.environ.get("BUILD", "/tmp/sm90_trace")
 
 
-def tile_of(d, causal, nk):
+def tile_of(d, causal, nk, defines):
     """(BM, BN) of the tile sm90_dispatch picks (csrc/fa_sm90.cu)."""
     if d <= 64:
         return (128, 128) if causal else (192, 128)
     if d <= 128:
-        return (192, 80) if not causal and nk >= 2048 else (128, 128)
+        bn = int(dict(x.split("=") for x in defines).get("D128L_BN", 80))
+        return (192, bn) if not causal and nk >= 2048 else (128, 128)
     return (128, 80)
 
 
@@ -49,13 +53,13 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 
 
-def run(lib, B, H, N, d, causal, sms):
+def run(lib, B, H, N, d, causal, sms, defines):
     from triton.testing import do_bench
     from tune import call
     assert not causal or N <= 4096, "persistent grids only (one CTA per tile past 4k causal keys)"
     q, k, v = (torch.randn(B, H, N, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
     o = torch.empty_like(q)
-    buf = torch.zeros(sms * TILES * 4 * 8, dtype=torch.int64, device="cuda")
+    buf = torch.zeros(sms * TILES * 4 * 16, dtype=torch.int64, device="cuda")
     flops = 4 * B * H * N * N * d / (2 if causal else 1)
     lib.fa_sm90_trace_set(ctypes.c_void_p(0))
     ms = do_bench(lambda: call(lib, q, k, v, o, causal), warmup=25, rep=100)
@@ -65,9 +69,9 @@ def run(lib, B, H, N, d, causal, sms):
     call(lib, q, k, v, o, causal)
     torch.cuda.synchronize()
     lib.fa_sm90_trace_set(ctypes.c_void_p(0))
-    t = buf.view(sms, TILES, 4, 8).cpu().tolist()
+    t = buf.view(sms, TILES, 4, 16).cpu().tolist()
 
-    BM, BN = tile_of(d, causal, N)
+    BM, BN = tile_of(d, causal, N, defines)
     cons = BM // 64
     n_q = -(-N // BM)
     n_tiles = B * H * n_q
@@ -102,7 +106,9 @@ def run(lib, B, H, N, d, causal, sms):
                 per = loop / (nb - 1) if nb > 1 else float("nan")
                 row = {"qwait": s[1] - s[0], "first": s[2] - s[1], "loop": loop, "per_block": per,
                        "last": s[4] - s[3], "epi": s[5] - s[4], "gap": nxt[0] - s[5], "tile": nxt[0] - s[0],
-                       "fixed": (nxt[0] - s[0]) - nb * per}
+                       "fixed": (nxt[0] - s[0]) - nb * per, "next_item": nxt[12] - s[5],
+                       "w_kv": s[8] / (nb - 1), "w_turn": s[9] / (nb - 1), "w_qk": s[10] / (nb - 1),
+                       "w_pv": s[11] / (nb - 1)}
                 for key, x in row.items():
                     ph.setdefault((kind, wg, key), []).append(us(x))
             p0, pn = t[c][i][0], t[c][i + 1][0]
@@ -115,13 +121,16 @@ def run(lib, B, H, N, d, causal, sms):
     ends_us = sorted((e - min(starts)) / 1e3 for e in ends)
     print(f"  CTA ends (µs from the first start): min {ends_us[0]:.1f}, 10% {ends_us[len(ends_us) // 10]:.1f}, "
           f"median {med(ends_us):.1f}, 90% {ends_us[9 * len(ends_us) // 10]:.1f}, max {ends_us[-1]:.1f}")
-    keys = ["tile", "fixed", "per_block", "qwait", "first", "loop", "last", "epi", "gap"]
+    keys = ["tile", "fixed", "per_block", "qwait", "first", "loop", "last", "epi", "gap", "next_item"]
+    wkeys = ["w_kv", "w_turn", "w_qk", "w_pv"]
     for kind in ("full", "partial"):
         for wg in range(1, cons + 1):
             if (kind, wg, "tile") in ph:
                 n = len(ph[(kind, wg, "tile")])
                 print(f"  {kind:7} wg{wg} ({n:4} tiles) " +
                       " ".join(f"{key} {med(ph[(kind, wg, key)]):6.2f}" for key in keys))
+                print(f"  {kind:7} wg{wg} waits per block (µs): " +
+                      " ".join(f"{key[2:]} {med(ph[(kind, wg, key)]):6.3f}" for key in wkeys))
         if (kind, 0, "prod_tile") in ph:
             print(f"  {kind:7} producer        " +
                   " ".join(f"{key} {med(ph[(kind, 0, key)]):6.2f}" for key in ("prod_tile", "prod_q", "prod_kv")))
@@ -143,7 +152,7 @@ def main():
     print(f"trace build: {' '.join(args.defines) or 'defaults'}")
     for shape in args.shapes:
         B, H, N = (int(x) for x in shape.split("x"))
-        run(lib, B, H, N, args.d, args.causal, sms)
+        run(lib, B, H, N, args.d, args.causal, sms, args.defines)
 
 
 if __name__ == "__main__":
