@@ -124,15 +124,12 @@ typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
 #define FA_SM90_LAZY 0
 #endif
 
-/* Q a tile ahead: with two Q buffers, the producer loads the next tile's Q halfway through this
- * tile's key blocks (0: when it reaches the next tile, after this one's last K/V loads). */
-#ifndef FA_SM90_Q_AHEAD
-#define FA_SM90_Q_AHEAD 0
-#endif
-/* The O store's wait for the TMA to have read shared memory moved into the next tile, after its
- * first Q Kᵀ is issued (two Q buffers only; 0: at the end of the tile). */
+/* With two Q buffers, a tile's O store is waited for (the TMA done reading the shared memory it
+ * is staged in, so that the producer may load a later Q there) in the next tile, once that
+ * tile's first Q Kᵀ is issued, instead of at the end of the tile. tune.py, d = 128, bf16, three
+ * calls: geomean +0.7 to +1.3 %, causal 2k up to +3.5 % (bench/LOG.md, 2026-12-01); 0: off. */
 #ifndef FA_SM90_STORE_DEFER
-#define FA_SM90_STORE_DEFER 0
+#define FA_SM90_STORE_DEFER 1
 #endif
 
 /* FA_SM90_TRACE (bench/sm90/trace.py): stamps per CTA, tile and warpgroup into the buffer
@@ -171,6 +168,27 @@ __device__ __forceinline__ long long sm90_globaltimer(void)
 #define SM90_TIMED(acc, stmt) stmt
 #endif
 
+/* Division by a divisor fixed at launch, for the tile positions (tile_pos): for 0 <= n < 2³¹,
+ * n / d = umulhi(n, mul) >> shift with mul = ceil(2^(31 + l) / d) < 2³², l = ceil(log2 d),
+ * shift = l − 1 (d = 1: n itself). Granlund and Montgomery's method; the 64-bit divisions it
+ * replaces cost each consumer ~0.5 µs per tile (bench/sm90/trace.py). */
+typedef struct {
+    uint32_t d, mul, shift;
+} sm90_divisor;
+
+static sm90_divisor sm90_divisor_make(uint32_t d)
+{
+    sm90_divisor x = {d, 0, 0};
+    if (d > 1) {
+        uint32_t l = 0;
+        while ((1ull << l) < d)
+            l++;
+        x.mul = (uint32_t)(((1ull << (31 + l)) + d - 1) / d);
+        x.shift = l - 1;
+    }
+    return x;
+}
+
 /* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
  * params with scalars derived on the host. */
 typedef struct {
@@ -178,9 +196,8 @@ typedef struct {
     fa_params p;
     float scale_log2;                    /* scale · log2(e), at least FLT_MIN */
     int64_t n_q_tiles;                   /* ceil(Nq / BM) */
-    int64_t q_per_kv;                    /* Hq / Hkv */
-    int64_t first_block;                 /* index of this launch's first CTA in the flattened grid */
-    int64_t n_tiles;                     /* B · Hq · n_q_tiles */
+    int64_t n_tiles;                     /* B · Hq · n_q_tiles, less than 2²⁹ (sm90_launch) */
+    sm90_divisor div_q_tiles, div_bh, div_hq, div_q_per_kv;  /* n_q_tiles, B · Hq, Hq, Hq / Hkv */
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
     int rank_major;                      /* tile order: see tile_pos */
     int snake;                           /* every other pass of the grid runs backwards: cta_tile */
@@ -477,18 +494,29 @@ typedef struct {
     int b, h, hk, m0, n_blocks;
 } sm90_tile_pos;
 
+__device__ __forceinline__ uint32_t fast_div(const sm90_divisor &x, uint32_t n)
+{
+    return x.d == 1 ? n : __umulhi(n, x.mul) >> x.shift;
+}
+
 template <class C>
 __device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t tile)
 {
     sm90_tile_pos tp;
-    const bool rank_major = a.rank_major;
-    const int64_t n_bh = a.n_tiles / a.n_q_tiles;
-    const int64_t rank = rank_major ? tile / n_bh : tile % a.n_q_tiles;
-    tp.bh = rank_major ? tile % n_bh : tile / a.n_q_tiles;
-    tp.m0 = (int)(a.p.causal ? a.n_q_tiles - 1 - rank : rank) * C::BM;
-    tp.b = (int)(tp.bh / a.p.Hq);
-    tp.h = (int)(tp.bh % a.p.Hq);
-    tp.hk = (int)(tp.h / a.q_per_kv);
+    const uint32_t t = (uint32_t)tile;
+    uint32_t rank, bh;
+    if (a.rank_major) {
+        rank = fast_div(a.div_bh, t);
+        bh = t - rank * a.div_bh.d;
+    } else {
+        bh = fast_div(a.div_q_tiles, t);
+        rank = t - bh * a.div_q_tiles.d;
+    }
+    tp.bh = bh;
+    tp.m0 = (int)(a.p.causal ? a.div_q_tiles.d - 1 - rank : rank) * C::BM;
+    tp.b = (int)fast_div(a.div_hq, bh);
+    tp.h = (int)(bh - (uint32_t)tp.b * a.div_hq.d);
+    tp.hk = (int)fast_div(a.div_q_per_kv, (uint32_t)tp.h);
     const int kv_end = a.p.causal ? min((int)a.p.Nk, tp.m0 + C::BM) : (int)a.p.Nk;
     tp.n_blocks = (kv_end + C::BN - 1) / C::BN;
     return tp;
@@ -524,13 +552,13 @@ __device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
 }
 
 /* This CTA's it-th tile (n_tiles or more once it has none left). Pass it of the grid over the
- * tile sequence covers first_block + it·tile_stride onwards, CTA c taking its c-th tile; with
+ * tile sequence covers it·tile_stride onwards, CTA c taking its c-th tile; with
  * a.snake odd passes run backwards, so a CTA that took a heavy tile then takes a light one. A pass
  * lies wholly after the previous one, so the first tile past the end ends the walk. */
 __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
 {
     const int64_t c = blockIdx.x;
-    return a.first_block + (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
+    return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
 template <typename T, class C, bool SPLIT>
@@ -539,7 +567,6 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 {
 #ifdef FA_SM90_DEVICE
     constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, PANELS = C::PANELS;
-    constexpr bool Q_AHEAD = FA_SM90_Q_AHEAD && C::QBUFS == 2;
     constexpr bool STORE_DEFER = FA_SM90_STORE_DEFER && C::QBUFS == 2;
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -577,13 +604,11 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             const uint32_t q_parity = (it / C::QBUFS) & 1;
             SM90_TRACE(it, 0);
             /* Q buffer qb is free once every consumer has stored the O it staged there. */
-            if (!Q_AHEAD || it == 0) {
-                mbar_wait(&s.empty_q[qb], q_parity ^ 1);
-                mbar_expect_tx(&s.full_q[qb], BM * D * 2);
+            mbar_wait(&s.empty_q[qb], q_parity ^ 1);
+            mbar_expect_tx(&s.full_q[qb], BM * D * 2);
 #pragma unroll
-                for (int pn = 0; pn < PANELS; pn++)
-                    tma_load(s.q[qb][pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q[qb]);
-            }
+            for (int pn = 0; pn < PANELS; pn++)
+                tma_load(s.q[qb][pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q[qb]);
             SM90_TRACE(it, 1);
             for (int kb = 0; kb < n_blocks; kb++) {
                 const int st = (kc + kb) % STAGES;
@@ -598,17 +623,6 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 #pragma unroll
                 for (int pn = 0; pn < PANELS; pn++)
                     tma_load(s.v[st][pn], &a.tm_v, 64 * pn, (kb0 + kb) * BN, hk, b, &s.full_v[st]);
-                /* Q a tile ahead: halfway through this tile, into the other buffer. */
-                const int64_t next = Q_AHEAD && kb == n_blocks / 2 ? cta_tile(a, it + 1) : a.n_items;
-                if (next < a.n_items) {
-                    const sm90_item wn = item_pos<C, SPLIT>(a, next);
-                    const int qn = (it + 1) % C::QBUFS;
-                    mbar_wait(&s.empty_q[qn], (((it + 1) / C::QBUFS) & 1) ^ 1);
-                    mbar_expect_tx(&s.full_q[qn], BM * D * 2);
-#pragma unroll
-                    for (int pn = 0; pn < PANELS; pn++)
-                        tma_load(s.q[qn][pn], &a.tm_q, 64 * pn, wn.tp.m0, wn.tp.h, wn.tp.b, &s.full_q[qn]);
-                }
             }
             SM90_TRACE(it, 2);
             kc += n_blocks;
@@ -1022,6 +1036,12 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
     a.p = *p;
     a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;
     a.n_tiles = a.n_q_tiles * p->B * p->Hq;
+    if (a.n_tiles >= (1 << 29))                     /* items (up to 4 per tile) in 31 bits */
+        return FA_ERR_UNSUPPORTED;
+    a.div_q_tiles = sm90_divisor_make((uint32_t)a.n_q_tiles);
+    a.div_bh = sm90_divisor_make((uint32_t)(p->B * p->Hq));
+    a.div_hq = sm90_divisor_make((uint32_t)p->Hq);
+    a.div_q_per_kv = sm90_divisor_make((uint32_t)(p->Hq / p->Hkv));
     a.n_items = a.n_whole = a.n_tiles;
     a.parts = 1;
     int sms = 0;
@@ -1058,14 +1078,12 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
                     p->o_row_stride, 64))
         return FA_ERR_UNSUPPORTED;
     a.scale_log2 = fmaxf(p->scale * 1.4426950408889634f, FLT_MIN);
-    a.q_per_kv = p->Hq / p->Hkv;
 
     /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
-     * by sm90_merge_kernel). Else one CTA per tile, in launches of at most 2³¹−1 CTAs. */
+     * by sm90_merge_kernel). Else one CTA per tile. */
     if (sm90_persistent(p)) {
         const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
-        a.first_block = 0;
         a.tile_stride = grid;
         sm90_causal_order(&a, p);
         (a.parts > 1 ? kernel_split : kernel)<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
@@ -1080,14 +1098,8 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
         return FA_OK;
     }
     a.tile_stride = a.n_tiles;
-    for (int64_t first = 0; first < a.n_tiles; first += INT32_MAX) {
-        a.first_block = first;
-        const int64_t n = a.n_tiles - first < INT32_MAX ? a.n_tiles - first : INT32_MAX;
-        kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(a);
-        if (cudaGetLastError() != cudaSuccess)
-            return FA_ERR_CUDA;
-    }
-    return FA_OK;
+    kernel<<<(unsigned)a.n_tiles, C::THREADS, smem, stream>>>(a);
+    return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
 }
 
 /* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). */
