@@ -134,7 +134,7 @@ typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
 
 /* FA_SM90_TRACE (bench/sm90/trace.py): stamps per CTA, tile and warpgroup into the buffer
  * fa_sm90_trace_set gives, [CTA][tile < FA_SM90_TRACE_TILES][warpgroup][16]: clock64 at points of
- * the tile, %globaltimer once, and the cycles a consumer spent in its main loop's waits. */
+ * the tile, %globaltimer once, and the cycles a consumer spent in its main loop's waits, the tile's first row (slot 13). */
 #ifdef FA_SM90_TRACE
 #define FA_SM90_TRACE_TILES 64
 __device__ long long *fa_sm90_trace_buf;
@@ -152,6 +152,7 @@ __device__ __forceinline__ long long sm90_globaltimer(void)
 #define SM90_TRACE(it, slot) sm90_trace_put((it), (slot), clock64())
 #define SM90_TRACE_NS(it, slot) sm90_trace_put((it), (slot), sm90_globaltimer())
 #define SM90_TRACE_VAR(v) long long v = 0
+#define SM90_TRACE_VAL(it, slot, v) sm90_trace_put((it), (slot), (v))
 #define SM90_TRACE_PUT4(it, a, b, c, d) \
     (sm90_trace_put((it), 8, (a)), sm90_trace_put((it), 9, (b)), sm90_trace_put((it), 10, (c)), sm90_trace_put((it), 11, (d)))
 #define SM90_TIMED(acc, stmt)                   \
@@ -164,6 +165,7 @@ __device__ __forceinline__ long long sm90_globaltimer(void)
 #define SM90_TRACE(it, slot)
 #define SM90_TRACE_NS(it, slot)
 #define SM90_TRACE_VAR(v)
+#define SM90_TRACE_VAL(it, slot, v)
 #define SM90_TRACE_PUT4(it, a, b, c, d)
 #define SM90_TIMED(acc, stmt) stmt
 #endif
@@ -197,15 +199,21 @@ typedef struct {
     float scale_log2;                    /* scale · log2(e), at least FLT_MIN */
     int64_t n_q_tiles;                   /* ceil(Nq / BM) */
     int64_t n_tiles;                     /* B · Hq · n_q_tiles, less than 2²⁹ (sm90_launch) */
-    sm90_divisor div_q_tiles, div_bh, div_hq, div_q_per_kv;  /* n_q_tiles, B · Hq, Hq, Hq / Hkv */
+    /* Head-major order (tile_pos): tiles below n_full walk each head's query tiles in turn
+     * (n_full_q of them per head); the tiles past them, if any, are the heads' last query tiles,
+     * one per head, moved to the end (sm90_walk_plan). */
+    int64_t n_full;
+    sm90_divisor div_q_tiles, div_full_q, div_bh, div_hq, div_q_per_kv;  /* n_q_tiles, n_full_q,
+                                                                             B · Hq, Hq, Hq / Hkv */
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
     int rank_major;                      /* tile order: see tile_pos */
     int snake;                           /* every other pass of the grid runs backwards: cta_tile */
-    /* Work items (item_pos): items below n_whole are whole tiles; the tiles past them (the last,
-     * partly filled round of a persistent grid) are split along the keys into `parts` items each,
-     * which store (O / l, lse) in fp32 to o_part / lse_part for sm90_merge_kernel. parts = 1: no
-     * split, n_items = n_whole = n_tiles. */
-    int64_t n_items, n_whole;
+    /* Work items (item_pos): items below n_whole are whole tiles; the n_split items past them are
+     * the parts of the next n_split / parts tiles, split along the keys (the last, partly filled
+     * round of a persistent grid), which store (O / l, lse) in fp32 to o_part / lse_part for
+     * sm90_merge_kernel; the items after those are whole tiles again. parts = 1: no split,
+     * n_items = n_whole = n_tiles. */
+    int64_t n_items, n_whole, n_split;
     int parts;
     float *o_part;                       /* (tail item, BM rows, d) */
     float *lse_part;                     /* (tail item, BM rows), log2 units */
@@ -508,9 +516,12 @@ __device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t ti
     if (a.rank_major) {
         rank = fast_div(a.div_bh, t);
         bh = t - rank * a.div_bh.d;
-    } else {
-        bh = fast_div(a.div_q_tiles, t);
-        rank = t - bh * a.div_q_tiles.d;
+    } else if (t < (uint32_t)a.n_full) {
+        bh = fast_div(a.div_full_q, t);
+        rank = t - bh * a.div_full_q.d;
+    } else {                                            /* a head's last query tile, moved last */
+        bh = t - (uint32_t)a.n_full;
+        rank = a.div_q_tiles.d - 1;
     }
     tp.bh = bh;
     tp.m0 = (int)(a.p.causal ? a.div_q_tiles.d - 1 - rank : rank) * C::BM;
@@ -543,9 +554,10 @@ __device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
         return w;
     }
     const int64_t j = item - a.n_whole;
-    w.tp = tile_pos<C>(a, j < 0 ? item : a.n_whole + j / a.parts);
-    w.j = j < 0 ? -1 : j;
-    const int part = j < 0 ? 0 : (int)(j % a.parts), parts = j < 0 ? 1 : a.parts;
+    const bool split = j >= 0 && j < a.n_split;
+    w.tp = tile_pos<C>(a, j < 0 ? item : split ? a.n_whole + j / a.parts : item - a.n_split + a.n_split / a.parts);
+    w.j = split ? j : -1;
+    const int part = split ? (int)(j % a.parts) : 0, parts = split ? a.parts : 1;
     w.kb0 = part * w.tp.n_blocks / parts;
     w.nb = (part + 1) * w.tp.n_blocks / parts - w.kb0;
     return w;
@@ -638,6 +650,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
         SM90_TRACE(it, 12);
+        SM90_TRACE_VAL(it, 13, m0);
         const int qb = it % C::QBUFS;
         const uint32_t q_parity = (it / C::QBUFS) & 1;
         const int cw = wg - 1;                              /* consumer cw: rows 64cw.. of the tile */
@@ -647,6 +660,45 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         const int row_first = m0 + 64 * cw;                 /* this warpgroup's first and this */
         const int row0 = row_first + 16 * warp + g;         /* thread's rows: row0, row0 + 8 */
         const uint32_t s_q = smem_u32(s.q[qb]) + 64 * cw * 128; /* this warpgroup's rows of panel 0 */
+        /* Ping-pong: consumer cw issues after consumer cw − 1 (cyclically); every consumer takes
+         * n_blocks + 1 turns per tile (all blocks, even fully masked ones). The last consumer gives
+         * the first its first turn of the CTA's first tile, and passes its last turn of each tile on
+         * to the first unless the tile is the CTA's last, so every barrier balances. */
+        const bool pp = C::PINGPONG;
+        const int next_cw = (cw + 1) % C::CONSUMERS;
+        const bool last_tile = cta_tile(a, it + 1) >= a.n_items;
+        if (pp && cw == C::CONSUMERS - 1 && it == 0)
+            turn_pass(0);
+
+        /* Rows all past Nq (in a head's last query tile): this warpgroup computes nothing. It
+         * releases each stage once it has landed and takes its turns as the others do, so that
+         * every barrier balances (ping-pong only: the turns keep it in step with the others, so
+         * that its arrivals on empty_q cannot run a Q buffer's phase ahead). */
+        if (pp && row_first >= Nq) {
+            for (int kb = 0; kb <= n_blocks; kb++) {
+                if (kb < n_blocks) {
+                    const int st = (kc + kb) % STAGES;
+                    const uint32_t parity = ((kc + kb) / STAGES) & 1;
+                    mbar_wait(&s.full_k[st], parity);
+                    release(&s.empty_k[st], lane);
+                    mbar_wait(&s.full_v[st], parity);
+                    release(&s.empty_v[st], lane);
+                }
+                turn_wait(cw);
+                if (kb < n_blocks || cw != C::CONSUMERS - 1 || !last_tile)
+                    turn_pass(next_cw);
+                if (kb == 0 && STORE_DEFER && stored && threadIdx.x % 128 == 0) {
+                    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+                    mbar_arrive(&s.empty_q[(it + 1) % C::QBUFS]);
+                }
+            }
+            kc += n_blocks;
+            stored = false;
+            if (threadIdx.x % 128 == 0)
+                mbar_arrive(&s.empty_q[qb]);
+            continue;
+        }
+
 
         float r_o[D / 2];                                   /* O: 64 × D, wgmma accumulator layout */
 #pragma unroll
@@ -656,19 +708,10 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         float r_s[BN / 2];                                  /* S, then P in fp32: 64 × BN */
         uint32_t r_p[BN / 16][4];                           /* P as wgmma A fragments, keys 16kk.. */
 
-        /* Causal: blocks starting past this warpgroup's last row are all masked for it (blocks at
-         * the end only); it releases them untouched. Block 0 shows key 0 to every row, so every
-         * m_i is finite after it. */
+        /* Causal, without ping-pong: blocks starting past this warpgroup's last row are all masked
+         * for it (blocks at the end only); it releases them untouched. Block 0 shows key 0 to every
+         * row, so every m_i is finite after it. */
         const int n_act = p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
-        /* Ping-pong: consumer cw issues after consumer cw − 1 (cyclically); every consumer takes
-         * n_act + 1 turns per tile (all blocks, even fully masked ones). The last consumer gives the
-         * first its first turn of the CTA's first tile, and passes its last turn of each tile on to
-         * the first unless the tile is the CTA's last, so every barrier balances. */
-        const bool pp = C::PINGPONG;
-        const int next_cw = (cw + 1) % C::CONSUMERS;
-        const bool last_tile = cta_tile(a, it + 1) >= a.n_items;
-        if (pp && cw == C::CONSUMERS - 1 && it == 0)
-            turn_pass(0);
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, c};
 
         SM90_TRACE_NS(it, 6);
@@ -823,7 +866,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 }
 
 /* The split tiles' parts merged, one warp per row of a tail tile, MERGE_ROWS rows per CTA (grid
- * (n_tiles − n_whole) · BM / MERGE_ROWS): O = Σ_q w_q O_q / Σ_q w_q, w_q = exp2(lse_q − M),
+ * n_split / parts · BM / MERGE_ROWS): O = Σ_q w_q O_q / Σ_q w_q, w_q = exp2(lse_q − M),
  * M = max_q lse_q; lse = M + log2 Σ_q w_q. Every part reads at least one key (non-causal), so each
  * lse_q is finite for finite inputs. */
 #define MERGE_ROWS 4
@@ -941,54 +984,104 @@ static void sm90_causal_order(sm90_args *a, const fa_params *p)
     a->snake = p->causal && !rank;
 }
 
-/* The last round of a persistent non-causal grid: with n_tiles = R · grid + t (0 < t < grid), a
- * call takes R + 1 rounds of whole tiles while t of the grid's CTAs work in the last one. Split
- * each of those t tiles along its keys into s parts (s ≤ 4, each at least 2 key blocks) and the
- * last round takes ceil(t · s / grid) / s of a round: the s that saves the most, net of what the
- * parts cost, if that is at least a tenth of a round. H200, d = 128, 4k-16k keys (bench/LOG.md,
- * bench/results/sm90_quant.txt): FlashAttention's grid has 1376-1408 tiles of 192 rows on 132
- * CTAs, 11 rounds where its rows fill 10.34. The rule splits only that tile, d = 128 with three
- * consumers (BM = 192): at d = 64 the same plan (44 tiles in 3 parts at 2k and 4k keys) lost
- * 2.3 %. FA_SM90_TAIL=0 turns it off; 2, 3 or 4 forces that many parts wherever there is a tail,
- * on any tile. Returns the parts (1: no split) and the scratch they need. */
-template <class C>
-static int sm90_tail_plan(const fa_params *p, int64_t n_tiles, int64_t grid, size_t *bytes)
+/* Items CTA c of a static walk over `grid` CTAs (items c, c + grid, ...) takes below item x. */
+static int64_t walk_items_below(int64_t c, int64_t grid, int64_t x)
 {
+    return x > c ? (x - c + grid - 1) / grid : 0;
+}
+
+/* Rounds (tile times) a static walk takes over n1 items of cost 1, then n2 of cost c2, then n3 of
+ * cost c3: what its busiest CTA gets. */
+static double walk_rounds(int64_t grid, int64_t n1, int64_t n2, double c2, int64_t n3, double c3)
+{
+    double worst = 0.0;
+    for (int64_t c = 0; c < grid; c++) {
+        const int64_t a = walk_items_below(c, grid, n1), b = walk_items_below(c, grid, n1 + n2),
+                      e = walk_items_below(c, grid, n1 + n2 + n3);
+        const double r = (double)a + (double)(b - a) * c2 + (double)(e - b) * c3;
+        worst = r > worst ? r : worst;
+    }
+    return worst;
+}
+
+/* A persistent non-causal grid's walk: n_full (tiles before the heads' last query tiles; n_tiles:
+ * none moved) and the split (n_whole whole tiles, then `split` tiles in `parts` parts each). */
+typedef struct {
+    int64_t n_full, n_whole, split;
+    int parts;
+} sm90_walk;
+
+/* The walk of a persistent non-causal grid: n_tiles tiles on grid CTAs, CTA c taking the tiles
+ * c, c + grid, ... of the sequence, so that with n_tiles = R · grid + t it takes R + 1 rounds.
+ * Two remedies, chosen by the rounds they model:
+ *   - When a head's last query tile has rows for fewer warpgroups than the tile has (Nq mod BM in
+ *     1..BM − 64), the others compute nothing (ping-pong tiles), so that tile costs about
+ *     busy / CONSUMERS + 0.1 of a whole one; those tiles go to the end of the walk, where they
+ *     fill what the whole tiles leave of the last round. FlashAttention's grid at d = 64 and 1k
+ *     keys: 3072 tiles of 192 rows, 512 of them with one busy warpgroup: 21.7 modeled rounds
+ *     instead of 24.
+ *   - The last round's t tiles split along their keys into s parts (s ≤ 4, each at least 2 key
+ *     blocks), which take ceil(t · s / grid) / s of a round, plus about 7 / Nk of a round per part
+ *     for its scratch round trip and merge (H200, d = 128, bench/LOG.md,
+ *     bench/results/sm90_quant.txt: 16k and 8k keys in 2 parts and 4k with 44 tiles in 3 parts
+ *     gain, 88 tiles in 3 parts lose 1.2 % where the rounds alone say +3 %). Only the d = 128
+ *     three-consumer tile (at d = 64, 44 tiles in 3 parts lost 2.3 %), only with the scratch
+ *     (with_split), and only if it saves a tenth of a round. With the last query tiles moved, the
+ *     split tiles are the last whole ones before them.
+ * FA_SM90_TAIL=0 splits nothing; 2, 3 or 4 forces that many parts wherever there is a tail, on
+ * any tile. Returns the walk; *bytes: the scratch its split needs. */
+template <class C>
+static sm90_walk sm90_walk_plan(const fa_params *p, int64_t n_q_tiles, int64_t n_tiles, int64_t grid,
+                                int with_split, size_t *bytes)
+{
+    sm90_walk w = {n_tiles, n_tiles, 0, 1};
     *bytes = 0;
-    const int64_t R = n_tiles / grid, t = n_tiles % grid;
-    const int n_blocks = (int)((p->Nk + C::BN - 1) / C::BN);
-    if (p->causal || R == 0 || t == 0)
-        return 1;
-    const char *force = getenv("FA_SM90_TAIL");
-    int parts = 1;
-    if (force != NULL && strcmp(force, "0") == 0)
-        return 1;
-    if (force != NULL && force[0] >= '2' && force[0] <= '4' && force[1] == 0) {
-        parts = force[0] - '0';
-    } else if (C::D == 128 && C::CONSUMERS == 3) {
-        /* A part's scratch round trip and merge cost the chip about 7 / Nk of a round (H200,
-         * d = 128, from the same measurements: 4k keys, 88 tiles in 3 parts lose 1.2 % where the
-         * rounds alone say +3 %; 16k and 8k in 2 parts and 4k with 44 tiles in 3 parts gain). */
-        double best = 0.1;                              /* rounds saved, net of that cost */
-        for (int sp = 2; sp <= 4; sp++) {
-            const double last = (double)((t * sp + grid - 1) / grid) / sp;
-            const double net = 1.0 - last - (double)(t * sp) * 7.0 / (double)p->Nk;
-            if (net >= best) {
-                best = net;
-                parts = sp;
-            }
+    if (p->causal || n_tiles < grid)
+        return w;
+    const int rem = (int)(p->Nq % C::BM), busy = (rem + 63) / 64;
+    const int64_t moved = rem != 0 && busy < C::CONSUMERS && C::PINGPONG ? n_tiles / n_q_tiles : 0;
+    const int64_t n_full = n_tiles - moved;
+    const double light = (double)busy / C::CONSUMERS + 0.1;
+    double best = walk_rounds(grid, n_tiles, 0, 0.0, 0, 0.0);
+    if (moved > 0) {
+        const double r = walk_rounds(grid, n_full, 0, 0.0, moved, light);
+        if (r < best - 0.05) {
+            best = r;
+            w.n_full = w.n_whole = n_full;
         }
     }
-    if (parts > 1 && n_blocks < 2 * parts)
-        parts = 1;
-    if (parts > 1)
-        *bytes = (size_t)(t * parts * C::BM) * (size_t)(p->d + 1) * sizeof(float);
-    return parts;
+
+    const char *force = getenv("FA_SM90_TAIL");
+    const int forced = force != NULL && force[0] >= '2' && force[0] <= '4' && force[1] == 0 ? force[0] - '0' : 0;
+    const int n_blocks = (int)((p->Nk + C::BN - 1) / C::BN);
+    if (!with_split || (force != NULL && strcmp(force, "0") == 0) || (!forced && !(C::D == 128 && C::CONSUMERS == 3)))
+        return w;
+    const double whole = best;
+    for (int s = forced ? forced : 2; s <= (forced ? forced : 4) && n_blocks >= 2 * s; s++)
+        for (int m = 0; m < 2; m++) {                   /* m: the last query tiles moved or not */
+            if (m == 1 && moved == 0)
+                continue;
+            const int64_t full = m ? n_full : n_tiles, t = full % grid;
+            if (t == 0 || full < grid)
+                continue;
+            const double r = walk_rounds(grid, full - t, t * s, 1.0 / s, m ? moved : 0, light)
+                           + (double)(t * s) * 7.0 / (double)p->Nk;
+            if (forced ? m == (moved > 0) : r <= whole - 0.1 && r < best) {
+                best = r;
+                w.n_full = full;
+                w.n_whole = full - t;
+                w.split = t;
+                w.parts = s;
+            }
+        }
+    if (w.parts > 1)
+        *bytes = (size_t)(w.split * w.parts * C::BM) * (size_t)(p->d + 1) * sizeof(float);
+    return w;
 }
 
 /* Launches the tile shape C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80
  * kernel runs) for what it does not take. scratch (scratch_bytes, may be NULL): room for a split
- * last round (sm90_tail_plan); with too little the last round's tiles run whole. need != NULL:
+ * last round (sm90_walk_plan); with too little the last round's tiles run whole. need != NULL:
  * only the scratch the call would use is returned in *need, nothing runs. */
 template <typename T, class C>
 static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, size_t *need, cudaStream_t stream)
@@ -1039,29 +1132,35 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
     if (a.n_tiles >= (1 << 29))                     /* items (up to 4 per tile) in 31 bits */
         return FA_ERR_UNSUPPORTED;
     a.div_q_tiles = sm90_divisor_make((uint32_t)a.n_q_tiles);
+    a.div_full_q = a.div_q_tiles;
     a.div_bh = sm90_divisor_make((uint32_t)(p->B * p->Hq));
     a.div_hq = sm90_divisor_make((uint32_t)p->Hq);
     a.div_q_per_kv = sm90_divisor_make((uint32_t)(p->Hq / p->Hkv));
-    a.n_items = a.n_whole = a.n_tiles;
+    a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
     int sms = 0;
-    size_t tail_bytes = 0;
     if (sm90_persistent(p)) {
         if (fa_cuda_sm_count(dev, &sms) != FA_OK)
             return FA_ERR_CUDA;
         const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
-        const int parts = sm90_tail_plan<C>(p, a.n_tiles, grid, &tail_bytes);
+        size_t bytes = 0;
+        sm90_walk w = sm90_walk_plan<C>(p, a.n_q_tiles, a.n_tiles, grid, 1, &bytes);
         if (need != NULL) {
-            *need = tail_bytes;
+            *need = bytes;
             return FA_OK;
         }
-        if (parts > 1 && scratch != NULL && scratch_bytes >= tail_bytes) {
-            const int64_t t = a.n_tiles % grid;
-            a.parts = parts;
-            a.n_whole = a.n_tiles - t;
-            a.n_items = a.n_whole + t * parts;
+        if (w.parts > 1 && (scratch == NULL || scratch_bytes < bytes))
+            w = sm90_walk_plan<C>(p, a.n_q_tiles, a.n_tiles, grid, 0, &bytes);
+        a.n_full = w.n_full;
+        if (a.n_full < a.n_tiles)                   /* each head's last query tile moved last */
+            a.div_full_q = sm90_divisor_make((uint32_t)(a.n_q_tiles > 1 ? a.n_q_tiles - 1 : 1));
+        if (w.parts > 1) {
+            a.parts = w.parts;
+            a.n_whole = w.n_whole;
+            a.n_split = w.split * w.parts;
+            a.n_items = a.n_tiles - w.split + a.n_split;
             a.o_part = (float *)scratch;
-            a.lse_part = a.o_part + t * parts * C::BM * p->d;
+            a.lse_part = a.o_part + a.n_split * C::BM * p->d;
         }
     } else if (need != NULL) {
         *need = 0;
@@ -1090,7 +1189,7 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
         if (cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;
         if (a.parts > 1) {
-            const int64_t merge_blocks = (a.n_tiles - a.n_whole) * C::BM / MERGE_ROWS;
+            const int64_t merge_blocks = a.n_split / a.parts * C::BM / MERGE_ROWS;
             sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
             if (cudaGetLastError() != cudaSuccess)
                 return FA_ERR_CUDA;

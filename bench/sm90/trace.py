@@ -3,7 +3,7 @@ with FA_SM90_TRACE), per CTA, tile and warpgroup, summarised as medians over the
 
 Consumer phases of one tile (µs): qwait (its Q to land), first (block 0: Q Kᵀ, its turn, softmax),
 loop (blocks 1..n-1, also per block), last (the last P V), epi (O normalised, staged, stored), gap
-(to the next tile's start). fixed = tile − n · per-block: what the tile costs beyond its blocks.
+(to the next tile's start); a warpgroup with no rows in a tile (past Nq) leaves no stamps there. fixed = tile − n · per-block: what the tile costs beyond its blocks.
 next_item: from the end of the epilogue to
 the next item's position computed. Waits per block of the main loop: kv (the K and V stages to
 land), turn (ping-pong), qk (Q Kᵀ to complete), pv (P V to complete). Producer: the span of its
@@ -96,12 +96,13 @@ def run(lib, B, H, N, d, causal, sms, defines):
         last = t[c][its[-1]][1]
         ends.append(last[6] + us(last[5] - last[0]) * 1e3)
         for i in its[:-1]:
-            tile = c + i * grid
-            rank = tile % n_q
-            kind = "partial" if (N % BM and rank == n_q - 1) else "full"
-            nb = -(-min(N, (n_q - 1 - rank) * BM + BM if causal else N) // BN)
+            m0 = t[c][i][1][13]                         # the tile's first row (slot 13)
+            kind = "partial" if m0 + BM > N and N % BM else "full"
+            nb = -(-min(N, m0 + BM if causal else N) // BN)
             for wg in range(1, cons + 1):
                 s, nxt = t[c][i][wg], t[c][i + 1][wg]
+                if not s[0] or not nxt[0]:              # a warpgroup with no rows in the tile
+                    continue
                 loop = s[3] - s[2]
                 per = loop / (nb - 1) if nb > 1 else float("nan")
                 row = {"qwait": s[1] - s[0], "first": s[2] - s[1], "loop": loop, "per_block": per,
