@@ -584,7 +584,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
     const fa_params &p = a.p;
-    const int wg = threadIdx.x / 128;
+    const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   /* warp-uniform to the compiler */
     const int Nq = (int)p.Nq, Nk = (int)p.Nk;
 
     if (threadIdx.x == 0) {
