@@ -34,6 +34,7 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <float.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1015,11 +1016,12 @@ typedef struct {
  * c, c + grid, ... of the sequence, so that with n_tiles = R · grid + t it takes R + 1 rounds.
  * Two remedies, chosen by the rounds they model:
  *   - When a head's last query tile has rows for fewer warpgroups than the tile has (Nq mod BM in
- *     1..BM − 64), the others compute nothing (ping-pong tiles), so that tile costs about
- *     busy / CONSUMERS + 0.1 of a whole one; those tiles go to the end of the walk, where they
- *     fill what the whole tiles leave of the last round. FlashAttention's grid at d = 64 and 1k
- *     keys: 3072 tiles of 192 rows, 512 of them with one busy warpgroup: 21.7 modeled rounds
- *     instead of 24.
+ *     1..BM − 64), the others compute nothing (ping-pong tiles). With b busy warpgroups such a
+ *     tile costs about (b + 1) / CONSUMERS of a whole one: one busy of three took 0.64 of a whole
+ *     tile's time at d = 128, 4k keys, and 0.71 at d = 64, 1k keys (bench/sm90/trace.py, H200,
+ *     2026-12-01). If that saves rounds, those tiles go to the end of the walk, where they fill
+ *     what the whole tiles leave of the last round. FlashAttention's grid at d = 64 and 1k keys:
+ *     3072 tiles of 192 rows, 512 of them with one busy warpgroup: 22.7 modeled rounds, not 24.
  *   - The last round's t tiles split along their keys into s parts (s ≤ 4, each at least 2 key
  *     blocks), which take ceil(t · s / grid) / s of a round, plus about 7 / Nk of a round per part
  *     for its scratch round trip and merge (H200, d = 128, bench/LOG.md,
@@ -1041,7 +1043,7 @@ static sm90_walk sm90_walk_plan(const fa_params *p, int64_t n_q_tiles, int64_t n
     const int rem = (int)(p->Nq % C::BM), busy = (rem + 63) / 64;
     const int64_t moved = rem != 0 && busy < C::CONSUMERS && C::PINGPONG ? n_tiles / n_q_tiles : 0;
     const int64_t n_full = n_tiles - moved;
-    const double light = (double)busy / C::CONSUMERS + 0.1;
+    const double light = fmin(1.0, (double)(busy + 1) / C::CONSUMERS);
     double best = walk_rounds(grid, n_tiles, 0, 0.0, 0, 0.0);
     if (moved > 0) {
         const double r = walk_rounds(grid, n_full, 0, 0.0, moved, light);

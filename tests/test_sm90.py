@@ -98,6 +98,27 @@ def test_sm90_split_last_round(dtype, d, nk, tail, forced, monkeypatch):
 
 @sm90
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d,B,hq,hkv,nq,nk", [(64, 4, 6, 2, 1000, 1000), (128, 4, 8, 2, 1000, 2048),
+                                              (128, 2, 16, 4, 2500, 2500)])
+@pytest.mark.parametrize("tail", ["auto", "0"])
+def test_sm90_last_query_tiles_moved(dtype, d, B, hq, hkv, nq, nk, tail, forced, monkeypatch):
+    """Each head's last query tile has rows for one warpgroup of three (1000 = 5 · 192 + 40,
+    2500 = 13 · 192 + 4): the other two compute nothing, and on 132 SMs the persistent walk takes
+    those tiles last (sm90_walk_plan); at d = 128 the rule also splits the whole tiles of the last
+    round (FA_SM90_TAIL=0: not). GQA, lse."""
+    monkeypatch.setenv("FA_SM90_TAIL", tail)
+    torch.manual_seed(nq + nk + d)
+    q = randn(B, hq, nq, d, dtype=dtype, device="cuda")
+    k = randn(B, hkv, nk, d, dtype=dtype, device="cuda")
+    v = randn(B, hkv, nk, d, dtype=dtype, device="cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v)
+    assert_accurate(out, q, k, v, what=f"sm90 last query tiles moved {dtype} d={d} Nq={nq} Nk={nk} tail={tail}")
+    err = (lse.double() - reference_lse(q, k, False)).abs().max().item()
+    assert err < 1e-4, f"lse max error {err:.3e}"
+
+
+@sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [40, 64])
 @pytest.mark.parametrize("nq,nk", [(1024, 1024), (1025, 1025), (700, 2000), (1000, 300)])
 @pytest.mark.parametrize("grid", ["0", "1"], ids=["one_cta_per_tile", "persistent"])
