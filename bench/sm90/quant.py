@@ -15,7 +15,7 @@ call with FA_SM90_TAIL=0 (the last round's tiles not split along the keys).
 
 adds a column per forced part count (FA_SM90_TAIL=s) and, for each, what the split cost beyond the
 round model: the model's time is whole · (R + ceil(t·s / SMs) / s) / (R + 1) for t tiles in the last
-round; `cost` is the excess in rounds times Nk per part, the coefficient sm90_tail_plan charges (7).
+round; `cost` is the excess in rounds times Nk per part, the coefficient sm90_walk_plan charges (7).
 """
 import argparse
 import os
