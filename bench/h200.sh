@@ -3,7 +3,7 @@
 #
 #   bench/h200.sh tests sanitize bench memory        # stages: test suite random tests sanitize bench memory
 #                                                    #         grid model decode dsweep examples sm90 ncu sm80tune
-#                                                    #         fp32test ncusrc ncu80 decodegap quant
+#                                                    #         fp32test ncusrc ncu80 decodegap quant trace
 #
 # test: the whole pytest suite; suite: the same on 16 workers with the tensors past 2³¹ elements
 # afterwards on 2 (they need tens of GiB each), summaries and slowest tests in $OUT/suite*.log;
@@ -19,7 +19,8 @@
 # dsweep: the decode split-count sweep (bench/decode_sweep.py); decodegap: where a decode call's fixed
 # cost goes, ours and cuDNN's (bench/decode_gap.py);
 # sm80tune / fp32test: the standalone kernel harnesses; quant: the Hopper grid's last round, split by
-# the rule, whole and forced into 2-4 parts (bench/sm90/quant.py).
+# the rule, whole and forced into 2-4 parts (bench/sm90/quant.py); trace: where the Hopper kernel's tile time goes
+# (bench/sm90/trace.py, clock64 stamps from a build with FA_SM90_TRACE).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/out}
@@ -65,6 +66,8 @@ for stage in "$@"; do
     decodegap) python3 -m bench.decode_gap 2>&1 | tee "$OUT/decode_gap.log" | tail -20 ;;
     dsweep) python3 -m bench.decode_sweep 2>&1 | tee "$OUT/decode_sweep.log" | tail -30 ;;
     quant) python3 -m bench.sm90.quant --parts 2 3 4 2>&1 | tee "$OUT/quant.txt" | tail -12 ;;
+    trace) { python3 bench/sm90/trace.py; python3 bench/sm90/trace.py --d 64 --shapes 16x32x1024 4x32x4096; } 2>&1 \
+               | tee "$OUT/trace.txt" | tail -40 ;;
     sm80tune) bash bench/sm80/run.sh 2>&1 | tee "$OUT/sm80tune.log" | tail -60 ;;
     fp32test) bash bench/fp32/run.sh 2>&1 | tee "$OUT/fp32test.log" | tail -60 ;;
     *) echo "unknown stage $stage"; status=2 ;;
