@@ -388,6 +388,18 @@ __device__ __forceinline__ void release(uint64_t *bar, int lane)
         mbar_arrive(bar);
 }
 
+/* The CTA's ring block j (its K and V stages), released untouched once it has landed. */
+template <class C>
+__device__ __forceinline__ void release_landed(sm90_smem<C> &s, int j, int lane)
+{
+    const int st = j % C::STAGES;
+    const uint32_t parity = (j / C::STAGES) & 1;
+    mbar_wait(&s.full_k[st], parity);
+    release(&s.empty_k[st], lane);
+    mbar_wait(&s.full_v[st], parity);
+    release(&s.empty_v[st], lane);
+}
+
 /* What the softmax of a block needs to know about this thread's rows. */
 typedef struct {
     int Nk, causal;
@@ -677,14 +689,8 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
          * that its arrivals on empty_q cannot run a Q buffer's phase ahead). */
         if (pp && row_first >= Nq) {
             for (int kb = 0; kb <= n_blocks; kb++) {
-                if (kb < n_blocks) {
-                    const int st = (kc + kb) % STAGES;
-                    const uint32_t parity = ((kc + kb) / STAGES) & 1;
-                    mbar_wait(&s.full_k[st], parity);
-                    release(&s.empty_k[st], lane);
-                    mbar_wait(&s.full_v[st], parity);
-                    release(&s.empty_v[st], lane);
-                }
+                if (kb < n_blocks)
+                    release_landed<C>(s, kc + kb, lane);
                 turn_wait(cw);
                 if (kb < n_blocks || cw != C::CONSUMERS - 1 || !last_tile)
                     turn_pass(next_cw);
@@ -786,14 +792,8 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             release(&s.empty_v[st], lane);
         }
         /* Blocks all masked for this warpgroup: released once they have landed. */
-        for (int kb = n_act; kb < n_blocks; kb++) {
-            const int st = (kc + kb) % STAGES;
-            const uint32_t parity = ((kc + kb) / STAGES) & 1;
-            mbar_wait(&s.full_k[st], parity);
-            release(&s.empty_k[st], lane);
-            mbar_wait(&s.full_v[st], parity);
-            release(&s.empty_v[st], lane);
-        }
+        for (int kb = n_act; kb < n_blocks; kb++)
+            release_landed<C>(s, kc + kb, lane);
         kc += n_blocks;
         SM90_TRACE(it, 4);
 
