@@ -106,7 +106,7 @@ typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUM
 #ifndef FA_SM90_LONG_NK
 #define FA_SM90_LONG_NK 2048
 #endif
-#ifndef FA_SM90_D128L_BN
+#ifndef FA_SM90_D128L_BN             /* tune.py variants define both; 3 stages: within noise */
 #define FA_SM90_D128L_BN 80
 #define FA_SM90_D128L_STAGES 2
 #endif
@@ -135,7 +135,8 @@ typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
 
 /* FA_SM90_TRACE (bench/sm90/trace.py): stamps per CTA, tile and warpgroup into the buffer
  * fa_sm90_trace_set gives, [CTA][tile < FA_SM90_TRACE_TILES][warpgroup][16]: clock64 at points of
- * the tile, %globaltimer once, and the cycles a consumer spent in its main loop's waits, the tile's first row (slot 13). */
+ * the tile, %globaltimer once, the cycles a consumer spent in its main loop's waits, and the
+ * tile's first row (slot 13). Off (no code) in every other build. */
 #ifdef FA_SM90_TRACE
 #define FA_SM90_TRACE_TILES 64
 __device__ long long *fa_sm90_trace_buf;
@@ -155,7 +156,8 @@ __device__ __forceinline__ long long sm90_globaltimer(void)
 #define SM90_TRACE_VAR(v) long long v = 0
 #define SM90_TRACE_VAL(it, slot, v) sm90_trace_put((it), (slot), (v))
 #define SM90_TRACE_PUT4(it, a, b, c, d) \
-    (sm90_trace_put((it), 8, (a)), sm90_trace_put((it), 9, (b)), sm90_trace_put((it), 10, (c)), sm90_trace_put((it), 11, (d)))
+    (sm90_trace_put((it), 8, (a)), sm90_trace_put((it), 9, (b)), sm90_trace_put((it), 10, (c)), \
+     sm90_trace_put((it), 11, (d)))
 #define SM90_TIMED(acc, stmt)                   \
     do {                                        \
         const long long t0_ = clock64();        \
@@ -173,8 +175,9 @@ __device__ __forceinline__ long long sm90_globaltimer(void)
 
 /* Division by a divisor fixed at launch, for the tile positions (tile_pos): for 0 <= n < 2³¹,
  * n / d = umulhi(n, mul) >> shift with mul = ceil(2^(31 + l) / d) < 2³², l = ceil(log2 d),
- * shift = l − 1 (d = 1: n itself). Granlund and Montgomery's method; the 64-bit divisions it
- * replaces cost each consumer ~0.5 µs per tile (bench/sm90/trace.py). */
+ * shift = l − 1 (d = 1: n itself). Granlund and Montgomery's method; with the 64-bit divisions it
+ * replaces, finding the next tile took each consumer 0.55 µs, now 0.25-0.30 (bench/sm90/trace.py,
+ * H200). */
 typedef struct {
     uint32_t d, mul, shift;
 } sm90_divisor;
@@ -201,8 +204,8 @@ typedef struct {
     int64_t n_q_tiles;                   /* ceil(Nq / BM) */
     int64_t n_tiles;                     /* B · Hq · n_q_tiles, less than 2²⁹ (sm90_launch) */
     /* Head-major order (tile_pos): tiles below n_full walk each head's query tiles in turn
-     * (n_full_q of them per head); the tiles past them, if any, are the heads' last query tiles,
-     * one per head, moved to the end (sm90_walk_plan). */
+     * (div_full_q.d of them per head); the tiles past them, if any, are the heads' last query
+     * tiles, one per head, moved to the end (sm90_walk_plan). */
     int64_t n_full;
     sm90_divisor div_q_tiles, div_full_q, div_bh, div_hq, div_q_per_kv;  /* n_q_tiles, n_full_q,
                                                                              B · Hq, Hq, Hq / Hkv */
@@ -568,7 +571,9 @@ __device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
     }
     const int64_t j = item - a.n_whole;
     const bool split = j >= 0 && j < a.n_split;
-    w.tp = tile_pos<C>(a, j < 0 ? item : split ? a.n_whole + j / a.parts : item - a.n_split + a.n_split / a.parts);
+    w.tp = tile_pos<C>(a, j < 0 ? item
+                          : split ? a.n_whole + j / a.parts
+                                  : item - a.n_split + a.n_split / a.parts);
     w.j = split ? j : -1;
     const int part = split ? (int)(j % a.parts) : 0, parts = split ? a.parts : 1;
     w.kb0 = part * w.tp.n_blocks / parts;
@@ -1054,9 +1059,11 @@ static sm90_walk sm90_walk_plan(const fa_params *p, int64_t n_q_tiles, int64_t n
     }
 
     const char *force = getenv("FA_SM90_TAIL");
-    const int forced = force != NULL && force[0] >= '2' && force[0] <= '4' && force[1] == 0 ? force[0] - '0' : 0;
+    const int forced = force != NULL && force[0] >= '2' && force[0] <= '4' && force[1] == 0 ? force[0] - '0'
+                                                                                             : 0;
     const int n_blocks = (int)((p->Nk + C::BN - 1) / C::BN);
-    if (!with_split || (force != NULL && strcmp(force, "0") == 0) || (!forced && !(C::D == 128 && C::CONSUMERS == 3)))
+    const bool off = force != NULL && strcmp(force, "0") == 0;
+    if (!with_split || off || (!forced && !(C::D == 128 && C::CONSUMERS == 3)))
         return w;
     const double whole = best;
     for (int s = forced ? forced : 2; s <= (forced ? forced : 4) && n_blocks >= 2 * s; s++)
