@@ -136,7 +136,9 @@ typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
 /* FA_SM90_TRACE (bench/sm90/trace.py): stamps per CTA, tile and warpgroup into the buffer
  * fa_sm90_trace_set gives, [CTA][tile < FA_SM90_TRACE_TILES][warpgroup][16]: clock64 at points of
  * the tile, %globaltimer once, the cycles a consumer spent in its main loop's waits, and the
- * tile's first row (slot 13). Off (no code) in every other build. */
+ * tile's first row (slot 13). Off (no code) in every other build. With FA_SM90_TRACE_NO_KV=1 as
+ * well, a probe: the K / V loads after the ring's first fill are skipped (wrong results), to time
+ * the main loop without their traffic. */
 #ifdef FA_SM90_TRACE
 #define FA_SM90_TRACE_TILES 64
 __device__ long long *fa_sm90_trace_buf;
@@ -643,6 +645,17 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             for (int kb = 0; kb < n_blocks; kb++) {
                 const int st = (kc + kb) % STAGES;
                 const uint32_t parity = (((kc + kb) / STAGES) & 1) ^ 1;
+#if defined(FA_SM90_TRACE) && FA_SM90_TRACE_NO_KV
+                /* A timing probe, wrong results: past the ring's first fill the stages are
+                 * declared landed without a load, so the main loop runs without K / V traffic. */
+                if (kc + kb >= STAGES) {
+                    mbar_wait(&s.empty_k[st], parity);
+                    mbar_arrive(&s.full_k[st]);
+                    mbar_wait(&s.empty_v[st], parity);
+                    mbar_arrive(&s.full_v[st]);
+                    continue;
+                }
+#endif
                 mbar_wait(&s.empty_k[st], parity);
                 mbar_expect_tx(&s.full_k[st], BN * D * 2);
 #pragma unroll

@@ -11,6 +11,9 @@ loads per tile. The kernel's span and each CTA's end (globaltimer) show
 the rounds. On the H200, after the build:
 
     python3 bench/sm90/trace.py [--shapes 4x16x4096 1x16x16384] [--d 128] [--causal]
+    python3 bench/sm90/trace.py --defines TRACE_NO_KV=1    # the probe: no K / V loads after the
+                                                           # ring's first fill (wrong results)
+--defines builds with other FA_SM90_* values (e.g. STORE_DEFER=0, D128L_BN=80 D128L_STAGES=3).
 """
 import argparse
 import ctypes
