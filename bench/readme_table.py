@@ -40,20 +40,33 @@ def main(argv=None):
         sys.exit(f"{args.readme} does not exist")
     old = args.readme.read_text()
     new = old
+    absent = []
     for path in args.results:
+        if args.check and f"<!-- bench:{path.stem}:start -->" not in old:
+            absent.append(path.stem)             # --check over a glob: results the README does not show
+            continue
         # A JSON result is rendered by bench/report.py (bench/model_report.py for bench/model.py's);
-        # a markdown result (bench/memory.py, bench/ptxas.py) is taken as it is.
+        # a markdown result (bench/memory.py, bench/ptxas.py) is taken as it is, and so is the
+        # markdown bench/decode.py writes beside its JSON.
         if path.suffix == ".md":
             table = path.read_text()
         else:
             result = json.loads(path.read_text())
-            table = (model_report if result.get("kind") == "model" else report).markdown(result)
+            if result.get("kind") == "model":
+                table = model_report.markdown(result)
+            elif "providers" in result:
+                table = report.markdown(result)
+            elif path.with_suffix(".md").exists():
+                table = path.with_suffix(".md").read_text()
+            else:
+                sys.exit(f"{path}: not a bench/attention.py or bench/model.py result, and no "
+                         f"{path.with_suffix('.md').name} beside it")
         new = rewrite(new, path.stem, table)
     if args.check:
         if new != old:
             sys.exit(f"{args.readme} is out of date: run python3 -m bench.readme_table "
-                     + " ".join(map(str, args.results)))
-        print(f"{args.readme} is up to date")
+                     + " ".join(str(p) for p in args.results if p.stem not in absent))
+        print(f"{args.readme} is up to date" + (f" (not shown there: {', '.join(absent)})" if absent else ""))
     elif new != old:
         args.readme.write_text(new)
         print(f"rewrote {args.readme}: " + ", ".join(p.stem for p in args.results))
