@@ -44,6 +44,8 @@
 #include "fa_mma.cuh"
 #include "fa_wgmma.cuh"
 
+/* ---- Tiles, switches and kernel arguments ------------------------------------------------- */
+
 /* A tile shape: D the compiled head-dim width (D/64 panels), BN keys per block, STAGES buffers
  * per K and V ring, CONSUMERS warpgroups of 64 query rows (BM = 64 · CONSUMERS) beside the
  * producer; PINGPONG: the consumers take turns to issue their wgmmas, so that one's softmax runs
