@@ -137,8 +137,8 @@ typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
 
 /* FA_SM90_TRACE (bench/sm90/trace.py): stamps per CTA, tile and warpgroup into the buffer
  * fa_sm90_trace_set gives, [CTA][tile < FA_SM90_TRACE_TILES][warpgroup][16]: clock64 at points of
- * the tile, %globaltimer once, the cycles a consumer spent in its main loop's waits, and the
- * tile's first row (slot 13). Off (no code) in every other build. With FA_SM90_TRACE_NO_KV=1 as
+ * the tile, %globaltimer once, the cycles a consumer spent in its main loop's waits (slots 8-11),
+ * issuing its wgmmas and in its softmax (14, 15), and the tile's first row (slot 13). Off (no code) in every other build. With FA_SM90_TRACE_NO_KV=1 as
  * well, a probe: the K / V loads after the ring's first fill are skipped (wrong results), to time
  * the main loop without their traffic. */
 #ifdef FA_SM90_TRACE
@@ -162,10 +162,11 @@ __device__ __forceinline__ long long sm90_globaltimer(void)
 #define SM90_TRACE_PUT4(it, a, b, c, d) \
     (sm90_trace_put((it), 8, (a)), sm90_trace_put((it), 9, (b)), sm90_trace_put((it), 10, (c)), \
      sm90_trace_put((it), 11, (d)))
-#define SM90_TIMED(acc, stmt)                   \
+#define SM90_TRACE_PUT2(it, a, b) (sm90_trace_put((it), 14, (a)), sm90_trace_put((it), 15, (b)))
+#define SM90_TIMED(acc, ...)                    \
     do {                                        \
         const long long t0_ = clock64();        \
-        stmt;                                   \
+        __VA_ARGS__;                            \
         acc += clock64() - t0_;                 \
     } while (0)
 #else
@@ -174,7 +175,8 @@ __device__ __forceinline__ long long sm90_globaltimer(void)
 #define SM90_TRACE_VAR(v)
 #define SM90_TRACE_VAL(it, slot, v)
 #define SM90_TRACE_PUT4(it, a, b, c, d)
-#define SM90_TIMED(acc, stmt) stmt
+#define SM90_TRACE_PUT2(it, a, b)
+#define SM90_TIMED(acc, ...) __VA_ARGS__
 #endif
 
 /* Division by a divisor fixed at launch, for the tile positions (tile_pos): for 0 <= n < 2³¹,
@@ -774,21 +776,22 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         SM90_TRACE_VAR(tr_turn);
         SM90_TRACE_VAR(tr_qk);
         SM90_TRACE_VAR(tr_pv);
+        SM90_TRACE_VAR(tr_issue);
+        SM90_TRACE_VAR(tr_sm);
         for (int kb = 1; kb < n_act; kb++) {
             const int st = (kc + kb) % STAGES, pst = (kc + kb - 1) % STAGES;
             SM90_TIMED(tr_kv, mbar_wait(&s.full_k[st], ((kc + kb) / STAGES) & 1);
                               mbar_wait(&s.full_v[pst], ((kc + kb - 1) / STAGES) & 1));
             if (pp)
                 SM90_TIMED(tr_turn, turn_wait(cw));
-            issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
-            issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
-            if (pp)
-                turn_pass(next_cw);
+            SM90_TIMED(tr_issue, issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
+                                 issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
+                                 if (pp) turn_pass(next_cw));
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
-            reg_fence(r_s);
-            release(&s.empty_k[st], lane);
-            sm90_softmax<C>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
-            softmax_done<C>(l_i);
+            SM90_TIMED(tr_sm, reg_fence(r_s);
+                              release(&s.empty_k[st], lane);
+                              sm90_softmax<C>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
+                              softmax_done<C>(l_i));
             SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
             reg_fence_u(r_p);
@@ -798,6 +801,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         }
         SM90_TRACE(it, 3);
         SM90_TRACE_PUT4(it, tr_kv, tr_turn, tr_qk, tr_pv);
+        SM90_TRACE_PUT2(it, tr_issue, tr_sm);
         {
             const int st = (kc + n_act - 1) % STAGES;
             mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);

@@ -6,7 +6,9 @@ loop (blocks 1..n-1, also per block), last (the last P V), epi (O normalised, st
 (to the next tile's start); a warpgroup with no rows in a tile (past Nq) leaves no stamps there. fixed = tile − n · per-block: what the tile costs beyond its blocks.
 next_item: from the end of the epilogue to
 the next item's position computed. Waits per block of the main loop: kv (the K and V stages to
-land), turn (ping-pong), qk (Q Kᵀ to complete), pv (P V to complete). Producer: the span of its
+land), turn (ping-pong), qk (Q Kᵀ to complete), pv (P V to complete); and the time spent issuing
+the wgmmas (issue: both matmuls and the turn's hand-over), in the softmax (softmax), and the rest
+of the block (rest: the O rescale, P packed, the loop). Producer: the span of its
 loads per tile. The kernel's span and each CTA's end (globaltimer) show
 the rounds. On the H200, after the build:
 
@@ -112,7 +114,8 @@ def run(lib, B, H, N, d, causal, sms, defines):
                        "last": s[4] - s[3], "epi": s[5] - s[4], "gap": nxt[0] - s[5], "tile": nxt[0] - s[0],
                        "fixed": (nxt[0] - s[0]) - nb * per, "next_item": nxt[12] - s[5],
                        "w_kv": s[8] / (nb - 1), "w_turn": s[9] / (nb - 1), "w_qk": s[10] / (nb - 1),
-                       "w_pv": s[11] / (nb - 1)}
+                       "w_pv": s[11] / (nb - 1), "w_issue": s[14] / (nb - 1), "w_softmax": s[15] / (nb - 1),
+                       "w_rest": per - sum(s[k] for k in (8, 9, 10, 11, 14, 15)) / (nb - 1)}
                 for key, x in row.items():
                     ph.setdefault((kind, wg, key), []).append(us(x))
             p0, pn = t[c][i][0], t[c][i + 1][0]
@@ -126,14 +129,14 @@ def run(lib, B, H, N, d, causal, sms, defines):
     print(f"  CTA ends (µs from the first start): min {ends_us[0]:.1f}, 10% {ends_us[len(ends_us) // 10]:.1f}, "
           f"median {med(ends_us):.1f}, 90% {ends_us[9 * len(ends_us) // 10]:.1f}, max {ends_us[-1]:.1f}")
     keys = ["tile", "fixed", "per_block", "qwait", "first", "loop", "last", "epi", "gap", "next_item"]
-    wkeys = ["w_kv", "w_turn", "w_qk", "w_pv"]
+    wkeys = ["w_kv", "w_turn", "w_issue", "w_qk", "w_softmax", "w_pv", "w_rest"]
     for kind in ("full", "partial"):
         for wg in range(1, cons + 1):
             if (kind, wg, "tile") in ph:
                 n = len(ph[(kind, wg, "tile")])
                 print(f"  {kind:7} wg{wg} ({n:4} tiles) " +
                       " ".join(f"{key} {med(ph[(kind, wg, key)]):6.2f}" for key in keys))
-                print(f"  {kind:7} wg{wg} waits per block (µs): " +
+                print(f"  {kind:7} wg{wg} per block (µs): " +
                       " ".join(f"{key[2:]} {med(ph[(kind, wg, key)]):6.3f}" for key in wkeys))
         if (kind, 0, "prod_tile") in ph:
             print(f"  {kind:7} producer        " +
