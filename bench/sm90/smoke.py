@@ -13,6 +13,8 @@ CASES = [  # B, Hq, Hkv, Nq, Nk, d, causal
     (1, 1, 1, 128, 128, 64, False), (1, 1, 1, 128, 128, 128, False), (1, 1, 1, 128, 128, 256, False),
     (2, 4, 2, 300, 517, 64, False), (2, 4, 2, 300, 517, 128, True), (2, 4, 2, 517, 300, 256, True),
     (1, 2, 1, 1000, 1000, 80, True), (3, 2, 2, 1, 700, 128, False),
+    # the d = 128 long tile (non-causal, from 2048 keys): tails, GQA, several tiles per CTA
+    (2, 4, 2, 300, 2049, 128, False), (1, 2, 1, 385, 3000, 96, False), (4, 16, 16, 4096, 4096, 128, False),
 ]
 for dtype in (torch.bfloat16, torch.float16):
     for B, Hq, Hkv, Nq, Nk, d, causal in CASES:

@@ -15,7 +15,8 @@ the rounds. On the H200, after the build:
     python3 bench/sm90/trace.py [--shapes 4x16x4096 1x16x16384] [--d 128] [--causal]
     python3 bench/sm90/trace.py --defines TRACE_NO_KV=1    # the probe: no K / V loads after the
                                                            # ring's first fill (wrong results)
---defines builds with other FA_SM90_* values (e.g. STORE_DEFER=0, D128L_BN=80 D128L_STAGES=3).
+--defines builds with other FA_SM90_* values (e.g. STORE_DEFER=0, D128L_BN=80 D128L_STAGES=3, or
+D128L_CLUSTER=2: the d = 128 long tile on pairs of CTAs with K / V multicast).
 """
 import argparse
 import ctypes
@@ -125,6 +126,8 @@ def run(lib, B, H, N, d, causal, sms, defines):
     print(f"\nB={B} H={H} N={N} d={d} causal={int(causal)}: BM={BM} BN={BN}, {n_tiles} tiles on {grid} CTAs "
           f"({n_tiles / grid:.2f} rounds); {flops / ms / 1e9:.1f} TFLOP/s untraced, {flops / ms_traced / 1e9:.1f} "
           f"traced; clock {ghz:.3f} GHz; traced span {span:.1f} µs (call {ms * 1e3:.1f} µs)")
+    starts_us = sorted((x - min(starts)) / 1e3 for x in starts)
+    print(f"  CTA starts (µs from the first): 90% {starts_us[9 * len(starts_us) // 10]:.1f}, max {starts_us[-1]:.1f}")
     ends_us = sorted((e - min(starts)) / 1e3 for e in ends)
     print(f"  CTA ends (µs from the first start): min {ends_us[0]:.1f}, 10% {ends_us[len(ends_us) // 10]:.1f}, "
           f"median {med(ends_us):.1f}, 90% {ends_us[9 * len(ends_us) // 10]:.1f}, max {ends_us[-1]:.1f}")
