@@ -119,9 +119,10 @@ typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUM
  * half of every K and V block for both (TMA multicast), which halves the L2 -> SM traffic. On the
  * H200 (bench/sm90/trace.py, bf16, 2026-12-01, bench/LOG.md) the clock rose from 1.55 to 1.7 GHz
  * under the power cap, as with no K / V traffic at all, but a block took 40 % more cycles: the
- * wgmma issue 0.34 -> 0.7-0.85 µs, the K / V wait 0.08 -> 0.16-0.22 µs; 4k-16k keys 460-480
- * TFLOP/s against 600-640, and 400-415 with three stages. Correct (bench/sm90 smoke shapes, split
- * and whole), but not in the test suite's or the sanitizer's runs. */
+ * wgmma issue 0.34 -> 0.67-0.85 µs, the K / V wait 0.08 -> 0.15-0.23 µs; 4k-16k keys 460-484
+ * TFLOP/s against 598-639, and 400-417 with three stages. It matched SDPA math in float64 on ten
+ * awkward shapes (tails, GQA, d = 96 and 112; whole tiles, split ones, one CTA per tile; bf16 and
+ * fp16), but neither the test suite nor the sanitizer has run it. */
 #ifndef FA_SM90_D128L_CLUSTER
 #define FA_SM90_D128L_CLUSTER 1
 #endif
