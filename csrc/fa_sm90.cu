@@ -152,9 +152,11 @@ typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
 /* FA_SM90_TRACE (bench/sm90/trace.py): stamps per CTA, tile and warpgroup into the buffer
  * fa_sm90_trace_set gives, [CTA][tile < FA_SM90_TRACE_TILES][warpgroup][16]: clock64 at points of
  * the tile, %globaltimer once, the cycles a consumer spent in its main loop's waits (slots 8-11),
- * issuing its wgmmas and in its softmax (14, 15), and the tile's first row (slot 13). Off (no code) in every other build. With FA_SM90_TRACE_NO_KV=1 as
- * well, a probe: the K / V loads after the ring's first fill are skipped (wrong results), to time
- * the main loop without their traffic. */
+ * issuing its wgmmas and in its softmax (14, 15), and the tile's first row (slot 13). Off (no
+ * code) in every other build. The clock64 reads pin the main loop's order: a trace build keeps
+ * the softmax before the P V wait, where ptxas hoists that wait in the d <= 128 production kernels
+ * (no softmax_done fence). With FA_SM90_TRACE_NO_KV=1 as well, a probe: the K / V loads after the
+ * ring's first fill are skipped (wrong results), to time the main loop without their traffic. */
 #ifdef FA_SM90_TRACE
 #define FA_SM90_TRACE_TILES 64
 __device__ long long *fa_sm90_trace_buf;
