@@ -69,7 +69,8 @@ struct sm90_tile {
     static constexpr int CONSUMER_REGS = CONSUMERS_ == 2 ? 240 : 160;
     /* softmax_done after each block's softmax: d = 256 +5 %, d = 128 even, d = 64 −3 %; the O
      * rescale skipped when no row's max moved: d = 256 +1 %, d = 128 even, d = 64 −4 % (tune.py,
-     * 2026-11-30, bench/LOG.md) */
+     * 2026-11-30, bench/LOG.md). The fence again on 2026-12-01, with the 3-consumer d = 128 tile
+     * from 2k keys: d = 128 −0.2 %, d = 64 −2 % (twice each). */
     static constexpr bool SOFTMAX_FENCE = D_ >= 256;
     static constexpr bool RESCALE_SKIP = D_ >= 128;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
@@ -368,6 +369,14 @@ __device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo)
          | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
 }
 
+/* The descriptor of addr + off from addr's: the start address field (bits 0-13, in 16-byte
+ * units) gains off / 16, which cannot carry out while addr + off stays below 256 KB of shared
+ * memory (the H200 has 228 KB). One base descriptor per operand, one add per k-step. */
+__device__ __forceinline__ uint64_t desc_at(uint64_t desc, uint32_t off)
+{
+    return (desc >> 32) << 32 | (uint32_t)((uint32_t)desc + (off >> 4));
+}
+
 __device__ __forceinline__ void wgmma_fence(void)
 {
     asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
@@ -429,12 +438,13 @@ __device__ __forceinline__ void turn_pass(int next_cw)
 template <typename T, class C>
 __device__ __forceinline__ void issue_qk(float (&r_s)[C::BN / 2], uint32_t s_q, uint32_t s_k)
 {
+    const uint64_t d_q = wgmma_desc(s_q, 16), d_k = wgmma_desc(s_k, 16);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < C::D / 16; kk++) {
         const uint32_t off_q = (kk / 4) * (C::BM * 128) + (kk % 4) * 32;
         const uint32_t off_k = (kk / 4) * (C::BN * 128) + (kk % 4) * 32;
-        wgmma_ss<C::BN, T>(r_s, wgmma_desc(s_q + off_q, 16), wgmma_desc(s_k + off_k, 16), kk > 0);
+        wgmma_ss<C::BN, T>(r_s, desc_at(d_q, off_q), desc_at(d_k, off_k), kk > 0);
     }
     wgmma_commit();
 }
@@ -445,10 +455,11 @@ template <typename T, class C>
 __device__ __forceinline__ void issue_pv(float (&r_o)[C::D / 2], const uint32_t (&r_p)[C::BN / 16][4],
                                          uint32_t s_v)
 {
+    const uint64_t d_v = wgmma_desc(s_v, C::BN * 128);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < C::BN / 16; kk++)
-        wgmma_rs<C::D, T>(r_o, r_p[kk], wgmma_desc(s_v + kk * 16 * 128, C::BN * 128), 1);
+        wgmma_rs<C::D, T>(r_o, r_p[kk], desc_at(d_v, kk * 16 * 128), 1);
     wgmma_commit();
 }
 
@@ -535,7 +546,8 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
 
 /* Ends the basic block after the softmax with a branch on its result (never taken: l_i >= 0 or
  * NaN). Without it ptxas hoists the next wgmma wait (WARPGROUP.DEPBAR) above the softmax, which
- * then runs after O += P V has completed instead of beside it. */
+ * then runs after O += P V has completed instead of beside it. That costs the d = 256 tile 5 %;
+ * at d <= 128 the other warpgroups' turns keep the tensor cores as busy either way. */
 #ifndef FA_SM90_SOFTMAX_FENCE       /* 1 on every tile, 0 on none; default: C::SOFTMAX_FENCE */
 #define FA_SM90_SOFTMAX_FENCE -1
 #endif
