@@ -34,7 +34,8 @@
  *
  * Split count (shapes and the device only, so a CUDA graph replays it): the fewest splits whose
  * CTAs fill their last wave of the attend kernel within 5% of the best count, at most one split per
- * 128 keys of Nmax; chunk = ceil(Nmax / splits) rounded up to 64 keys. It never reads
+ * 128 keys of Nmax (d <= 64: two CTAs per SM, plan_splits); chunk = ceil(Nmax / splits) rounded up
+ * to 64 keys. It never reads
  * cache_seqlens on the host: a bad entry (fa.h) leaves the caches untouched and makes the output
  * NaN, checked by every CTA on the device.
  *
@@ -1145,6 +1146,22 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
             break;
         splits++;
     }
+    /* d <= 64, tensor cores: a warp's stage holds half the bytes of d = 128's, so the grid needs
+     * more CTAs for the bytes in flight the DRAM wants than the wave rule gives it. The fewest
+     * splits that put two CTAs on 15/16 of the SMs (one when a split alone has that many), within
+     * one wave, each reading at least 256 keys. Read flush, H200 (bench/LOG.md, 2026-12-01,
+     * bench/results/decode_sweep_d64_splits.txt), the wave rule's choice against this one's:
+     * B = 32 H 32/8 4k 3.57 TB/s (3 splits) against 3.97 (1), B = 1 H 32/32 32k 3.44 (4) against
+     * 3.75 (8), B = 8 H 32/8 4k 2.56 (2) against 2.71 (4), B = 1 H 32/8 4k 0.56 (22) against
+     * 0.59 (16). */
+    const int d64 = pl->mma && p->d <= 64;
+    if (d64) {
+        const int64_t want = 2 * (int64_t)(sms - sms / 16), most = (p->Nk + 255) / 256;
+        splits = (want + cps - 1) / cps;
+        splits = splits * cps > wave ? wave / cps : splits;
+        splits = splits < most ? splits : most;
+        splits = splits > 1 ? splits : 1;
+    }
     /* sm_90, tensor-core kernel: the splits of a row tile can merge inside one thread block
      * cluster (cluster_merge) instead of through the combine kernel. FA_DECODE_CLUSTER=0 turns
      * that off, =1 drops the wave condition below (bench/decode_sweep.py). */
@@ -1162,7 +1179,7 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
      * bound: with B = 1 no sequence is shorter than another). Read flush, H200 (bench/LOG.md,
      * 2026-11-30, split sweep): B = 1 H 32/8 64k 3.87 TB/s against 16 combined 3.68, 128k 4.22
      * against 4.13, 256k 4.42 against 4.38. */
-    if (can_cluster && splits >= 2) {
+    if (can_cluster && splits >= 2 && !d64) {
         int64_t sc = 2;
         while (sc < MAX_CLUSTER && sc * cps < sms - sms / 16)
             sc++;

@@ -294,6 +294,17 @@ def test_kvcache_cuda_one_long_sequence(shape):
 
 
 @gpu
+@pytest.mark.parametrize("shape", [(1, 32, 8, 131072), (1, 32, 32, 32768), (8, 32, 8, 4096), (32, 32, 8, 4096)],
+                         ids=["H32-8_128k", "H32-32_32k", "B8_4k", "B32_4k"])
+def test_kvcache_cuda_d64_split_rule(shape):
+    """d = 64, the split rule's own choice (two CTAs per SM; on an H200: 31 splits and the wide
+    combine at 128k, 8 splits in clusters of 8 at 32k with 32 KV heads, 4 at B = 8, one at B = 32),
+    with an append."""
+    B, Hq, Hkv, Nmax = shape
+    run_case("cuda", torch.bfloat16, B, Hq, Hkv, 1, 64, Nmax, [Nmax - 1] * B, 1, False, seed=Nmax + B)
+
+
+@gpu
 @pytest.mark.parametrize("splits,cluster", [("1", "0"), ("4", "0"), ("40", "0"), ("4", "1")],
                          ids=["one", "combine", "combine40", "cluster"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
