@@ -1149,11 +1149,12 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
     /* d <= 64, tensor cores: a warp's stage holds half the bytes of d = 128's, so the grid needs
      * more CTAs for the bytes in flight the DRAM wants than the wave rule gives it. The fewest
      * splits that put two CTAs on 15/16 of the SMs (one when a split alone has that many), within
-     * one wave, each reading at least 256 keys. Read flush, H200 (bench/LOG.md, 2026-12-01,
-     * bench/results/decode_sweep_d64_splits.txt), the wave rule's choice against this one's:
-     * B = 32 H 32/8 4k 3.57 TB/s (3 splits) against 3.97 (1), B = 1 H 32/32 32k 3.44 (4) against
-     * 3.75 (8), B = 8 H 32/8 4k 2.56 (2) against 2.71 (4), B = 1 H 32/8 4k 0.56 (22) against
-     * 0.59 (16). */
+     * one wave, each reading at least 256 keys. Read flush, H200, against cuDNN in the same call
+     * (bench/LOG.md, 2026-12-01, bench/results/decode_sweep_d64_splits.txt), the wave rule's
+     * choice, then this one's: B = 32 H 32/8 4k 0.88× (3 splits) → 0.97× (1),
+     * B = 1 H 32/32 32k 0.88× (4) → 0.96× (8), B = 8 H 32/8 4k 1.02× (2) → 1.09×
+     * (4), B = 1 H 32/8 4k 0.85× (22) → 0.88× (16); B = 8 H 32/8 32k 0.97× (6) → 0.95× (4);
+     * the other shapes within 1 %. */
     const int d64 = pl->mma && p->d <= 64;
     if (d64) {
         const int64_t want = 2 * (int64_t)(sms - sms / 16), most = (p->Nk + 255) / 256;
