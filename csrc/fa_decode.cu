@@ -35,9 +35,8 @@
  * Split count (shapes and the device only, so a CUDA graph replays it): the fewest splits whose
  * CTAs fill their last wave of the attend kernel within 5% of the best count, at most one split per
  * 128 keys of Nmax (d <= 64: two CTAs per SM, plan_splits); chunk = ceil(Nmax / splits) rounded up
- * to 64 keys. It never reads
- * cache_seqlens on the host: a bad entry (fa.h) leaves the caches untouched and makes the output
- * NaN, checked by every CTA on the device.
+ * to 64 keys. It never reads cache_seqlens on the host: a bad entry (fa.h) leaves the caches
+ * untouched and makes the output NaN, checked by every CTA on the device.
  *
  * Builds with plain nvcc; includes CUDA headers, fa.h and fa_kernels.h only:
  *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -Icsrc -c csrc/fa_decode.cu
