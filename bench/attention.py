@@ -361,6 +361,10 @@ def measure(point, names, device, timer, budget_s):
 # Environment and the run.
 
 def git_commit():
+    """The commit of the sources that ran: FA_GIT_COMMIT where set (a copy of the working tree whose
+    .git lags behind it, as on a lent GPU machine), else HEAD, with "-dirty" for uncommitted changes."""
+    if os.environ.get("FA_GIT_COMMIT"):
+        return os.environ["FA_GIT_COMMIT"]
     try:
         def git(*a):
             return subprocess.run(["git", "--no-optional-locks", *a], cwd=REPO, capture_output=True,

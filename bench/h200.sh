@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # One call on the GPU machine: build, then the stages named on the command line, logs under $OUT.
+# The results record the sources' commit from git; where the machine's copy of .git lags the
+# working tree, give it: FA_GIT_COMMIT=<git rev-parse HEAD, run here> bench/h200.sh ...
 #
 #   bench/h200.sh tests sanitize bench memory        # stages: test suite random tests sanitize bench memory
 #                                                    #         grid model decode dsweep examples sm90 ncu sm80tune
