@@ -294,12 +294,13 @@ def test_kvcache_cuda_one_long_sequence(shape):
 
 
 @gpu
-@pytest.mark.parametrize("shape", [(1, 32, 8, 131072), (1, 32, 32, 32768), (8, 32, 8, 4096), (32, 32, 8, 4096)],
-                         ids=["H32-8_128k", "H32-32_32k", "B8_4k", "B32_4k"])
+@pytest.mark.parametrize("shape", [(1, 32, 8, 131072), (1, 32, 32, 32768), (8, 32, 8, 4096), (32, 32, 8, 4096),
+                                   (16, 32, 32, 4096), (56, 32, 8, 2048)],
+                         ids=["H32-8_128k", "H32-32_32k", "B8_4k", "B32_4k", "B16_H32-32_4k", "B56_2k"])
 def test_kvcache_cuda_d64_split_rule(shape):
     """d = 64, the split rule's own choice (two CTAs per SM; on an H200: 31 splits and the wide
-    combine at 128k, 8 splits in clusters of 8 at 32k with 32 KV heads, 4 at B = 8, one at B = 32),
-    with an append."""
+    combine at 128k, 8 splits in clusters of 8 at 32k with 32 KV heads, 4 at B = 8, one at B = 32;
+    beyond one wave of CTAs, 2 splits at B = 16 with 32 KV heads, 4 at B = 56 2k), with an append."""
     B, Hq, Hkv, Nmax = shape
     run_case("cuda", torch.bfloat16, B, Hq, Hkv, 1, 64, Nmax, [Nmax - 1] * B, 1, False, seed=Nmax + B)
 
