@@ -1154,13 +1154,13 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
      * B = 1 H 32/32 32k 0.88× (4) → 0.96× (8), B = 8 H 32/8 4k 1.02× (2) → 1.09×
      * (4), B = 1 H 32/8 4k 0.85× (22) → 0.88× (16); B = 8 H 32/8 32k 0.97× (6) → 0.95× (4);
      * the other shapes within 1 %.
-     * Where one split is more than a wave, the fewest splits (up to 4) whose waves are at least
-     * 85 % full: the tail of a part-full last wave idles SMs, yet each split adds partials to
-     * merge. Read flush, H200 (bench/LOG.md, 2026-12-01, decode_sweep_d64_waves.txt), forced
-     * counts 1 / 2 / 3 / 4 in TB/s: B = 16 H 32/32 4k (512 CTAs a split, 1.3 waves) 3.72 / 4.01 /
-     * 4.04 / 3.71 and B = 64 H 32/8 4k 3.70 / 4.00 / 3.93 / 3.67, where one split is 65 % full;
-     * B = 32 H 32/32 4k 4.33 / 4.20 / 4.27 / 4.26 and B = 64 H 32/32 2k 4.38 / 4.10 / 4.07 / 4.17,
-     * where it is 86 % full. */
+     * Where one split is more than a wave of CTAs: two splits if one would fill its waves less
+     * than 70 % (CTAs / (waves rounded up · wave)), else one. Read flush, H200, forced counts
+     * 1 / 2 / 3 / 4 in TB/s (bench/LOG.md, 2026-12-01, decode_sweep_d64_waves.txt), by how full
+     * one split's waves are: 57 % (B = 56 H 32/8 2k) 3.09 / 3.30 / 3.21 / 3.15, 65 % (B = 16
+     * H 32/32 4k) 3.71 / 4.03 / 4.04 / 3.73, 65 % (B = 64 H 32/8 4k) 3.70 / 3.99 / 3.92 / 3.67;
+     * 75 % (B = 28 H 32/32 2k) 3.88 / 3.82 / 3.71 / 3.45, 81 % (B = 20 H 32/32 4k) 4.18 / 3.89 /
+     * 4.12 / 3.82, 86 % (B = 32 H 32/32 4k) 4.33 / 4.20 / 4.27 / 4.25. */
     const int d64 = pl->mma && p->d <= 64;
     if (d64) {
         const int64_t want = 2 * (int64_t)(sms - sms / 16), most = (p->Nk + 255) / 256;
@@ -1168,9 +1168,7 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
             splits = (want + cps - 1) / cps;
             splits = splits * cps > wave ? wave / cps : splits;
         } else {
-            splits = 1;
-            while (splits < 4 && splits < most && 100 * splits * cps < 85 * ((splits * cps + wave - 1) / wave) * wave)
-                splits++;
+            splits = 100 * cps < 70 * ((cps + wave - 1) / wave) * wave ? 2 : 1;
         }
         splits = splits < most ? splits : most;
         splits = splits > 1 ? splits : 1;

@@ -70,9 +70,12 @@ struct sm90_tile {
     /* softmax_done after each block's softmax: d = 256 +5 %, d = 128 even, d = 64 −3 %; the O
      * rescale skipped when no row's max moved: d = 256 +1 %, d = 128 even, d = 64 −4 % (tune.py,
      * 2026-11-30, bench/LOG.md). The fence again on 2026-12-01, with the 3-consumer d = 128 tile
-     * from 2k keys: d = 128 −0.2 %, d = 64 −2 % (twice each). */
+     * from 2k keys: d = 128 −0.2 %, d = 64 −2 % (twice each). The rescale skipped per group of
+     * 8 rows (2) rather than per warp (1), 2026-12-01, three rounds each: d = 128 +0.5 / +1.5 /
+     * +1.4 % (4k non-causal +1 to +6 %), d = 256 +0.2 / +1.0 / +1.8 % but causal 4k −2 to −6 %,
+     * d = 64 (with spread tiles) −2 % (bench/results/sm90_rescale_halves.txt). */
     static constexpr bool SOFTMAX_FENCE = D_ >= 256;
-    static constexpr bool RESCALE_SKIP = D_ >= 128;
+    static constexpr int RESCALE_SKIP = D_ == 128 ? 2 : D_ >= 128 ? 1 : 0;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3)
                   && (CLUSTER == 1 || (CLUSTER == 2 && PINGPONG && HB % 8 == 0)), "tile shape");
@@ -559,17 +562,32 @@ __device__ __forceinline__ void softmax_done(const float (&l_i)[2])
         asm volatile("nanosleep.u32 0;\n" ::: "memory");
 }
 
-/* O ·= alpha, row by row; skipped by the whole warp when every alpha of its rows is exactly 1
- * (no row's max moved), which changes no bit of O. On long rows the max rarely moves: after j
- * blocks of random scores a row's max moves with probability 1/(j+1). */
-#ifndef FA_SM90_RESCALE_SKIP        /* 1 on every tile, 0 on none; default: C::RESCALE_SKIP */
+/* O ·= alpha, row by row. Skipping it where every alpha is exactly 1 (no row's max moved)
+ * changes no bit of O. On long rows the max rarely moves: after j blocks of random scores a row's
+ * max moves with probability 1/(j+1), so at 4k keys about half the blocks move some max of a
+ * warp's 16 rows, at 16k a quarter. RESCALE_SKIP 1: the warp votes as a whole; 2: its two groups
+ * of 8 rows (each thread's alpha[0] and alpha[1]) vote apart, so a block where one group's max
+ * moved rescales half of O; 0: never skipped. */
+#ifndef FA_SM90_RESCALE_SKIP        /* 0, 1 or 2 on every tile; default: C::RESCALE_SKIP */
 #define FA_SM90_RESCALE_SKIP -1
 #endif
 template <class C>
 __device__ __forceinline__ void rescale(float (&r_o)[C::D / 2], const float (&alpha)[2])
 {
-    constexpr bool skip = FA_SM90_RESCALE_SKIP < 0 ? C::RESCALE_SKIP : FA_SM90_RESCALE_SKIP > 0;
-    if (skip && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+    constexpr int skip = FA_SM90_RESCALE_SKIP < 0 ? C::RESCALE_SKIP : FA_SM90_RESCALE_SKIP;
+    if (skip == 2) {
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (__any_sync(0xffffffffu, alpha[h] != 1.f)) {
+#pragma unroll
+                for (int i = 2 * h; i < C::D / 2; i += 4) {       /* the columns of rows g + 8h */
+                    r_o[i] *= alpha[h];
+                    r_o[i + 1] *= alpha[h];
+                }
+            }
+        return;
+    }
+    if (skip == 1 && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
         return;
 #pragma unroll
     for (int i = 0; i < C::D / 2; i++)

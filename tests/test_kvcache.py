@@ -300,7 +300,7 @@ def test_kvcache_cuda_one_long_sequence(shape):
 def test_kvcache_cuda_d64_split_rule(shape):
     """d = 64, the split rule's own choice (two CTAs per SM; on an H200: 31 splits and the wide
     combine at 128k, 8 splits in clusters of 8 at 32k with 32 KV heads, 4 at B = 8, one at B = 32;
-    beyond one wave of CTAs, 2 splits at B = 16 with 32 KV heads, 4 at B = 56 2k), with an append."""
+    beyond one wave of CTAs, 2 splits at B = 16 with 32 KV heads and at B = 56 2k), with an append."""
     B, Hq, Hkv, Nmax = shape
     run_case("cuda", torch.bfloat16, B, Hq, Hkv, 1, 64, Nmax, [Nmax - 1] * B, 1, False, seed=Nmax + B)
 

@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 # (d, BN, STAGES, CONSUMERS, PINGPONG, other FA_SM90_* defines); the production tiles are timed
 # through the op. LAZY: the lazy running max (sm90_softmax); LONG_NK: the 176-key d = 128 tile
 # from that many keys on, non-causal; SOFTMAX_FENCE: 1 / 0 softmax_done on every tile / none;
-# RESCALE_SKIP: 0 rescales O even when no row's max moved.
+# RESCALE_SKIP: 0 rescales O even when no row's max moved, 1 skips it per warp, 2 per group of 8 rows.
 VARIANTS = [
     (64, 128, 2, 3, 1, {"RESCALE_SKIP": 0}),
     (128, 128, 2, 2, 1, {"RESCALE_SKIP": 0}), (128, 128, 2, 2, 1, {"SOFTMAX_FENCE": 1}),
