@@ -6,7 +6,8 @@ through fa_sm90_forward with a params struct that mirrors csrc/fa.h. Every varia
 against SDPA math on float64 over awkward shapes before it is timed next to the production kernel
 (torch.ops.fa.forward with FA_KERNEL=sm90: its automatic grid, "auto", and each grid forced with
 FA_SM90_PERSIST, "grid" = one CTA per tile; one CTA per SM with causal tiles walked rank-major,
-"rank", or head-major as a snake, "snake", FA_SM90_ORDER) and SDPA's cudnn backend, on FlashAttention's grid
+"rank", or head-major as a snake, "snake", FA_SM90_ORDER; the last round not split along the keys, "tail0",
+FA_SM90_TAIL=0, as the variants run, having no scratch) and SDPA's cudnn backend, on FlashAttention's grid
 (bf16, B·N = 16k, H·d = 2048), with triton.testing.do_bench. On the H200, after the build:
 
     python3 bench/sm90/tune.py [--d 128] [--n 1k 4k 16k] [--no-variants]
@@ -45,7 +46,8 @@ def vname(v):
 # The production kernel's columns: the environment each runs under (csrc/fa_sm90.cu).
 PROD = {"auto": {}, "grid": {"FA_SM90_PERSIST": "0"},
         "rank": {"FA_SM90_PERSIST": "1", "FA_SM90_ORDER": "rank"},
-        "snake": {"FA_SM90_PERSIST": "1", "FA_SM90_ORDER": "snake"}}
+        "snake": {"FA_SM90_PERSIST": "1", "FA_SM90_ORDER": "snake"},
+        "tail0": {"FA_SM90_TAIL": "0"}}
 if os.environ.get("TUNE_PROD"):          # e.g. "auto": only those columns of the production kernel
     PROD = {k: PROD[k] for k in os.environ["TUNE_PROD"].split(",")}
 BUILD = os.environ.get("BUILD", "/tmp/sm90_tune")
