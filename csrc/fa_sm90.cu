@@ -71,9 +71,10 @@ struct sm90_tile {
      * rescale skipped when no row's max moved: d = 256 +1 %, d = 128 even, d = 64 −4 % (tune.py,
      * 2026-11-30, bench/LOG.md). The fence again on 2026-12-01, with the 3-consumer d = 128 tile
      * from 2k keys: d = 128 −0.2 %, d = 64 −2 % (twice each). The rescale skipped per group of
-     * 8 rows (2) rather than per warp (1), 2026-12-01, three rounds each: d = 128 +0.5 / +1.5 /
-     * +1.4 % (4k non-causal +1 to +6 %), d = 256 +0.2 / +1.0 / +1.8 % but causal 4k −2 to −6 %,
-     * d = 64 (with spread tiles) −2 % (bench/results/sm90_rescale_halves.txt). */
+     * 8 rows (2) rather than per warp (1), 2026-12-01, seven rounds in three calls: d = 128
+     * −0.3 to +1.5 % (mean +0.6 %), 4k non-causal +0.7 to +6 % (mean +2.7 %); d = 256 +0.2 / +1.0
+     * / +1.8 % but causal 4k −2 to −6 %; d = 64 (with spread tiles) −2 %
+     * (bench/results/sm90_rescale_halves.txt). */
     static constexpr bool SOFTMAX_FENCE = D_ >= 256;
     static constexpr int RESCALE_SKIP = D_ == 128 ? 2 : D_ >= 128 ? 1 : 0;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
