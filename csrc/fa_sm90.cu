@@ -55,14 +55,11 @@
  * 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24 per producer
  * thread with 2 consumers, 160 and 32 with 3. Shared memory: (QBUFS·BM + 2·STAGES·BN) · D · 2
  * bytes. */
-template <int D_, int BN_, int STAGES_, int CONSUMERS_, int PINGPONG_, int CLUSTER_ = 1>
+template <int D_, int BN_, int STAGES_, int CONSUMERS_, int PINGPONG_>
 struct sm90_tile {
-    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, CONSUMERS = CONSUMERS_, CLUSTER = CLUSTER_;
+    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, CONSUMERS = CONSUMERS_;
     static constexpr bool PINGPONG = PINGPONG_;
     static constexpr int BM = 64 * CONSUMERS_, PANELS = D_ / 64, THREADS = 128 * (CONSUMERS_ + 1);
-    /* CLUSTER = 2: the CTAs of a cluster take a tile of TM rows together, BM each, and load each
-     * K and V block once for both: each CTA loads BN / 2 of its rows, multicast to the pair. */
-    static constexpr int TM = BM * CLUSTER_, HB = BN_ / CLUSTER_;
     /* Two Q buffers where shared memory allows, so that a persistent CTA loads its next tile's Q
      * while this one is computed (one CTA per SM either way: the registers allow no more). */
     static constexpr int QBUFS = (2 * BM + 2 * STAGES_ * BN_) * D_ * 2 + 2048 <= 227 * 1024 ? 2 : 1;
@@ -78,8 +75,8 @@ struct sm90_tile {
     static constexpr bool SOFTMAX_FENCE = D_ >= 256;
     static constexpr int RESCALE_SKIP = D_ == 128 ? 2 : D_ >= 128 ? 1 : 0;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
-    static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3)
-                  && (CLUSTER == 1 || (CLUSTER == 2 && PINGPONG && HB % 8 == 0)), "tile shape");
+    static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
+                  "tile shape");
 };
 
 /* The production tiles, one per head-dim width: bench/sm90/tune.py on the H200 (bf16, B·N = 16k,
@@ -120,18 +117,10 @@ typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUM
 #define FA_SM90_D128L_BN 80
 #define FA_SM90_D128L_STAGES 2
 #endif
-/* FA_SM90_D128L_CLUSTER=2 (not built by default): pairs of CTAs take 384-row tiles, each loading
- * half of every K and V block for both (TMA multicast), which halves the L2 -> SM traffic. On the
- * H200 (bench/sm90/trace.py, bf16, 2026-12-01, bench/LOG.md) the clock rose from 1.55 to 1.7 GHz
- * under the power cap, as with no K / V traffic at all, but a block took 40 % more cycles: the
- * wgmma issue 0.34 -> 0.67-0.85 µs, the K / V wait 0.08 -> 0.15-0.23 µs; 4k-16k keys 460-484
- * TFLOP/s against 598-639, and 400-417 with three stages. It matched SDPA math in float64 on ten
- * awkward shapes (tails, GQA, d = 96 and 112; whole tiles, split ones, one CTA per tile; bf16 and
- * fp16), but neither the test suite nor the sanitizer has run it. */
-#ifndef FA_SM90_D128L_CLUSTER
-#define FA_SM90_D128L_CLUSTER 1
-#endif
-typedef sm90_tile<128, FA_SM90_D128L_BN, FA_SM90_D128L_STAGES, 3, 1, FA_SM90_D128L_CLUSTER> sm90_tile_d128_long;
+/* Not taken: pairs of CTAs on 384-row tiles, each loading half of every K and V block for both
+ * (TMA multicast), 460-484 TFLOP/s against 598-639 at 4k-16k keys (bench/LOG.md, 2026-12-01;
+ * the code is at 1307b1f). */
+typedef sm90_tile<128, FA_SM90_D128L_BN, FA_SM90_D128L_STAGES, 3, 1> sm90_tile_d128_long;
 /* d = 64, causal, up to FA_SM90_D64_SHORT_CAUSAL query rows: 2 consumers (BM = 128). tune.py,
  * bf16, causal: 1k +13 % over the 3-consumer tile, 2k −4 % (bench/LOG.md, 2026-11-30). */
 #ifndef FA_SM90_D64_SHORT_CAUSAL
@@ -228,7 +217,7 @@ typedef struct {
     CUtensorMap tm_q, tm_k, tm_v, tm_o;  /* boxes: Q 64 × BM, K and V 64 × BN, O 64 × 64 */
     fa_params p;
     float scale_log2;                    /* scale · log2(e), at least FLT_MIN */
-    int64_t n_q_tiles;                   /* ceil(Nq / TM) */
+    int64_t n_q_tiles;                   /* ceil(Nq / BM) */
     int64_t n_tiles;                     /* B · Hq · n_q_tiles, less than 2²⁹ (sm90_launch) */
     /* Head-major order (tile_pos): tiles below n_full walk each head's query tiles in turn
      * (div_full_q.d of them per head); the tiles past them, if any, are the heads' last query
@@ -246,8 +235,8 @@ typedef struct {
      * n_items = n_whole = n_tiles. */
     int64_t n_items, n_whole, n_split;
     int parts;
-    float *o_part;                       /* (tail item, TM rows, d) */
-    float *lse_part;                     /* (tail item, TM rows), log2 units */
+    float *o_part;                       /* (tail item, BM rows, d) */
+    float *lse_part;                     /* (tail item, BM rows), log2 units */
 } sm90_args;
 
 /* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
@@ -308,53 +297,6 @@ __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int 
                  "[%0], [%1, {%2, %3, %4, %5}], [%6];\n"
                  :: "r"(smem_u32(dst)), "l"(map), "r"(col), "r"(row), "r"(head), "r"(batch),
                     "r"(smem_u32(bar)) : "memory");
-}
-
-/* The same box into the same offset of shared memory in every CTA of the cluster named in mask,
- * completing on the barrier at bar's offset in each. */
-__device__ __forceinline__ void tma_load_multicast(void *dst, const CUtensorMap *map, int col, int row,
-                                                   int head, int batch, uint64_t *bar, uint16_t mask)
-{
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-                 "[%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n"
-                 :: "r"(smem_u32(dst)), "l"(map), "r"(col), "r"(row), "r"(head), "r"(batch),
-                    "r"(smem_u32(bar)), "h"(mask) : "memory");
-}
-
-/* A K or V box of the ring: this CTA's rows of it, for every CTA of the cluster. */
-template <class C>
-__device__ __forceinline__ void tma_load_kv(void *dst, const CUtensorMap *map, int col, int row,
-                                           int head, int batch, uint64_t *bar)
-{
-    if (C::CLUSTER == 1)
-        tma_load(dst, map, col, row, head, batch, bar);
-    else
-        tma_load_multicast(dst, map, col, row, head, batch, bar, (uint16_t)((1u << C::CLUSTER) - 1));
-}
-
-__device__ __forceinline__ uint32_t cluster_rank(void)
-{
-    uint32_t r;
-    asm("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-
-/* Every thread of every CTA of the cluster. */
-__device__ __forceinline__ void cluster_sync(void)
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-/* An arrival on the barrier at bar's offset in the shared memory of the cluster's CTA `rank`
- * (release at CTA scope, as the local arrivals: it orders no data, the wgmma reads it follows
- * have completed). */
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, uint32_t rank)
-{
-    asm volatile("{\n.reg .b32 remote;\n"
-                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n"
-                 :: "r"(smem_u32(bar)), "r"(rank) : "memory");
 }
 
 /* TMA store of a box from shared memory; rows and columns past the tensor's end are dropped. */
@@ -467,17 +409,12 @@ __device__ __forceinline__ void issue_pv(float (&r_o)[C::D / 2], const uint32_t 
     wgmma_commit();
 }
 
-/* This warp is done with a stage: one arrival per warp (the empty barriers count them all), on
- * the stage's barrier in every CTA of the cluster (each loads a part of the stage for all). */
-template <class C>
+/* This warp is done with a stage: one arrival per warp (the empty barriers count them all). */
 __device__ __forceinline__ void release(uint64_t *bar, int lane)
 {
     __syncwarp();
-    if (lane == 0) {
+    if (lane == 0)
         mbar_arrive(bar);
-        if (C::CLUSTER == 2)
-            mbar_arrive_cluster(bar, cluster_rank() ^ 1);
-    }
 }
 
 /* The CTA's ring block j (its K and V stages), released untouched once it has landed. */
@@ -487,9 +424,9 @@ __device__ __forceinline__ void release_landed(sm90_smem<C> &s, int j, int lane)
     const int st = j % C::STAGES;
     const uint32_t parity = (j / C::STAGES) & 1;
     mbar_wait(&s.full_k[st], parity);
-    release<C>(&s.empty_k[st], lane);
+    release(&s.empty_k[st], lane);
     mbar_wait(&s.full_v[st], parity);
-    release<C>(&s.empty_v[st], lane);
+    release(&s.empty_v[st], lane);
 }
 
 /* What the softmax of a block needs to know about this thread's rows. */
@@ -645,11 +582,11 @@ __device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t ti
         rank = a.div_q_tiles.d - 1;
     }
     tp.bh = bh;
-    tp.m0 = (int)(a.p.causal ? a.div_q_tiles.d - 1 - rank : rank) * C::TM;
+    tp.m0 = (int)(a.p.causal ? a.div_q_tiles.d - 1 - rank : rank) * C::BM;
     tp.b = (int)fast_div(a.div_hq, bh);
     tp.h = (int)(bh - (uint32_t)tp.b * a.div_hq.d);
     tp.hk = (int)fast_div(a.div_q_per_kv, (uint32_t)tp.h);
-    const int kv_end = a.p.causal ? min((int)a.p.Nk, tp.m0 + C::TM) : (int)a.p.Nk;
+    const int kv_end = a.p.causal ? min((int)a.p.Nk, tp.m0 + C::BM) : (int)a.p.Nk;
     tp.n_blocks = (kv_end + C::BN - 1) / C::BN;
     return tp;
 }
@@ -690,10 +627,9 @@ __device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
  * tile sequence covers it·tile_stride onwards, CTA c taking its c-th tile; with
  * a.snake odd passes run backwards, so a CTA that took a heavy tile then takes a light one. A pass
  * lies wholly after the previous one, so the first tile past the end ends the walk. */
-template <class C>
 __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
 {
-    const int64_t c = blockIdx.x / C::CLUSTER;          /* the cluster's CTAs take the same tiles */
+    const int64_t c = blockIdx.x;
     return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
@@ -702,11 +638,10 @@ __global__ void __launch_bounds__(C::THREADS, 1)
 fa_sm90_kernel(const __grid_constant__ sm90_args a)
 {
 #ifdef FA_SM90_DEVICE
-    constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, PANELS = C::PANELS, HB = C::HB;
+    constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, PANELS = C::PANELS;
     constexpr bool STORE_DEFER = FA_SM90_STORE_DEFER && C::QBUFS == 2;
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
-    const int crank = C::CLUSTER > 1 ? (int)cluster_rank() : 0;   /* rows crank·BM.. of the tile */
 
     const fa_params &p = a.p;
     const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   /* warp-uniform to the compiler */
@@ -717,16 +652,12 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             mbar_init(&s.full_q[i], 1), mbar_init(&s.empty_q[i], C::CONSUMERS);
         for (int i = 0; i < STAGES; i++) {
             mbar_init(&s.full_k[i], 1), mbar_init(&s.full_v[i], 1);
-            mbar_init(&s.empty_k[i], 4 * C::CONSUMERS * C::CLUSTER);   /* every consumer warp */
-            mbar_init(&s.empty_v[i], 4 * C::CONSUMERS * C::CLUSTER);   /* of the cluster */
+            mbar_init(&s.empty_k[i], 4 * C::CONSUMERS), mbar_init(&s.empty_v[i], 4 * C::CONSUMERS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    /* Barrier: the mbarriers are initialised before any thread (or TMA, or the other CTA of the
-     * cluster) uses them. */
+    /* Barrier: the mbarriers are initialised before any thread (or TMA) uses them. */
     __syncthreads();
-    if (C::CLUSTER > 1)
-        cluster_sync();
 
     /* This CTA's tiles (cta_tile: one unless persistent); the producer and the consumers walk the
      * same sequence. The K/V ring and the Q buffers run on across tiles: kc counts the blocks this
@@ -738,10 +669,9 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
         if (threadIdx.x != 0)
             return;
-        for (int64_t item = cta_tile<C>(a, 0); item < a.n_items; item = cta_tile<C>(a, ++it)) {
+        for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
             const sm90_item w = item_pos<C, SPLIT>(a, item);
-            const int b = w.tp.b, h = w.tp.h, hk = w.tp.hk, n_blocks = w.nb, kb0 = w.kb0;
-            const int m0 = w.tp.m0 + crank * BM;
+            const int b = w.tp.b, h = w.tp.h, hk = w.tp.hk, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
             const int qb = it % C::QBUFS;
             const uint32_t q_parity = (it / C::QBUFS) & 1;
             SM90_TRACE(it, 0);
@@ -770,35 +700,25 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
                 mbar_expect_tx(&s.full_k[st], BN * D * 2);
 #pragma unroll
                 for (int pn = 0; pn < PANELS; pn++)
-                    tma_load_kv<C>(s.k[st][pn][crank * HB], &a.tm_k, 64 * pn, (kb0 + kb) * BN + crank * HB, hk,
-                                   b, &s.full_k[st]);
+                    tma_load(s.k[st][pn], &a.tm_k, 64 * pn, (kb0 + kb) * BN, hk, b, &s.full_k[st]);
                 mbar_wait(&s.empty_v[st], parity);
                 mbar_expect_tx(&s.full_v[st], BN * D * 2);
 #pragma unroll
                 for (int pn = 0; pn < PANELS; pn++)
-                    tma_load_kv<C>(s.v[st][pn][crank * HB], &a.tm_v, 64 * pn, (kb0 + kb) * BN + crank * HB, hk,
-                                   b, &s.full_v[st]);
+                    tma_load(s.v[st][pn], &a.tm_v, 64 * pn, (kb0 + kb) * BN, hk, b, &s.full_v[st]);
             }
             SM90_TRACE(it, 2);
             kc += n_blocks;
         }
-        /* Cluster: the other CTA's consumers release this CTA's stages from their shared memory;
-         * the CTA stays until the last of those arrivals has landed. */
-        if (C::CLUSTER > 1)
-            for (int j = kc; j < kc + STAGES; j++) {
-                mbar_wait(&s.empty_k[j % STAGES], ((j / STAGES) & 1) ^ 1);
-                mbar_wait(&s.empty_v[j % STAGES], ((j / STAGES) & 1) ^ 1);
-            }
         return;
     }
 
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
     bool stored = false;                                    /* STORE_DEFER: the last item's O store */
-    for (int64_t item = cta_tile<C>(a, 0); item < a.n_items; item = cta_tile<C>(a, ++it)) {
+    for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
         const sm90_item w = item_pos<C, SPLIT>(a, item);
-        const int b = w.tp.b, h = w.tp.h, n_blocks = w.nb, kb0 = w.kb0;
-        const int m0 = w.tp.m0 + crank * BM;                /* this CTA's rows of the tile */
+        const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
         SM90_TRACE(it, 12);
         SM90_TRACE_VAL(it, 13, m0);
@@ -817,7 +737,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
          * to the first unless the tile is the CTA's last, so every barrier balances. */
         const bool pp = C::PINGPONG;
         const int next_cw = (cw + 1) % C::CONSUMERS;
-        const bool last_tile = cta_tile<C>(a, it + 1) >= a.n_items;
+        const bool last_tile = cta_tile(a, it + 1) >= a.n_items;
         if (pp && cw == C::CONSUMERS - 1 && it == 0)
             turn_pass(0);
 
@@ -839,13 +759,8 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             }
             kc += n_blocks;
             stored = false;
-            if (threadIdx.x % 128 == 0) {
-                /* Cluster: a CTA may have no busy warpgroup, then nothing else waits for its Q
-                 * (all past Nq: zeros) to land before the buffer is reloaded. */
-                if (C::CLUSTER > 1)
-                    mbar_wait(&s.full_q[qb], q_parity);
+            if (threadIdx.x % 128 == 0)
                 mbar_arrive(&s.empty_q[qb]);
-            }
             continue;
         }
 
@@ -885,7 +800,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             stored = false;
             wgmma_wait<0>();
             reg_fence(r_s);
-            release<C>(&s.empty_k[st], lane);
+            release(&s.empty_k[st], lane);
         }
         sm90_softmax<C>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
         pack_p<T, BN>(r_p, r_s);
@@ -910,13 +825,13 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
                                  if (pp) turn_pass(next_cw));
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
             SM90_TIMED(tr_sm, reg_fence(r_s);
-                              release<C>(&s.empty_k[st], lane);
+                              release(&s.empty_k[st], lane);
                               sm90_softmax<C>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
                               softmax_done<C>(l_i));
             SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
             reg_fence_u(r_p);
-            release<C>(&s.empty_v[pst], lane);
+            release(&s.empty_v[pst], lane);
             rescale<C>(r_o, alpha);
             pack_p<T, BN>(r_p, r_s);
         }
@@ -934,7 +849,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             wgmma_wait<0>();
             reg_fence(r_o);
             reg_fence_u(r_p);
-            release<C>(&s.empty_v[st], lane);
+            release(&s.empty_v[st], lane);
         }
         /* Blocks all masked for this warpgroup: released once they have landed. */
         for (int kb = n_act; kb < n_blocks; kb++)
@@ -951,20 +866,20 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             inv_l[r] = 1.f / l;
             const int row = row0 + 8 * r;
-            if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, TM) */
-                a.lse_part[w.j * C::TM + row - w.tp.m0] = m_i[r] * c + log2f(l);
+            if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM) */
+                a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
             else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq) */
                 p.lse[bh * p.Nq + row] = (m_i[r] * c + log2f(l)) * 0.69314718055994531f;
         }
 
-        /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·TM + r)·d (d is
+        /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is
          * even: columns 2t, 2t + 1 go as one float2), for sm90_merge_kernel. Then, once every
          * warp of the warpgroup is past its last wgmma (warpgroup barrier), Q's buffer is free. */
         if (SPLIT && w.j >= 0) {
             const int d = (int)p.d;
 #pragma unroll
             for (int r = 0; r < 2; r++) {
-                float *o_row = a.o_part + (w.j * C::TM + row0 + 8 * r - w.tp.m0) * d;
+                float *o_row = a.o_part + (w.j * BM + row0 + 8 * r - m0) * d;
 #pragma unroll
                 for (int j = 0; j < D / 8; j++)
                     if (8 * j + 2 * t < d)
@@ -1012,7 +927,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
 }
 
 /* The split tiles' parts merged, one warp per row of a tail tile, MERGE_ROWS rows per CTA (grid
- * n_split / parts · TM / MERGE_ROWS): O = Σ_q w_q O_q / Σ_q w_q, w_q = exp2(lse_q − M),
+ * n_split / parts · BM / MERGE_ROWS): O = Σ_q w_q O_q / Σ_q w_q, w_q = exp2(lse_q − M),
  * M = max_q lse_q; lse = M + log2 Σ_q w_q. Every part reads at least one key (non-causal), so each
  * lse_q is finite for finite inputs. */
 #define MERGE_ROWS 4
@@ -1020,13 +935,13 @@ template <typename T, class C>
 __global__ void __launch_bounds__(32 * MERGE_ROWS) sm90_merge_kernel(const __grid_constant__ sm90_args a)
 {
 #ifdef FA_SM90_DEVICE
-    constexpr int TM = C::TM, MAX_PARTS = 4;
-    static_assert(TM % MERGE_ROWS == 0, "a CTA's rows lie in one tile");
+    constexpr int BM = C::BM, MAX_PARTS = 4;
+    static_assert(BM % MERGE_ROWS == 0, "a CTA's rows lie in one tile");
     const fa_params &p = a.p;
     const int lane = threadIdx.x % 32;
     const int64_t item_row = (int64_t)blockIdx.x * MERGE_ROWS + threadIdx.x / 32;
-    const int64_t tail = item_row / TM;
-    const int r = (int)(item_row % TM);
+    const int64_t tail = item_row / BM;
+    const int r = (int)(item_row % BM);
     const sm90_tile_pos tp = tile_pos<C>(a, a.n_whole + tail);
     const int row = tp.m0 + r;
     if (row >= p.Nq)
@@ -1036,7 +951,7 @@ __global__ void __launch_bounds__(32 * MERGE_ROWS) sm90_merge_kernel(const __gri
     float lse[MAX_PARTS], M = -INFINITY;
 #pragma unroll
     for (int q = 0; q < MAX_PARTS; q++) {
-        lse[q] = q < parts ? a.lse_part[(j0 + q) * TM + r] : -INFINITY;
+        lse[q] = q < parts ? a.lse_part[(j0 + q) * BM + r] : -INFINITY;
         M = fmaxf(M, lse[q]);
     }
     float wt[MAX_PARTS], l = 0.f;
@@ -1051,7 +966,7 @@ __global__ void __launch_bounds__(32 * MERGE_ROWS) sm90_merge_kernel(const __gri
 #pragma unroll
         for (int q = 0; q < MAX_PARTS; q++)
             if (q < parts)
-                x += wt[q] * a.o_part[((j0 + q) * TM + r) * d + col];
+                x += wt[q] * a.o_part[((j0 + q) * BM + r) * d + col];
         from_float(o + col, x / l);
     }
     if (p.lse && lane == 0)
@@ -1189,7 +1104,7 @@ static sm90_walk sm90_walk_plan(const fa_params *p, int64_t n_q_tiles, int64_t n
     *bytes = 0;
     if (p->causal || n_tiles < grid)
         return w;
-    const int rem = (int)(p->Nq % C::TM), busy = min((rem + 63) / 64, C::CONSUMERS);   /* in its first CTA */
+    const int rem = (int)(p->Nq % C::BM), busy = (rem + 63) / 64;
     const int64_t moved = rem != 0 && busy < C::CONSUMERS && C::PINGPONG ? n_tiles / n_q_tiles : 0;
     const int64_t n_full = n_tiles - moved;
     const double light = fmin(1.0, (double)(busy + 1) / C::CONSUMERS);
@@ -1228,33 +1143,8 @@ static sm90_walk sm90_walk_plan(const fa_params *p, int64_t n_q_tiles, int64_t n
             }
         }
     if (w.parts > 1)
-        *bytes = (size_t)(w.split * w.parts * C::TM) * (size_t)(p->d + 1) * sizeof(float);
+        *bytes = (size_t)(w.split * w.parts * C::BM) * (size_t)(p->d + 1) * sizeof(float);
     return w;
-}
-
-/* kernel over `units` CTAs, or clusters of C::CLUSTER CTAs. */
-template <class C>
-static cudaError_t sm90_run(void (*kernel)(const sm90_args), int64_t units, size_t smem, cudaStream_t stream,
-                            const sm90_args &a)
-{
-    if (C::CLUSTER == 1) {
-        kernel<<<(unsigned)units, C::THREADS, smem, stream>>>(a);
-        return cudaGetLastError();
-    }
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = C::CLUSTER;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDim = dim3((unsigned)(units * C::CLUSTER));
-    cfg.blockDim = dim3(C::THREADS);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelEx(&cfg, kernel, a);
 }
 
 /* Launches the tile shape C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80
@@ -1305,7 +1195,7 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
     sm90_args a;
     memset(&a, 0, sizeof a);
     a.p = *p;
-    a.n_q_tiles = (p->Nq + C::TM - 1) / C::TM;
+    a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;
     a.n_tiles = a.n_q_tiles * p->B * p->Hq;
     if (a.n_tiles >= (1 << 29))                     /* items (up to 4 per tile) in 31 bits */
         return FA_ERR_UNSUPPORTED;
@@ -1320,7 +1210,7 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
     if (sm90_persistent(p)) {
         if (fa_cuda_sm_count(dev, &sms) != FA_OK)
             return FA_ERR_CUDA;
-        const int64_t grid = a.n_tiles < sms / C::CLUSTER ? a.n_tiles : sms / C::CLUSTER;
+        const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
         size_t bytes = 0;
         sm90_walk w = sm90_walk_plan<C>(p, a.n_q_tiles, a.n_tiles, grid, 1, &bytes);
         if (need != NULL) {
@@ -1338,7 +1228,7 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
             a.n_split = w.split * w.parts;
             a.n_items = a.n_tiles - w.split + a.n_split;
             a.o_part = (float *)scratch;
-            a.lse_part = a.o_part + a.n_split * C::TM * p->d;
+            a.lse_part = a.o_part + a.n_split * C::BM * p->d;
         }
     } else if (need != NULL) {
         *need = 0;
@@ -1348,9 +1238,9 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
     if (make_map(&a.tm_q, bf16, p->q, p->B, p->Hq, p->Nq, p->d, p->q_batch_stride, p->q_head_stride,
                  p->q_row_stride, C::BM)
         || make_map(&a.tm_k, bf16, p->k, p->B, p->Hkv, p->Nk, p->d, p->k_batch_stride, p->k_head_stride,
-                    p->k_row_stride, C::HB)
+                    p->k_row_stride, C::BN)
         || make_map(&a.tm_v, bf16, p->v, p->B, p->Hkv, p->Nk, p->d, p->v_batch_stride, p->v_head_stride,
-                    p->v_row_stride, C::HB)
+                    p->v_row_stride, C::BN)
         || make_map(&a.tm_o, bf16, p->o, p->B, p->Hq, p->Nq, p->d, p->o_batch_stride, p->o_head_stride,
                     p->o_row_stride, 64))
         return FA_ERR_UNSUPPORTED;
@@ -1360,13 +1250,14 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
      * by sm90_merge_kernel). Else one CTA per tile. */
     if (sm90_persistent(p)) {
-        const int64_t grid = a.n_tiles < sms / C::CLUSTER ? a.n_tiles : sms / C::CLUSTER;
+        const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
         a.tile_stride = grid;
         sm90_causal_order(&a, p);
-        if (sm90_run<C>(a.parts > 1 ? kernel_split : kernel, grid, smem, stream, a) != cudaSuccess)
+        (a.parts > 1 ? kernel_split : kernel)<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+        if (cudaGetLastError() != cudaSuccess)
             return FA_ERR_CUDA;
         if (a.parts > 1) {
-            const int64_t merge_blocks = a.n_split / a.parts * C::TM / MERGE_ROWS;
+            const int64_t merge_blocks = a.n_split / a.parts * C::BM / MERGE_ROWS;
             sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
             if (cudaGetLastError() != cudaSuccess)
                 return FA_ERR_CUDA;
@@ -1374,7 +1265,8 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
         return FA_OK;
     }
     a.tile_stride = a.n_tiles;
-    return sm90_run<C>(kernel, a.n_tiles, smem, stream, a) == cudaSuccess ? FA_OK : FA_ERR_CUDA;
+    kernel<<<(unsigned)a.n_tiles, C::THREADS, smem, stream>>>(a);
+    return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
 }
 
 /* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). */

@@ -15,8 +15,7 @@ the rounds. On the H200, after the build:
     python3 bench/sm90/trace.py [--shapes 4x16x4096 1x16x16384] [--d 128] [--causal]
     python3 bench/sm90/trace.py --defines TRACE_NO_KV=1    # the probe: no K / V loads after the
                                                            # ring's first fill (wrong results)
---defines builds with other FA_SM90_* values (e.g. STORE_DEFER=0, D128L_BN=80 D128L_STAGES=3, or
-D128L_CLUSTER=2: the d = 128 long tile on pairs of CTAs with K / V multicast).
+--defines builds with other FA_SM90_* values (e.g. STORE_DEFER=0, D128L_BN=80 D128L_STAGES=3).
 """
 import argparse
 import ctypes
