@@ -1118,19 +1118,13 @@ static int cluster_wave(const decode_plan *pl, int n, int dev)
     return ok > 0 ? ok : 0;
 }
 
-/* Everything the launch needs that depends on the shapes and the device only: the kernel, the
- * split count and the derived scalars. The same answer for fa_kvcache_scratch_bytes and the launch. */
-/* Split count, chunk and cluster size of a call for plan pl (a->row_tiles and a->rows set). */
-static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int sms, int major, int dev)
+/* The split count by waves (d > 64, and the CUDA-core kernel): every CTA of a split does the
+ * same work, so a grid of 2.1 waves takes as long as 3. Wave efficiency e(s) = CTAs / (waves
+ * rounded up · wave); among split counts up to one per 128 keys of Nmax and up to four waves,
+ * the fewest (least to combine) within 5% of the best. */
+static int64_t splits_by_waves(int64_t wave, int64_t cps, int64_t Nk)
 {
-    a->cluster = 0;
-    pl->ctas_per_split = pl->mma ? (int64_t)a->row_tiles * p->B * p->Hkv : (a->rows + 3) / 4;
-
-    /* splits: every CTA of a split does the same work, so a grid of 2.1 waves takes as long as 3.
-     * Wave efficiency e(s) = CTAs / (waves rounded up · wave); among split counts up to one per
-     * 128 keys of Nmax and up to four waves, the fewest (least to combine) within 5% of the best. */
-    const int64_t wave = (int64_t)sms * pl->ctas_per_sm, cps = pl->ctas_per_split;
-    int64_t max_splits = (p->Nk + 127) / 128;
+    int64_t max_splits = (Nk + 127) / 128;
     max_splits = max_splits < (4 * wave + cps - 1) / cps ? max_splits : (4 * wave + cps - 1) / cps;
     double best = 0.;
     for (int64_t sp = 1; sp <= max_splits; sp++) {
@@ -1145,34 +1139,49 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
             break;
         splits++;
     }
-    /* d <= 64, tensor cores: a warp's stage holds half the bytes of d = 128's, so the grid needs
-     * more CTAs for the bytes in flight the DRAM wants than the wave rule gives it. The fewest
-     * splits that put two CTAs on 15/16 of the SMs (one when a split alone has that many), within
-     * one wave, each reading at least 256 keys. Read flush, H200, against cuDNN in the same call
-     * (bench/LOG.md, 2026-12-01, bench/results/decode_sweep_d64_splits.txt), the wave rule's
-     * choice, then this one's: B = 32 H 32/8 4k 0.88× (3 splits) → 0.97× (1),
-     * B = 1 H 32/32 32k 0.88× (4) → 0.96× (8), B = 8 H 32/8 4k 1.02× (2) → 1.09×
-     * (4), B = 1 H 32/8 4k 0.85× (22) → 0.88× (16); B = 8 H 32/8 32k 0.97× (6) → 0.95× (4);
-     * the other shapes within 1 %.
-     * Where one split is more than a wave of CTAs: two splits if one would fill its waves less
-     * than 70 % (CTAs / (waves rounded up · wave)), else one. Read flush, H200, forced counts
-     * 1 / 2 / 3 / 4 in TB/s (bench/LOG.md, 2026-12-01, decode_sweep_d64_waves.txt), by how full
-     * one split's waves are: 57 % (B = 56 H 32/8 2k) 3.09 / 3.30 / 3.21 / 3.15, 65 % (B = 16
-     * H 32/32 4k) 3.71 / 4.03 / 4.04 / 3.73, 65 % (B = 64 H 32/8 4k) 3.70 / 3.99 / 3.92 / 3.67;
-     * 75 % (B = 28 H 32/32 2k) 3.88 / 3.82 / 3.71 / 3.45, 81 % (B = 20 H 32/32 4k) 4.18 / 3.89 /
-     * 4.12 / 3.82, 86 % (B = 32 H 32/32 4k) 4.33 / 4.20 / 4.27 / 4.25. */
-    const int d64 = pl->mma && p->d <= 64;
-    if (d64) {
-        const int64_t want = 2 * (int64_t)(sms - sms / 16), most = (p->Nk + 255) / 256;
-        if (cps <= wave) {
-            splits = (want + cps - 1) / cps;
-            splits = splits * cps > wave ? wave / cps : splits;
-        } else {
-            splits = 100 * cps < 70 * ((cps + wave - 1) / wave) * wave ? 2 : 1;
-        }
-        splits = splits < most ? splits : most;
-        splits = splits > 1 ? splits : 1;
+    return splits;
+}
+
+/* The split count at d <= 64 on tensor cores: a warp's stage holds half the bytes of d = 128's,
+ * so the grid needs more CTAs for the bytes in flight the DRAM wants than the wave rule gives it. The fewest
+ * splits that put two CTAs on 15/16 of the SMs (one when a split alone has that many), within
+ * one wave, each reading at least 256 keys. Read flush, H200, against cuDNN in the same call
+ * (bench/LOG.md, 2026-12-01, bench/results/decode_sweep_d64_splits.txt), the wave rule's
+ * choice, then this one's: B = 32 H 32/8 4k 0.88× (3 splits) → 0.97× (1),
+ * B = 1 H 32/32 32k 0.88× (4) → 0.96× (8), B = 8 H 32/8 4k 1.02× (2) → 1.09×
+ * (4), B = 1 H 32/8 4k 0.85× (22) → 0.88× (16); B = 8 H 32/8 32k 0.97× (6) → 0.95× (4);
+ * the other shapes within 1 %.
+ * Where one split is more than a wave of CTAs: two splits if one would fill its waves less
+ * than 70 % (CTAs / (waves rounded up · wave)), else one. Read flush, H200, forced counts
+ * 1 / 2 / 3 / 4 in TB/s (bench/LOG.md, 2026-12-01, decode_sweep_d64_waves.txt), by how full
+ * one split's waves are: 57 % (B = 56 H 32/8 2k) 3.09 / 3.30 / 3.21 / 3.15, 65 % (B = 16
+ * H 32/32 4k) 3.71 / 4.03 / 4.04 / 3.73, 65 % (B = 64 H 32/8 4k) 3.70 / 3.99 / 3.92 / 3.67;
+ * 75 % (B = 28 H 32/32 2k) 3.88 / 3.82 / 3.71 / 3.45, 81 % (B = 20 H 32/32 4k) 4.18 / 3.89 /
+ * 4.12 / 3.82, 86 % (B = 32 H 32/32 4k) 4.33 / 4.20 / 4.27 / 4.25. */
+static int64_t splits_d64(int64_t wave, int64_t cps, int sms, int64_t Nk)
+{
+    const int64_t want = 2 * (int64_t)(sms - sms / 16), most = (Nk + 255) / 256;
+    int64_t splits;
+    if (cps <= wave) {
+        splits = (want + cps - 1) / cps;
+        splits = splits * cps > wave ? wave / cps : splits;
+    } else {
+        splits = 100 * cps < 70 * ((cps + wave - 1) / wave) * wave ? 2 : 1;
     }
+    splits = splits < most ? splits : most;
+    return splits > 1 ? splits : 1;
+}
+
+/* Split count, chunk and cluster size of a call for plan pl (a->row_tiles and a->rows set). */
+static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int sms, int major, int dev)
+{
+    a->cluster = 0;
+    pl->ctas_per_split = pl->mma ? (int64_t)a->row_tiles * p->B * p->Hkv : (a->rows + 3) / 4;
+
+    /* splits: by the d <= 64 rule on tensor cores, else by waves (the two functions above). */
+    const int64_t wave = (int64_t)sms * pl->ctas_per_sm, cps = pl->ctas_per_split;
+    const int d64 = pl->mma && p->d <= 64;
+    int64_t splits = d64 ? splits_d64(wave, cps, sms, p->Nk) : splits_by_waves(wave, cps, p->Nk);
     /* sm_90, tensor-core kernel: the splits of a row tile can merge inside one thread block
      * cluster (cluster_merge) instead of through the combine kernel. FA_DECODE_CLUSTER=0 turns
      * that off, =1 drops the wave condition below (bench/decode_sweep.py). */
@@ -1218,6 +1227,8 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
     }
 }
 
+/* Everything the launch needs that depends on the shapes and the device only: the kernel, the
+ * split count and the derived scalars. The same answer for fa_kvcache_scratch_bytes and the launch. */
 static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *a)
 {
     const fa_params *p = &kp->p;
