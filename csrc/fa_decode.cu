@@ -1143,9 +1143,9 @@ static int64_t splits_by_waves(int64_t wave, int64_t cps, int64_t Nk)
 }
 
 /* The split count at d <= 64 on tensor cores: a warp's stage holds half the bytes of d = 128's,
- * so the grid needs more CTAs for the bytes in flight the DRAM wants than the wave rule gives it. The fewest
- * splits that put two CTAs on 15/16 of the SMs (one when a split alone has that many), within
- * one wave, each reading at least 256 keys. Read flush, H200, against cuDNN in the same call
+ * so the grid needs more CTAs for the bytes in flight the DRAM wants than the wave rule gives
+ * it. The fewest splits that put two CTAs on 15/16 of the SMs (one when a split alone has that
+ * many), within one wave, each reading at least 256 keys. Read flush, H200, against cuDNN in the same call
  * (bench/LOG.md, 2026-12-01, bench/results/decode_sweep_d64_splits.txt), the wave rule's
  * choice, then this one's: B = 32 H 32/8 4k 0.88× (3 splits) → 0.97× (1),
  * B = 1 H 32/32 32k 0.88× (4) → 0.96× (8), B = 8 H 32/8 4k 1.02× (2) → 1.09×

@@ -11,23 +11,18 @@ import subprocess
 import time
 
 import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
-import torch_flashattn  # noqa: F401  (registers torch.ops.fa)
-
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+from bench.attention import DTYPES, PROVIDERS
 
 
-def call_of(provider, q, k, v):
-    if provider == "fa":
-        return lambda: torch.ops.fa.forward(q, k, v)
-    backend = {"sdpa-cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa-flash": SDPBackend.FLASH_ATTENTION}[provider]
+def call_of(name, q, k, v):
+    """bench.attention's provider `name` as a no-argument call (non-causal, scale 1/sqrt(d))."""
+    provider, scale = PROVIDERS[name], q.shape[-1] ** -0.5
 
-    def sdpa():
-        with sdpa_kernel(backend):
-            return F.scaled_dot_product_attention(q, k, v)
-    return sdpa
+    def call():
+        with provider.context():
+            return provider.run(q, k, v, False, scale)
+    return call
 
 
 def sample(fn, seconds):
@@ -65,8 +60,8 @@ def sample(fn, seconds):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--providers", nargs="+", default=["fa", "sdpa-cudnn"])
-    ap.add_argument("--dtype", nargs="+", default=["bf16", "fp16"], choices=list(DTYPES))
+    ap.add_argument("--providers", nargs="+", default=["fa", "sdpa-cudnn"], choices=list(PROVIDERS))
+    ap.add_argument("--dtype", nargs="+", default=["bf16", "fp16"], choices=["bf16", "fp16"])
     ap.add_argument("--n", nargs="+", type=int, default=[4096, 16384])
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--seconds", type=float, default=2.5)
