@@ -1,46 +1,204 @@
 """Hugging Face transformers attention backend.
 
     import torch_flashattn.hf
-    torch_flashattn.hf.register()                          # once, after importing transformers
-    model = AutoModelForCausalLM.from_pretrained(name, attn_implementation="fa_sdpa")
-    # or, on a model already built: model.set_attn_implementation("fa_sdpa")
+    name = torch_flashattn.hf.register()                   # "torch_fa"; once, after importing transformers
+    model = AutoModelForCausalLM.from_pretrained(path, attn_implementation=name)
+    # or, on a model already built: model.set_attn_implementation(name)
 
-Attention runs through ``torch_flashattn.scaled_dot_product_attention``: the FlashAttention kernel for
-unpadded prefill (causal, no mask) and for decoding steps (one query against the cache), and PyTorch's
-SDPA for what the kernel does not compute (padding masks, chunked prefill against a cache, dropout in
-training). Masks are built as for ``attn_implementation="sdpa"``, which leaves out the mask whenever
-the plain causal flag is exact. transformers is an optional dependency (``pip install transformers``).
+Every keyword that transformers' attention call sites pass is either computed here or sent to an exact
+path; none is dropped (``KEYWORDS`` lists them, and tests/test_hf_keywords.py checks the list against
+the installed transformers). Three paths, each counted by ``torch_flashattn.stats()``:
+
+- our kernels, through ``torch_flashattn.scaled_dot_product_attention``: no mask (causal prefill,
+  encoders without padding) and decoding steps (a few queries against the KV cache);
+- PyTorch's SDPA: an explicit mask (padding, sliding-window bands), and a relative position bias
+  (``position_bias``, T5) or a sparse key selection (``indices``) folded into that mask;
+- the model's own eager attention function (read from its modeling file): keywords SDPA cannot express
+  (``softcap``, attention sinks ``s_aux`` / ``sinks``), ``output_attentions=True`` (it returns the
+  weights), and any keyword this module does not know, which ``stats()`` names as the reason.
+
+Masks are built as for ``attn_implementation="sdpa"`` (boolean, left out where the plain causal flag is
+exact). The name holds neither "sdpa" nor "flash", which transformers treats specially: it accepts this
+backend for every model that calls attention through its interface, Gemma 2 and GPT-OSS included. The
+alias "fa_sdpa" (the earlier name) runs the same function; transformers refuses it for models without
+SDPA support. Models that bypass the interface (Falcon) ignore both names: run them with
+``attn_implementation="sdpa"`` inside ``torch_flashattn.patch_sdpa()``. transformers is an optional
+dependency (``pip install transformers``).
 """
+import ast
+import inspect
+import textwrap
+
 import torch
 
-from .sdpa import scaled_dot_product_attention
+from . import sdpa as _sdpa
 
-NAME = "fa_sdpa"   # transformers treats names containing "flash" as its own flash-attn kernels
+NAME = "torch_fa"
+ALIAS = "fa_sdpa"
+
+# Every keyword transformers' attention call sites pass, explicitly or through **kwargs, and what this
+# backend does with it. tests/test_hf_keywords.py fails when the installed transformers passes one that
+# is not listed here; at run time an unlisted keyword with a value goes to the eager path.
+KEYWORDS = {
+    # computed here
+    "attention_mask": "mask: our kernels when None, SDPA otherwise",
+    "dropout": "SDPA's dropout_p (training)",
+    "scaling": "scale",
+    "is_causal": "SDPA's top-left causal flag, applied when no mask is given",
+    "position_bias": "added to the scores: folded into an explicit float mask, SDPA",
+    "indices": "sparse key selection (B, Nq, topk): unselected keys masked, SDPA",
+    "block_indices": "sparse key-block selection: the module's indexer builds the mask, SDPA",
+    # the model's own eager attention
+    "softcap": "eager attention",
+    "s_aux": "eager attention (attention sinks)",
+    "sinks": "eager attention (attention sinks)",
+    "output_attentions": "eager attention when true (returns the weights)",
+    # carried by the mask, which is built as for "sdpa" (sliding-window bands, packed sequences)
+    "sliding_window": "in the mask",
+    "position_ids": "in the mask (packed sequences are detected when the mask is built)",
+    "cu_seq_lens_q": "in the mask (varlen metadata for flash kernels)",
+    "cu_seq_lens_k": "in the mask (varlen metadata for flash kernels)",
+    "max_length_q": "in the mask (varlen metadata for flash kernels)",
+    "max_length_k": "in the mask (varlen metadata for flash kernels)",
+    "seq_idx": "in the mask (packed-sequence index for flash kernels)",
+    # not read by attention
+    "output_hidden_states": "not an attention input",
+    "output_router_logits": "not an attention input",
+    "num_items_in_batch": "not an attention input (loss normalisation)",
+    "use_cache": "not an attention input",
+    "deterministic": "flash kernels' backward determinism; no effect on the forward",
+}
+
+# Keywords that must reach the eager function when they carry a value.
+_EAGER = ("softcap", "s_aux", "sinks")
+
+_eager_cache = {}
+
+
+def _eager_function(module):
+    """The eager attention function the module's own forward falls back to: the second argument of its
+    ``ALL_ATTENTION_FUNCTIONS.get_interface(...)`` call, else its file's ``eager_attention_forward``."""
+    cls = type(module)
+    if cls not in _eager_cache:
+        forward = inspect.unwrap(cls.forward)
+        found = None
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(forward)))
+            for node in ast.walk(tree):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "get_interface" and len(node.args) > 1
+                        and isinstance(node.args[1], ast.Name)):
+                    found = forward.__globals__.get(node.args[1].id)
+                    break
+        except (OSError, TypeError, SyntaxError):
+            pass
+        _eager_cache[cls] = found or forward.__globals__.get("eager_attention_forward")
+    fn = _eager_cache[cls]
+    if fn is None:
+        raise NotImplementedError(f"{cls.__name__}: this call needs the model's eager attention function "
+                                  "(see torch_flashattn.hf.KEYWORDS), and none was found in its modeling file; "
+                                  'use attn_implementation="eager"')
+    return fn
+
+
+def _bool_mask(query, key, attention_mask, causal):
+    """The mask as a boolean (True = attend) tensor broadcastable to (B, H, Nq, Nk); None when nothing
+    is masked. A float mask is returned unchanged (additive)."""
+    if attention_mask is not None:
+        return attention_mask
+    if causal:
+        nq, nk = query.shape[2], key.shape[2]
+        return torch.ones(nq, nk, dtype=torch.bool, device=query.device).tril()[None, None]
+    return None
+
+
+def _additive(mask, dtype):
+    """A boolean mask as the additive float mask eager attention adds to its scores."""
+    if mask is None or mask.dtype != torch.bool:
+        return mask if mask is None else mask.to(dtype)
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, torch.finfo(dtype).min)
+
+
+def _fold_bias(query, mask, position_bias):
+    """position_bias + mask, as one float mask (transformers' sdpa semantics)."""
+    bias = position_bias.to(query.dtype)
+    if mask is None:
+        return bias
+    if mask.dtype == torch.bool:
+        return torch.where(mask, bias, torch.finfo(query.dtype).min)
+    return bias + mask.to(query.dtype)
+
+
+def _fold_indices(query, key, mask, indices):
+    """Keeps only the keys each query selected: indices (B, Nq, topk) of key positions."""
+    b, nq, nk = indices.shape[0], query.shape[2], key.shape[2]
+    keep = torch.zeros(b, nq, nk, dtype=torch.bool, device=query.device).scatter(-1, indices.long(), True)[:, None]
+    if mask is None:
+        return keep
+    if mask.dtype == torch.bool:
+        return mask & keep
+    return mask.to(query.dtype).masked_fill(~keep, torch.finfo(query.dtype).min)
+
+
+def _selection(module, query, key, mask, given, kwargs):
+    """The mask with a sparse key selection (``indices``, ``block_indices``) applied, if one is given."""
+    if given.get("block_indices") is not None:
+        position_ids = kwargs.get("position_ids")
+        if position_ids is None:
+            position_ids = torch.arange(key.shape[2] - query.shape[2], key.shape[2], device=query.device)
+        position_ids = (position_ids if position_ids.ndim > 1 else position_ids[None]).expand(query.shape[0], -1)
+        mask = module.indexer.build_block_mask(given["block_indices"], mask, key.shape[2], query.dtype,
+                                               query.device, position_ids)
+    if given.get("indices") is not None:
+        mask = _fold_indices(query, key, mask, given["indices"])
+    return mask
 
 
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None,
                       **kwargs):
     """transformers' attention-function protocol: query (B, Hq, L, d), key and value (B, Hkv, S, d);
-    returns (attn_output (B, L, Hq, d), None)."""
-    if kwargs.get("softcap") is not None:
-        raise ValueError(f"attn_implementation={NAME!r} does not support softcap")
+    returns (attn_output (B, L, Hq, d), attention weights or None)."""
     is_causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
-    # The causal flag is top-left aligned; transformers only leaves the mask out (None) when that is
-    # exact: a single query token, or as many queries as keys.
-    is_causal = query.shape[2] > 1 and attention_mask is None and is_causal
+    # transformers passes None (or False) for a feature that is off.
+    given = {k: v for k, v in kwargs.items() if v is not None and v is not False}
+    # The causal flag applies only without a mask (transformers leaves the mask out where it is exact).
+    causal = attention_mask is None and query.shape[2] > 1 and is_causal
     if attention_mask is not None and attention_mask.dtype != torch.bool:
         attention_mask = attention_mask.to(query.dtype)
-    out = scaled_dot_product_attention(query, key, value, attn_mask=attention_mask, dropout_p=dropout,
-                                       is_causal=is_causal, scale=scaling,
-                                       enable_gqa=query.shape[1] != key.shape[1])
+    selection = [k for k in ("indices", "block_indices") if k in given]
+
+    eager = sorted(k if k in KEYWORDS else f"{k} (unknown)" for k in given
+                   if k in _EAGER or k == "output_attentions" or k not in KEYWORDS)
+    if eager:
+        # Eager attention reads only its additive mask: the causal flag and the selection go into it.
+        mask = _selection(module, query, key, _bool_mask(query, key, attention_mask, causal), given, kwargs)
+        fn = _eager_function(module)
+        _sdpa._count("eager", "keyword " + ", ".join(eager))
+        rest = {k: v for k, v in kwargs.items() if k not in selection}
+        return fn(module, query, key, value, _additive(mask, query.dtype), dropout=dropout, scaling=scaling, **rest)
+
+    folded = selection + (["position_bias"] if "position_bias" in given else [])
+    if not folded:
+        out = _sdpa.scaled_dot_product_attention(query, key, value, attn_mask=attention_mask, dropout_p=dropout,
+                                                 is_causal=causal, scale=scaling,
+                                                 enable_gqa=query.shape[1] != key.shape[1])
+    else:
+        mask = _selection(module, query, key, _bool_mask(query, key, attention_mask, causal), given, kwargs)
+        if "position_bias" in given:
+            mask = _fold_bias(query, mask, given["position_bias"])
+        _sdpa._count("sdpa", "keyword " + ", ".join(folded))
+        out = _sdpa._torch_sdpa(query, key, value, attn_mask=mask, dropout_p=dropout, scale=scaling,
+                                enable_gqa=query.shape[1] != key.shape[1])
     return out.transpose(1, 2).contiguous(), None
 
 
 def register(name=NAME):
-    """Registers the backend (and SDPA-style mask construction) under ``name``."""
+    """Registers the backend (and SDPA-style mask construction) under ``name`` and under the alias
+    "fa_sdpa"; returns ``name``."""
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-    AttentionInterface.register(name, attention_forward)
-    AttentionMaskInterface.register(name, sdpa_mask)
+    for n in {name, ALIAS}:
+        AttentionInterface.register(n, attention_forward)
+        AttentionMaskInterface.register(n, sdpa_mask)
     return name

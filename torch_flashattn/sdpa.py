@@ -11,7 +11,7 @@ routes ``F.scaled_dot_product_attention`` to this function inside a ``with`` blo
     >>> with torch_flashattn.patch_sdpa():
     ...     logits = model(tokens)          # the model's F.scaled_dot_product_attention calls go to fa
     >>> torch_flashattn.stats()
-    {'fa': 24, 'fa_decode': 0, 'sdpa': 0, 'fallback_reasons': {}}
+    {'fa': 24, 'fa_decode': 0, 'sdpa': 0, 'eager': 0, 'fallback_reasons': {}}
 """
 import collections
 import contextlib
@@ -36,11 +36,12 @@ _reasons = collections.Counter()
 
 
 def stats():
-    """Calls served so far: ``{"fa": n, "fa_decode": n, "sdpa": n, "fallback_reasons": {reason: n}}``;
+    """Calls served so far: ``{"fa": n, "fa_decode": n, "sdpa": n, "eager": n, "fallback_reasons": {reason: n}}``;
     ``fa`` counts every call our kernels served, ``fa_decode`` those of them that ran the split-KV
-    decode kernel."""
+    decode kernel, ``sdpa`` the calls PyTorch's SDPA computed and ``eager`` those the transformers
+    backend sent to the model's own eager attention (``torch_flashattn.hf``)."""
     return {"fa": _counts["fa"], "fa_decode": _counts["fa_decode"], "sdpa": _counts["sdpa"],
-            "fallback_reasons": dict(_reasons)}
+            "eager": _counts["eager"], "fallback_reasons": dict(_reasons)}
 
 
 def reset_stats():
