@@ -1,6 +1,0 @@
-# Sourced from the repository root by the Nsight Compute scripts (bench/decode_ncu.sh,
-# bench/sm90/ncu*.sh, bench/sm80/ncu_compare.sh): OUT (default /tmp/out) and NCU, the ncu binary,
-# or exit when there is none.
-OUT=${OUT:-/tmp/out}
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
-[ -z "$NCU" ] && { echo "no ncu"; exit 1; }

@@ -1,0 +1,1 @@
+"""The Hopper kernel's tools (tools/README.md)."""
