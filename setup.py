@@ -35,9 +35,9 @@ if os.environ.get("FA_BUILD_CUDA", "1") != "0" and find_cuda_home():
 from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension  # noqa: E402
 
 C_SOURCES = ["csrc/fa_common.c", "csrc/fa_cpu.c"]
-CUDA_SOURCES = ["csrc/fa_cuda.cu", "csrc/fa_simt.cu", "csrc/fa_sm80.cu", "csrc/fa_sm90.cu", "csrc/fa_fp32.cu",
-                "csrc/fa_fp32tc.cu",
-                "csrc/fa_naive.cu", "csrc/fa_decode.cu"]
+CUDA_SOURCES = ["csrc/cuda/" + f for f in ("dispatch.cu", "sm90.cu", "sm80.cu", "fp32tc.cu", "fp32.cu", "simt.cu",
+                                            "naive.cu", "decode.cu")]
+C_CUDA_SOURCES = ["csrc/cuda/device.c"]   # plain C against the CUDA runtime API
 BINDING = ["csrc/fa_torch.cpp"]
 
 C_FLAGS = ["-std=c11", "-O3", "-DNDEBUG", "-fopenmp", "-ffp-contract=fast", "-fno-trapping-math",
@@ -64,8 +64,10 @@ class BuildExt(BuildExtension):
 
     def build_extensions(self):
         defines = [("FA_WITH_CUDA", "1")] if WITH_CUDA else []
-        objects = self.compiler.compile(C_SOURCES, output_dir=self.build_temp, macros=defines,
-                                        include_dirs=["csrc"], extra_postargs=C_FLAGS)
+        sources = C_SOURCES + (C_CUDA_SOURCES if WITH_CUDA else [])
+        includes = ["csrc"] + ([os.path.join(CUDA_HOME, "include")] if WITH_CUDA else [])
+        objects = self.compiler.compile(sources, output_dir=self.build_temp, macros=defines,
+                                        include_dirs=includes, extra_postargs=C_FLAGS)
         for ext in self.extensions:
             ext.extra_objects = objects + list(ext.extra_objects or [])
         super().build_extensions()

@@ -4,7 +4,7 @@
  * Exact attention O = softmax(Q Kᵀ · scale) V computed the FlashAttention way
  * (tiles of Q, K, V and an online softmax; the Nq×Nk score matrix is never
  * stored). Every backend (the C CPU backend in fa_cpu.c, the CUDA kernels in
- * fa_cuda.cu) is reached through this header only, so the kernels can be
+ * dispatch.cu) is reached through this header only, so the kernels can be
  * built and called from plain C with no PyTorch at all:
  *
  *     fa_params p;
@@ -55,9 +55,10 @@ typedef enum {
     FA_ERR_OUT_OF_MEMORY,    /* host scratch allocation failed */
     FA_ERR_NO_CUDA,          /* built without CUDA */
     FA_ERR_CUDA,             /* a CUDA runtime call or kernel launch failed */
-    FA_ERR_KERNEL_CHOICE,    /* FA_KERNEL names no known kernel family */
+    FA_ERR_KERNEL_CHOICE,    /* fa_overrides.family names no known kernel family */
     FA_ERR_SEQLEN,           /* a cache_seqlens entry (plus the appended keys) is outside 0..Nmax */
     FA_ERR_SCRATCH,          /* the scratch buffer is smaller than fa_kvcache_scratch_bytes says */
+    FA_ERR_OVERRIDE,         /* an fa_overrides field is outside its range */
     FA_NUM_STATUS
 } fa_status;
 
@@ -86,6 +87,43 @@ typedef struct {
 
 /* A short English description of a status; never NULL. */
 const char *fa_strerror(int status);
+
+/* After FA_ERR_CUDA: the failed CUDA call's error name and text ("cudaErrorInvalidValue: invalid
+ * argument"), as last recorded on this thread; "" when none was. */
+const char *fa_last_cuda_error(void);
+
+/* Choices the CUDA backend makes automatically, forced for tests and tuning tools. Zero in a field
+ * is the automatic choice (the default: nothing forces anything until fa_set_overrides is called).
+ * A forced family that cannot run a problem answers FA_ERR_UNSUPPORTED rather than running another.
+ * docs/tuning.md says what each automatic rule picks and why. */
+typedef enum {
+    FA_FAMILY_AUTO = 0,      /* the fastest family that runs the problem */
+    FA_FAMILY_SM90,          /* Hopper tensor cores (wgmma, TMA): fp16/bf16, compute capability 9.0 */
+    FA_FAMILY_SM80,          /* tensor cores (mma.sync): fp16/bf16, sm_80+ */
+    FA_FAMILY_FP32TC,        /* fp32 on tensor cores, three TF32 products per product: sm_80+, d <= 128 */
+    FA_FAMILY_FP32,          /* fp32 on CUDA cores (FFMA) */
+    FA_FAMILY_SIMT,          /* CUDA cores, every dtype (also the decode kernel for fp16/bf16) */
+    FA_NUM_FAMILIES
+} fa_family;
+
+typedef struct {
+    int family;              /* fa_family */
+    int sm90_grid;           /* 1: one CTA per tile, 2: persistent (a CTA per SM walking the tiles) */
+    int sm90_tail;           /* persistent grid's last round: 1 no split, 2..4 key parts (d = 128
+                                three-consumer tile only, the one the automatic rule splits) */
+    int decode_splits;       /* split-KV: n > 0 splits (each chunk keeps at least 64 keys) */
+    int decode_warps;        /* d in (64, 128]: 4 or 8 warps per CTA (8 needs sm_90's shared memory) */
+    int decode_stages;       /* d in (64, 128]: 2 or 3 stages per warp */
+    int decode_cluster;      /* sm_90: 1 never merge splits in a cluster, 2 wherever 2..8 splits fit */
+    int decode_evict;        /* 1 off, 2 on: K/V streamed with an L2 evict-first policy */
+    int decode_combine;      /* 1 one thread per element, 2 four warps per row */
+} fa_overrides;
+
+/* Private to tests and tuning tools: sets the process-wide overrides (every later call reads them;
+ * not synchronised with calls running on other threads). FA_ERR_OVERRIDE for a field out of range,
+ * FA_ERR_KERNEL_CHOICE for an unknown family; nothing changes then. NULL resets to automatic. */
+int fa_set_overrides(const fa_overrides *o);
+void fa_get_overrides(fa_overrides *o);
 
 /* Checks the parameters that every backend shares. FA_OK when valid. */
 int fa_check_params(const fa_params *p);
@@ -131,7 +169,7 @@ int fa_check_kvcache_params(const fa_kvcache_params *kp);
 
 int fa_forward_kvcache_cpu(const fa_kvcache_params *kp);
 
-/* CUDA backend (fa_decode.cu, split-KV "flash-decoding"). Pointers are device pointers, including
+/* CUDA backend (decode.cu, split-KV "flash-decoding"). Pointers are device pointers, including
  * cache_seqlens. It never reads cache_seqlens on the host (no synchronisation, CUDA-graph
  * capturable), so it cannot return FA_ERR_SEQLEN for a bad entry: when any cache_seqlens[b] + Nnew
  * lies outside 0..Nmax, the caches are left untouched and every output element (and lse) is NaN.

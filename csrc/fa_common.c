@@ -1,13 +1,17 @@
 /*
  * fa_common.c — what every backend shares: status strings and the parameter
  * checks of fa.h. Plain C11; built into the extension and into the C tests.
+ * It also holds the process-wide overrides and the last CUDA error's text.
  * When the library is built without CUDA, fa_forward_cuda lives here and
  * answers FA_ERR_NO_CUDA, as do the kvcache entry points.
  */
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "fa.h"
+#include "fa_internal.h"
 
 const char *fa_strerror(int status)
 {
@@ -24,11 +28,52 @@ const char *fa_strerror(int status)
     case FA_ERR_OUT_OF_MEMORY: return "out of host memory";
     case FA_ERR_NO_CUDA:       return "built without CUDA";
     case FA_ERR_CUDA:          return "a CUDA call failed";
-    case FA_ERR_KERNEL_CHOICE: return "FA_KERNEL must be auto, sm90, sm80, fp32tc, fp32 or simt";
+    case FA_ERR_KERNEL_CHOICE: return "the kernel family must be auto, sm90, sm80, fp32tc, fp32 or simt";
     case FA_ERR_SEQLEN:        return "cache_seqlens[b] + Nnew must be in 0..Nmax";
     case FA_ERR_SCRATCH:       return "scratch buffer smaller than fa_kvcache_scratch_bytes";
+    case FA_ERR_OVERRIDE:      return "an override is outside its range";
     default:                   return "unknown status";
     }
+}
+
+/* Zero (automatic) until a test or tool sets them. */
+static fa_overrides g_overrides;
+
+int fa_set_overrides(const fa_overrides *o)
+{
+    if (o == NULL) {
+        memset(&g_overrides, 0, sizeof g_overrides);
+        return FA_OK;
+    }
+    if (o->family < 0 || o->family >= FA_NUM_FAMILIES)
+        return FA_ERR_KERNEL_CHOICE;
+    if (o->sm90_grid < 0 || o->sm90_grid > 2 || o->sm90_tail < 0 || o->sm90_tail > 4 || o->decode_splits < 0
+        || (o->decode_warps != 0 && o->decode_warps != 4 && o->decode_warps != 8)
+        || (o->decode_stages != 0 && o->decode_stages != 2 && o->decode_stages != 3)
+        || o->decode_cluster < 0 || o->decode_cluster > 2 || o->decode_evict < 0 || o->decode_evict > 2
+        || o->decode_combine < 0 || o->decode_combine > 2)
+        return FA_ERR_OVERRIDE;
+    g_overrides = *o;
+    return FA_OK;
+}
+
+void fa_get_overrides(fa_overrides *o)
+{
+    *o = g_overrides;
+}
+
+/* The last CUDA failure's name and text, per thread (fa_record_cuda_error, fa_internal.h). */
+static _Thread_local char g_cuda_error[256];
+
+const char *fa_last_cuda_error(void)
+{
+    return g_cuda_error;
+}
+
+int fa_record_cuda_error(const char *name, const char *text)
+{
+    snprintf(g_cuda_error, sizeof g_cuda_error, "%s: %s", name ? name : "cudaError", text ? text : "");
+    return FA_ERR_CUDA;
 }
 
 int fa_check_params(const fa_params *p)

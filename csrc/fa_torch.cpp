@@ -5,6 +5,7 @@
 //   fa::naive_forward(...same...) -> Tensor        (CUDA only: the benchmark's N×N baseline)
 //   fa::forward_kvcache(q, k_cache!, v_cache!, cache_seqlens?, k_new?, v_new?, scale?, causal) -> Tensor
 //                                                   (attention over a KV cache; CUDA: split-KV)
+//   fa::_set_overrides(int[] fields), fa::_get_overrides() -> int[]   (tests and tools: fa_overrides)
 //
 // Same semantics as F.scaled_dot_product_attention(q, k, v, is_causal=causal,
 // scale=scale, enable_gqa=True). This file validates the tensors (messages
@@ -26,6 +27,7 @@
 #include <string>
 #include <optional>
 #include <tuple>
+#include <vector>
 
 #ifdef FA_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -34,9 +36,6 @@
 #endif
 
 #include "fa.h"
-#ifdef FA_WITH_CUDA
-#include "fa_kernels.h"
-#endif
 
 namespace {
 
@@ -157,39 +156,15 @@ Call prepare(const char *op, const at::Tensor &q_in, const at::Tensor &k_in, con
     return c;
 }
 
-#ifdef FA_WITH_CUDA
-// Under the automatic kernel choice, a non-causal call with fewer 128-row query tiles than the GPU
-// has SMs and a long run of keys goes to the split-KV kernel of fa_forward_kvcache_cuda (no
-// append, every key valid: the same attention). The forward kernels would leave most SMs idle,
-// each CTA walking every key in one tensor-core accumulation chain; those adds truncate, and over
-// millions of keys the chain's bias outgrows bf16's rounding (README, Limits). The split-KV
-// kernel spreads the keys over the whole GPU and merges the splits in fp32.
-constexpr int64_t kSplitKvMinKeys = 32768;
-
-bool use_split_kv(const fa_params &p)
+// Raises for a failed call: the status's text and, for a CUDA failure, the CUDA error's name and text.
+void check_status(const char *op, int status)
 {
-    const char *force = std::getenv("FA_KERNEL");
-    if (p.causal || p.Nk < kSplitKvMinKeys || (force != nullptr && *force != '\0' && std::strcmp(force, "auto") != 0))
-        return false;
-    int dev = 0, sms = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || fa_cuda_sm_count(dev, &sms) != FA_OK)
-        return false;
-    return p.B * p.Hq * ((p.Nq + 127) / 128) < sms;
+    if (status == FA_OK)
+        return;
+    if (status == FA_ERR_CUDA)
+        FA_CHECK(false, "%s: %s (%s)", op, fa_strerror(status), fa_last_cuda_error());
+    FA_CHECK(false, "%s: %s (status %d)", op, fa_strerror(status), status);
 }
-
-int forward_split_kv(const Call &c, cudaStream_t stream)
-{
-    fa_kvcache_params kp;
-    std::memset(&kp, 0, sizeof(kp));
-    kp.p = c.p;
-    size_t bytes = 0;
-    int status = fa_kvcache_scratch_bytes(&kp, &bytes);
-    if (status != FA_OK)
-        return status;
-    const at::Tensor scratch = at::empty({static_cast<int64_t>(bytes)}, c.q.options().dtype(at::kByte));
-    return fa_forward_kvcache_cuda(&kp, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
-}
-#endif
 
 std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q, const at::Tensor &k,
                                        const at::Tensor &v, std::optional<double> scale, bool causal,
@@ -201,17 +176,14 @@ std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q, cons
 #ifdef FA_WITH_CUDA
         const c10::cuda::CUDAGuard guard(c.q.device());
         const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-        status = use_split_kv(c.p) ? forward_split_kv(c, stream) : FA_ERR_UNSUPPORTED;
-        if (status == FA_ERR_UNSUPPORTED) {  // not split, or a shape the split-KV kernel does not take
-            // Scratch for the Hopper kernel's split last round, sized from the shapes and the
-            // device only (no synchronisation; a CUDA graph can capture the call).
-            size_t bytes = 0;
-            status = fa_forward_scratch_bytes(&c.p, &bytes);
-            if (status == FA_OK) {
-                const at::Tensor scratch = bytes ? at::empty({static_cast<int64_t>(bytes)}, c.q.options().dtype(at::kByte))
-                                                 : at::Tensor();
-                status = fa_forward_cuda_scratch(&c.p, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
-            }
+        // Scratch for the split-KV route or the Hopper kernel's split last round, sized from the
+        // shapes and the device only (no synchronisation; a CUDA graph can capture the call).
+        size_t bytes = 0;
+        status = fa_forward_scratch_bytes(&c.p, &bytes);
+        if (status == FA_OK) {
+            const at::Tensor scratch = bytes ? at::empty({static_cast<int64_t>(bytes)}, c.q.options().dtype(at::kByte))
+                                             : at::Tensor();
+            status = fa_forward_cuda_scratch(&c.p, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
         }
 #else
         status = FA_ERR_NO_CUDA;
@@ -219,7 +191,7 @@ std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q, cons
     } else {
         status = fa_forward_cpu(&c.p);
     }
-    FA_CHECK(status == FA_OK, "%s: %s (status %d)", op, fa_strerror(status), status);
+    check_status(op, status);
     return {c.o, c.lse};
 }
 
@@ -289,7 +261,7 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
         const c10::cuda::CUDAGuard guard(q.device());
         size_t bytes = 0;
         status = fa_kvcache_scratch_bytes(&kp, &bytes);
-        FA_CHECK(status == FA_OK, "%s: %s (status %d)", op, fa_strerror(status), status);
+        check_status(op, status);
         const at::Tensor scratch = at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte));
         status = fa_forward_kvcache_cuda(&kp, bytes ? scratch.data_ptr() : nullptr, bytes,
                                          c10::cuda::getCurrentCUDAStream().stream());
@@ -299,7 +271,7 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
     } else {
         status = fa_forward_kvcache_cpu(&kp);
     }
-    FA_CHECK(status == FA_OK, "%s: %s (status %d)", op, fa_strerror(status), status);
+    check_status(op, status);
     return c.o;
 }
 
@@ -313,10 +285,35 @@ at::Tensor naive_forward(const at::Tensor &q, const at::Tensor &k, const at::Ten
     const int64_t n_floats = static_cast<int64_t>(fa_naive_scratch_bytes(&c.p) / sizeof(float));
     at::Tensor scratch = at::empty({n_floats}, c.q.options().dtype(at::kFloat));
     const int status = fa_naive_forward(&c.p, scratch.data_ptr<float>(), c10::cuda::getCurrentCUDAStream().stream());
-    FA_CHECK(status == FA_OK, "fa.naive_forward: %s (status %d)", fa_strerror(status), status);
+    check_status("fa.naive_forward", status);
     return c.o;
 }
 #endif
+
+// Private to tests and tools (torch_flashattn._testing.overrides): the fields of fa_overrides in
+// their order in fa.h, zero = automatic.
+constexpr int kOverrideFields = sizeof(fa_overrides) / sizeof(int);
+
+void set_overrides(c10::IntArrayRef fields)
+{
+    FA_CHECK(static_cast<int>(fields.size()) == kOverrideFields, "fa._set_overrides: expected %d fields, got %d",
+             kOverrideFields, static_cast<int>(fields.size()));
+    int values[kOverrideFields];
+    for (int i = 0; i < kOverrideFields; i++)
+        values[i] = static_cast<int>(fields[i]);
+    fa_overrides o;
+    std::memcpy(&o, values, sizeof o);
+    check_status("fa._set_overrides", fa_set_overrides(&o));
+}
+
+std::vector<int64_t> get_overrides()
+{
+    fa_overrides o;
+    fa_get_overrides(&o);
+    int values[kOverrideFields];
+    std::memcpy(values, &o, sizeof o);
+    return std::vector<int64_t>(values, values + kOverrideFields);
+}
 
 }  // namespace
 
@@ -327,6 +324,8 @@ TORCH_LIBRARY(fa, m)
     m.def("naive_forward(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> Tensor");
     m.def("forward_kvcache(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor? cache_seqlens=None, "
           "Tensor? k_new=None, Tensor? v_new=None, float? scale=None, bool causal=False) -> Tensor");
+    m.def("_set_overrides(int[] fields) -> ()", &set_overrides);
+    m.def("_get_overrides() -> int[]", &get_overrides);
 }
 
 TORCH_LIBRARY_IMPL(fa, CPU, m)

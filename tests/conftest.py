@@ -2,6 +2,7 @@
 
 GPU tests carry the `gpu` marker and are skipped when no CUDA device is present.
 """
+import contextlib
 import math
 
 import pytest
@@ -10,6 +11,8 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_flashattn  # noqa: F401  (registers torch.ops.fa)
+from torch_flashattn import _testing
+from torch_flashattn._testing import overrides
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -28,7 +31,7 @@ def pytest_collection_modifyitems(config, items):
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 # Every kernel family: the CPU backend, CUDA's automatic choice, and each CUDA family forced
-# through FA_KERNEL (see csrc/fa_cuda.cu).
+# through the family override (see csrc/cuda/dispatch.cu).
 KERNELS = DEVICES + [pytest.param(f"cuda-{family}", marks=pytest.mark.gpu) for family in ("sm80", "fp32", "simt")]
 FAMILY_DTYPES = {"sm80": (torch.float16, torch.bfloat16), "sm90": (torch.float16, torch.bfloat16),
                  "fp32": (torch.float32,)}
@@ -37,8 +40,18 @@ FAMILY_DTYPES = {"sm80": (torch.float16, torch.bfloat16), "sm90": (torch.float16
 SM90 = pytest.param("cuda-sm90", marks=pytest.mark.gpu)
 
 
-def use_kernel(kernel, dtype, monkeypatch):
-    """Selects a KERNELS entry: sets FA_KERNEL and returns the torch device.
+@pytest.fixture
+def fa_overrides():
+    """force(**fields) forces fields of the CUDA backend's overrides (torch_flashattn._testing.overrides,
+    csrc/fa.h fa_overrides) until the test ends; later calls add to earlier ones."""
+    with contextlib.ExitStack() as stack:
+        def force(**fields):
+            stack.enter_context(overrides(**{**_testing.get(), **fields}))
+        yield force
+
+
+def use_kernel(kernel, dtype, fa_overrides):
+    """Selects a KERNELS entry: forces its kernel family and returns the torch device.
     Skips dtypes the forced family does not run."""
     device, _, family = kernel.partition("-")
     if family:
@@ -46,9 +59,9 @@ def use_kernel(kernel, dtype, monkeypatch):
             pytest.skip(f"the {family} kernel does not run {dtype}")
         if family == "sm90" and torch.cuda.get_device_capability() != (9, 0):
             pytest.skip("the sm90 kernel needs a compute capability 9.0 GPU")
-        monkeypatch.setenv("FA_KERNEL", family)
+        fa_overrides(family=family)
     else:
-        monkeypatch.delenv("FA_KERNEL", raising=False)
+        fa_overrides(family="auto")
     return device
 
 

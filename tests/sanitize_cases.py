@@ -12,6 +12,7 @@ import sys
 import torch
 
 import torch_flashattn
+from torch_flashattn._testing import set_overrides
 
 CASES = [  # B, Hq, Hkv, Nq, Nk, d, causal
     (1, 2, 1, 17, 33, 40, True),
@@ -58,12 +59,12 @@ def main():
     torch.manual_seed(0)
     failures = 0
     # SANITIZE_ONLY=kvcache / sm90: the decode cases or the Hopper kernel's alone (a quicker run
-    # after a change to fa_decode.cu or fa_sm90.cu)
+    # after a change to decode.cu or sm90.cu)
     only = os.environ.get("SANITIZE_ONLY")
     only_kvcache = only == "kvcache"
     families = {f: t for f, t in FAMILIES.items() if only != "sm90" or f == "sm90"}
     for family, dtypes in ({} if only_kvcache else families).items():
-        os.environ["FA_KERNEL"] = family
+        set_overrides(family=family)
         for dtype in dtypes:
             for case in CASES:
                 if family == "fp32tc" and case[5] > 128:   # declined: auto runs fp32 there
@@ -72,28 +73,26 @@ def main():
     if "sm90" in FAMILIES and not only_kvcache:
         # Persistent CTAs walking several tiles each (336 tiles): the K/V ring and the Q buffers
         # running on from tile to tile. Non-causal, on 132 SMs, the last round's 72 tiles are
-        # split along the keys (3 and 4 parts forced; the rule runs them whole) and merged
-        # (sm90_merge_kernel).
-        os.environ["FA_KERNEL"], os.environ["FA_SM90_PERSIST"] = "sm90", "1"
+        # split along the keys on the d = 128 three-consumer tile (2049 keys; 3 and 4 parts forced)
+        # and merged (sm90_merge_kernel).
+        set_overrides(family="sm90", sm90_grid="persistent")
         for causal in (False, True):
             failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, causal, " persistent")
-        for parts in ("3", "4"):
-            os.environ["FA_SM90_TAIL"] = parts
-            failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, False,
+        for parts in (3, 4):
+            set_overrides(family="sm90", sm90_grid="persistent", sm90_tail=parts)
+            failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 2049, 128, False,
                                           f" last round in {parts} parts")
-        del os.environ["FA_SM90_TAIL"]
         # d = 128 non-causal from 2k keys: the 3-consumer tile, query and key tails, both grids.
-        for persist in ("1", "0"):
-            os.environ["FA_SM90_PERSIST"] = persist
+        for grid in ("persistent", "tile"):
+            set_overrides(family="sm90", sm90_grid=grid)
             failures += not check_forward("sm90", torch.bfloat16, 1, 4, 2, 385, 2049, 128, False, " long keys")
-        del os.environ["FA_SM90_PERSIST"]
     # The split rule's own plans, then 5 and 20 splits merged by each combine kernel (no clusters).
     for family, merge in () if only == "sm90" else (("auto", "rule"), ("simt", "rule"), ("auto", "elem"),
                                                     ("auto", "wide")):
-        os.environ["FA_KERNEL"] = family
+        set_overrides(family=family)
         if merge != "rule":
-            os.environ["FA_DECODE_SPLITS"] = "5" if merge == "elem" else "20"
-            os.environ["FA_DECODE_CLUSTER"], os.environ["FA_DECODE_COMBINE"] = "0", merge
+            set_overrides(family=family, decode_splits=5 if merge == "elem" else 20, decode_cluster="off",
+                          decode_combine=merge)
         for dtype in (torch.float32, torch.bfloat16):
             for B, Hq, Hkv, Nq, Nmax, d, causal, seqlens, nnew, misaligned in KVCACHE_CASES:
                 def cache():

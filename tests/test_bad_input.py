@@ -1,10 +1,14 @@
 """Every malformed call raises an error that names the argument and what was expected."""
 import math
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 
 import torch_flashattn
+from torch_flashattn import _testing
 from conftest import DEVICES, HAS_CUDA
 
 
@@ -87,8 +91,18 @@ def test_different_devices_meta():
         torch_flashattn.attention(q, k.to("meta"), v)
 
 
-@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA device")
-def test_unknown_kernel_family(monkeypatch):
-    monkeypatch.setenv("FA_KERNEL", "no-such-kernel")
-    with pytest.raises(RuntimeError, match="FA_KERNEL must be auto, sm90, sm80, fp32tc, fp32 or simt"):
-        torch_flashattn.attention(*qkv("cuda"))
+def test_unknown_kernel_family():
+    """A bad FA_KERNEL fails the import with the values it takes; a bad override is refused and
+    changes nothing."""
+    env = {**os.environ, "FA_KERNEL": "no-such-kernel"}
+    r = subprocess.run([sys.executable, "-c", "import torch_flashattn"], env=env, capture_output=True, text=True)
+    assert r.returncode != 0
+    assert "FA_KERNEL='no-such-kernel': expected one of auto, sm90, sm80, fp32tc, fp32, simt" in r.stderr
+    before = _testing.get()
+    with pytest.raises(ValueError, match="family must be one of auto, sm90"):
+        _testing.set_overrides(family="no-such-kernel")
+    with pytest.raises(ValueError, match="outside its range"):
+        _testing.set_overrides(decode_warps=5)
+    with pytest.raises(TypeError, match="unknown field"):
+        _testing.set_overrides(decode_pdl=1)
+    assert _testing.get() == before

@@ -30,11 +30,11 @@ def sleep_ms(ms):
 
 @pytest.mark.parametrize("kernel", CUDA_KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_side_stream_ordering(kernel, dtype, monkeypatch):
+def test_side_stream_ordering(kernel, dtype, fa_overrides):
     """The op runs on the current stream, after the work queued before it there. A side stream
     is kept busy, then q is overwritten on it and the op called: an op launched on any other
     stream would read the old q."""
-    use_kernel(kernel, dtype, monkeypatch)
+    use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(31)
     q_old, k, v = inputs(dtype)
     q_new = torch.randn_like(q_old)
@@ -54,10 +54,10 @@ def test_side_stream_ordering(kernel, dtype, monkeypatch):
 
 @pytest.mark.parametrize("kernel", CUDA_KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_cuda_graph_replay(kernel, dtype, monkeypatch):
+def test_cuda_graph_replay(kernel, dtype, fa_overrides):
     """Captured into a CUDA graph with static inputs and replayed after new inputs are copied in:
     the same bits as an eager call on those inputs."""
-    use_kernel(kernel, dtype, monkeypatch)
+    use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(32)
     q, k, v = inputs(dtype)
     s = torch.cuda.Stream()
@@ -125,10 +125,10 @@ def test_second_gpu(dtype):
 @pytest.mark.parametrize("kernel", CUDA_KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
-def test_deterministic(kernel, dtype, causal, monkeypatch):
+def test_deterministic(kernel, dtype, causal, fa_overrides):
     """The same inputs give the same bits, call after call (no atomics, no split-K reduction
     whose order depends on scheduling)."""
-    use_kernel(kernel, dtype, monkeypatch)
+    use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(35)
     q, k, v = inputs(dtype, B=3, Hq=8, Hkv=2, Nq=1000, Nk=1031, d=128)
     out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal)
@@ -140,7 +140,7 @@ def test_deterministic(kernel, dtype, causal, monkeypatch):
 
 @pytest.mark.parametrize("kernel", CUDA_KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_no_host_sync(kernel, dtype, monkeypatch):
+def test_no_host_sync(kernel, dtype, fa_overrides):
     """The op never waits for the GPU.
 
     1. torch.cuda.set_sync_debug_mode("error") raises on the synchronizing calls that go through
@@ -149,7 +149,7 @@ def test_no_host_sync(kernel, dtype, monkeypatch):
        cudaFuncSetAttribute, which the launchers call, do not synchronize anyway.
     2. So also: with the stream kept busy for 200 ms, the call must return long before that; any
        synchronization, torch's or the extension's own, would wait for the busy stream."""
-    use_kernel(kernel, dtype, monkeypatch)
+    use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(36)
     q, k, v = inputs(dtype)
     torch_flashattn.attention_lse(q, k, v, causal=True)     # first-call setup (module load, smem opt-in)

@@ -106,9 +106,9 @@ def assert_accurate_rows(out, q, k, v, rows, causal=False, scale=None, backend=N
 @pytest.mark.parametrize("kernel", CUDA_KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("B,H", [(70000, 1), (1, 70000), (300, 300)])
-def test_many_heads(kernel, dtype, B, H, monkeypatch):
+def test_many_heads(kernel, dtype, B, H, fa_overrides):
     """B·H > 65535: more (batch, head) pairs than a CUDA y/z grid dimension holds."""
-    use_kernel(kernel, dtype, monkeypatch)
+    use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(B + H)
     q = torch.randn(B, H, 17, 32, dtype=dtype, device="cuda")
     k = torch.randn(B, H, 9, 32, dtype=dtype, device="cuda")
@@ -125,10 +125,10 @@ def test_many_heads(kernel, dtype, B, H, monkeypatch):
 @pytest.mark.parametrize("kernel", CUDA_KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
-def test_one_query_long_keys(kernel, dtype, causal, monkeypatch):
+def test_one_query_long_keys(kernel, dtype, causal, fa_overrides):
     """Nq = 1 against Nk = 128k (decoding against a long context), GQA 8 : 2, d = 128. Causal
     (top-left) lets the one query see key 0 only."""
-    use_kernel(kernel, dtype, monkeypatch)
+    use_kernel(kernel, dtype, fa_overrides)
     need_memory(2)
     torch.manual_seed(11)
     q = torch.randn(1, 8, 1, 128, dtype=dtype, device="cuda")
@@ -143,9 +143,9 @@ def test_one_query_long_keys(kernel, dtype, causal, monkeypatch):
 @pytest.mark.parametrize("kernel", CUDA_KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d,causal", [(64, False), (128, True)])
-def test_long_sequence_one_head(kernel, dtype, d, causal, monkeypatch):
+def test_long_sequence_one_head(kernel, dtype, d, causal, fa_overrides):
     """N = 128k, one head: 256 sampled rows against the chunked fp64 reference."""
-    use_kernel(kernel, dtype, monkeypatch)
+    use_kernel(kernel, dtype, fa_overrides)
     need_memory(2)
     torch.manual_seed(12)
     n = 131072
@@ -159,10 +159,10 @@ def test_long_sequence_one_head(kernel, dtype, d, causal, monkeypatch):
 @pytest.mark.parametrize("kernel", CUDA_KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
-def test_query_over_2g_elements(kernel, dtype, causal, monkeypatch):
+def test_query_over_2g_elements(kernel, dtype, causal, fa_overrides):
     """q and the output hold more than 2³¹ elements (one head, 2²⁵ + 1000 rows of d = 64): row
     offsets past the int32 range. Rows around element 2³¹ are among the sampled ones."""
-    use_kernel(kernel, dtype, monkeypatch)
+    use_kernel(kernel, dtype, fa_overrides)
     nq, d = 2 ** 25 + 1000, 64
     need_memory(2.5 * nq * d * dtype.itemsize / GiB + 1)
     torch.manual_seed(13)
@@ -180,13 +180,13 @@ def test_query_over_2g_elements(kernel, dtype, causal, monkeypatch):
 
 @pytest.mark.parametrize("kernel", [pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_keys_over_2g_elements(kernel, dtype, monkeypatch):
+def test_keys_over_2g_elements(kernel, dtype, fa_overrides):
     """k and v hold more than 2³¹ elements (one head, 2²⁵ + 1000 keys of d = 64): key offsets past
     the int32 range, and 33M keys for 3 queries. The automatic choice runs the split-KV kernel
     here (few query tiles, many keys); a forced single-pass family would sum all 33M keys in one
     tensor-core accumulation chain, whose truncating adds bias the result (README, Limits), so
     the forced families' 64-bit key offsets are checked by test_key_offsets_over_2g_elements."""
-    use_kernel(kernel, dtype, monkeypatch)
+    use_kernel(kernel, dtype, fa_overrides)
     nk, d = 2 ** 25 + 1000, 64
     need_memory(4 * nk * d * dtype.itemsize / GiB + 2)   # k, v and the math backend's scaled copy of k
     torch.manual_seed(14)
@@ -202,11 +202,11 @@ def test_keys_over_2g_elements(kernel, dtype, monkeypatch):
 @pytest.mark.parametrize("kernel", CUDA_KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
-def test_key_offsets_over_2g_elements(kernel, dtype, causal, monkeypatch):
+def test_key_offsets_over_2g_elements(kernel, dtype, causal, fa_overrides):
     """Keys and values read past element 2³¹ of their storage, for every family: 4097 keys and
     queries, every 8192nd row of a (2²⁵ + 1000, 64) tensor, so the last key sits at element 2³¹
     (row stride 2¹⁹ elements)."""
-    use_kernel(kernel, dtype, monkeypatch)
+    use_kernel(kernel, dtype, fa_overrides)
     n, d, step = 2 ** 25 + 1000, 64, 8192
     need_memory(2 * n * d * dtype.itemsize / GiB + 1)
     torch.manual_seed(15)
@@ -221,10 +221,10 @@ def test_key_offsets_over_2g_elements(kernel, dtype, causal, monkeypatch):
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("nq,nk", [(4099, 77), (77, 4099), (5000, 1), (1, 5000), (2047, 129)])
-def test_causal_unequal_lengths(kernel, dtype, nq, nk, monkeypatch):
+def test_causal_unequal_lengths(kernel, dtype, nq, nk, fa_overrides):
     """Causal with Nq ≫ Nk and Nq ≪ Nk: top-left alignment, query i sees keys j ≤ i (rows i ≥ Nk
     see every key; with Nq ≪ Nk most keys are never seen)."""
-    device = use_kernel(kernel, dtype, monkeypatch)
+    device = use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(nq + nk)
     q = torch.randn(1, 4, nq, 64, dtype=dtype, device=device)
     k = torch.randn(1, 2, nk, 64, dtype=dtype, device=device)

@@ -17,8 +17,8 @@ SEQ_LENS = [(1, 1), (17, 17), (97, 128), (128, 97), (1025, 1025), (1, 1025), (10
 @pytest.mark.parametrize("d", HEAD_DIMS)
 @pytest.mark.parametrize("nq,nk", SEQ_LENS)
 @pytest.mark.parametrize("causal", [False, True])
-def test_forward_matches_sdpa(kernel, dtype, d, nq, nk, causal, monkeypatch):
-    device = use_kernel(kernel, dtype, monkeypatch)
+def test_forward_matches_sdpa(kernel, dtype, d, nq, nk, causal, fa_overrides):
+    device = use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(nq * 1000 + nk + d)
     hq, hkv = (4, 2) if d % 2 == 0 else (3, 3)   # GQA on most shapes, plain MHA on the others
     q = randn(2, hq, nq, d, dtype=dtype, device=device)
@@ -32,8 +32,8 @@ def test_forward_matches_sdpa(kernel, dtype, d, nq, nk, causal, monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("nq,nk,d", [(97, 128, 64), (128, 97, 40), (1, 1025, 128), (300, 300, 256)])
-def test_lse(kernel, dtype, causal, nq, nk, d, monkeypatch):
-    device = use_kernel(kernel, dtype, monkeypatch)
+def test_lse(kernel, dtype, causal, nq, nk, d, fa_overrides):
+    device = use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(0)
     q = randn(1, 4, nq, d, dtype=dtype, device=device)
     k = randn(1, 1, nk, d, dtype=dtype, device=device)
@@ -51,8 +51,8 @@ def test_lse(kernel, dtype, causal, nq, nk, d, monkeypatch):
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("scale", [0.0, 0.05, -0.5, 2.0])
-def test_scale(kernel, dtype, scale, monkeypatch):
-    device = use_kernel(kernel, dtype, monkeypatch)
+def test_scale(kernel, dtype, scale, fa_overrides):
+    device = use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(1)
     q, k, v = (randn(1, 2, 65, 64, dtype=dtype, device=device) for _ in range(3))
     out = torch_flashattn.attention(q, k, v, scale=scale)
@@ -61,8 +61,8 @@ def test_scale(kernel, dtype, scale, monkeypatch):
 
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_strided_views(kernel, dtype, monkeypatch):
-    device = use_kernel(kernel, dtype, monkeypatch)
+def test_strided_views(kernel, dtype, fa_overrides):
+    device = use_kernel(kernel, dtype, fa_overrides)
     """Views with a contiguous last dim run as they are; others are copied first."""
     torch.manual_seed(2)
     B, N, H, d = 2, 130, 4, 64
@@ -116,12 +116,12 @@ def test_does_not_touch_inputs(device):
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("causal", [False, True])
-def test_nonfinite_inputs_match_sdpa(kernel, dtype, causal, monkeypatch):
+def test_nonfinite_inputs_match_sdpa(kernel, dtype, causal, fa_overrides):
     """NaN and ±inf in q or k give NaN in exactly the rows where SDPA's fused backends give them: a
     NaN key poisons the rows that see it, and not the rows a causal mask hides it from (SDPA's
     math backend adds the mask to the scores, so there NaN also reaches the hidden rows). Other rows
     are exact. (±inf in v: see test_inf_value.)"""
-    device = use_kernel(kernel, dtype, monkeypatch)
+    device = use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(7)
     q, k, v = (randn(1, 2, 70, 32, dtype=dtype, device=device) for _ in range(3))
     q[0, 0, 5, 3] = float("nan")
@@ -141,12 +141,12 @@ def test_nonfinite_inputs_match_sdpa(kernel, dtype, causal, monkeypatch):
 
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_inf_value(kernel, dtype, monkeypatch):
+def test_inf_value(kernel, dtype, fa_overrides):
     """−inf in v (key 50, column 2): every row's weight of key 50 is > 0, so column 2 of every row is
     −inf and the other columns are exact. Causal is left out on purpose: there, rows that cannot see
     key 50 but share a tile with it may get 0 · (−inf) = NaN in column 2, as SDPA's fused CUDA
     backends do, at tile granularity that differs between implementations."""
-    device = use_kernel(kernel, dtype, monkeypatch)
+    device = use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(8)
     q, k, v = (randn(1, 2, 70, 32, dtype=dtype, device=device) for _ in range(3))
     v[0, 0, 50, 2] = float("-inf")

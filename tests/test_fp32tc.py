@@ -1,5 +1,5 @@
-"""The fp32 tensor-core kernel (csrc/fa_fp32tc.cu, three TF32 products per product) forced with
-FA_KERNEL=fp32tc, so that a silent fallback to the FFMA kernel cannot pass for it. It is held to
+"""The fp32 tensor-core kernel (csrc/cuda/fp32tc.cu, three TF32 products per product) forced with
+the fp32tc family override, so that a silent fallback to the FFMA kernel cannot pass for it. It is held to
 the same rule as every fp32 path (2 × PyTorch's own fp32 error + 2e-6, against float64)."""
 import pytest
 import torch
@@ -17,8 +17,8 @@ SEQ_LENS = [(1, 1), (1, 700), (63, 65), (128, 128), (129, 257), (300, 77), (1000
 
 
 @pytest.fixture
-def forced(monkeypatch):
-    monkeypatch.setenv("FA_KERNEL", "fp32tc")
+def forced(fa_overrides):
+    fa_overrides(family="fp32tc")
 
 
 @pytest.mark.parametrize("d", HEAD_DIMS)
@@ -50,12 +50,12 @@ def test_fp32tc_lse_layouts_and_scales(causal, d, scale, forced):
     assert err < 1e-4, f"lse max error {err:.3e}"
 
 
-def test_fp32tc_refuses_what_it_does_not_take(forced, monkeypatch):
+def test_fp32tc_refuses_what_it_does_not_take(forced, fa_overrides):
     """Forced, it refuses d > 128 and fp16; under auto, d > 128 runs on the FFMA kernel."""
     q = randn(1, 2, 50, 129, device="cuda")
     with pytest.raises(RuntimeError, match="not supported|unsupported"):
         torch_flashattn.attention(q, q, q)
     with pytest.raises(RuntimeError, match="not supported|unsupported"):
         torch_flashattn.attention(*(q[..., :64].half(),) * 3)
-    monkeypatch.setenv("FA_KERNEL", "auto")
+    fa_overrides(family="auto")
     assert_accurate(torch_flashattn.attention(q, q, q), q, q, q, what="auto d=129")

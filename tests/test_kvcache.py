@@ -206,79 +206,68 @@ def test_kvcache_cuda(dtype, d, groups, nq, causal, append):
 @gpu
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
 @pytest.mark.parametrize("nq,groups", [(1, 8), (4, 4), (1, 1)])
-@pytest.mark.parametrize("pdl", ["0", "1"], ids=["plain", "pdl"])
-def test_kvcache_cuda_long(dtype, nq, groups, pdl, monkeypatch):
-    """A 32k cache: many splits and the combine kernel, launched plainly and (FA_DECODE_PDL=1, sm_90)
-    as a programmatic dependent of the attend kernel."""
-    monkeypatch.setenv("FA_DECODE_PDL", pdl)
+def test_kvcache_cuda_long(dtype, nq, groups):
+    """A 32k cache: many splits and the combine kernel."""
     run_case("cuda", dtype, 2, 2 * groups, 2, nq, 128, 32768, [32767, 20001], 1, True)
 
 
 @gpu
-@pytest.mark.parametrize("splits", ["1", "3", "100000"])
-def test_kvcache_cuda_forced_splits(splits, monkeypatch):
-    """FA_DECODE_SPLITS (the split sweep's knob): one split (no combine), an odd count, and more
+@pytest.mark.parametrize("splits", [1, 3, 100000])
+def test_kvcache_cuda_forced_splits(splits, fa_overrides):
+    """decode_splits (the split sweep's knob): one split (no combine), an odd count, and more
     than the 64-key chunks allow (capped), on ragged lengths with GQA and an append."""
-    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
+    fa_overrides(decode_splits=splits)
     run_case("cuda", torch.bfloat16, 3, 8, 2, 2, 128, 5000, [4998, 1, 2500], 2, True)
 
 
 @gpu
-@pytest.mark.parametrize("splits", ["2", "5", "8"])
-@pytest.mark.parametrize("cluster", ["1", "0"], ids=["cluster", "combine"])
+@pytest.mark.parametrize("splits", [2, 5, 8])
+@pytest.mark.parametrize("cluster", ["on", "off"], ids=["cluster", "combine"])
 @pytest.mark.parametrize("d", [40, 128, 256])
 @pytest.mark.parametrize("causal", [False, True])
-def test_kvcache_cuda_cluster_merge(splits, cluster, d, causal, monkeypatch):
-    """On sm_90, 2 to 8 splits can merge inside a thread block cluster (FA_DECODE_CLUSTER=1 forces
-    it where the device holds such a cluster, 0 merges through the combine kernel instead, as below
-    sm_90 always): 2, 5 and 8 splits, two row tiles (5 query tokens x 4 heads per KV head = 20
+def test_kvcache_cuda_cluster_merge(splits, cluster, d, causal, fa_overrides):
+    """On sm_90, 2 to 8 splits can merge inside a thread block cluster (decode_cluster="on" forces
+    it where the device holds such a cluster, "off" merges through the combine kernel instead, as
+    below sm_90 always): 2, 5 and 8 splits, two row tiles (5 query tokens x 4 heads per KV head = 20
     packed rows), a sequence whose cache is empty before its appended token (every split but the
     first sees no key), GQA, both masks."""
-    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
-    monkeypatch.setenv("FA_DECODE_CLUSTER", cluster)
-    run_case("cuda", torch.bfloat16, 3, 8, 2, 5, d, 3000, [2999 - 1, 0, 1200], 1, causal, seed=d + int(splits))
+    fa_overrides(decode_splits=splits, decode_cluster=cluster)
+    run_case("cuda", torch.bfloat16, 3, 8, 2, 5, d, 3000, [2999 - 1, 0, 1200], 1, causal, seed=d + splits)
 
 
 @gpu
-@pytest.mark.parametrize("warps", ["4", "8"])
-@pytest.mark.parametrize("splits", ["1", "2", "5", "40"])
+@pytest.mark.parametrize("warps", [4, 8])
+@pytest.mark.parametrize("splits", [1, 2, 5, 40])
 @pytest.mark.parametrize("d", [72, 128])
 @pytest.mark.parametrize("causal", [False, True])
-def test_kvcache_cuda_attend_warps(warps, splits, d, causal, monkeypatch):
-    """Both d <= 128 tensor-core attend tiles, 4 and 8 warps per CTA (FA_DECODE_WARPS; 8 falls
+def test_kvcache_cuda_attend_warps(warps, splits, d, causal, fa_overrides):
+    """Both d <= 128 tensor-core attend tiles, 4 and 8 warps per CTA (decode_warps; 8 falls
     back to 4 below sm_90): one split, splits merged in a cluster or by the combine kernel, two
     row tiles, an empty cache before the appended token, GQA, both masks."""
-    monkeypatch.setenv("FA_DECODE_WARPS", warps)
-    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
-    run_case("cuda", torch.bfloat16, 3, 8, 2, 5, d, 3000, [2999 - 1, 0, 1200], 1, causal, seed=d + int(splits))
+    fa_overrides(decode_warps=warps, decode_splits=splits)
+    run_case("cuda", torch.bfloat16, 3, 8, 2, 5, d, 3000, [2999 - 1, 0, 1200], 1, causal, seed=d + splits)
 
 
 @gpu
-@pytest.mark.parametrize("warps", ["4", "8"])
-@pytest.mark.parametrize("stages", ["2", "3"])
-@pytest.mark.parametrize("run", ["1", "2", "4"])
-@pytest.mark.parametrize("splits", ["1", "5"])
-def test_kvcache_cuda_stages_and_runs(warps, stages, run, splits, monkeypatch):
-    """The d <= 128 attend tiles with 2 and 3 stages per warp (FA_DECODE_STAGES) and each warp
-    taking runs of 1, 2 or 4 adjacent key blocks (FA_DECODE_RUN): lengths that end inside a run,
-    on a run's edge and before the first warp's run ends, NaN in the cache rows past them, causal
-    with an append and GQA, one split and five."""
-    monkeypatch.setenv("FA_DECODE_WARPS", warps)
-    monkeypatch.setenv("FA_DECODE_STAGES", stages)
-    monkeypatch.setenv("FA_DECODE_RUN", run)
-    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
+@pytest.mark.parametrize("warps", [4, 8])
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("splits", [1, 5])
+def test_kvcache_cuda_stages(warps, stages, splits, fa_overrides):
+    """The d <= 128 attend tiles with 2 and 3 stages per warp (decode_stages), each warp taking
+    runs of 4 adjacent key blocks: lengths that end inside a run, on a run's edge and before the
+    first warp's run ends, NaN in the cache rows past them, causal with an append and GQA, one
+    split and five."""
+    fa_overrides(decode_warps=warps, decode_stages=stages, decode_splits=splits)
     run_case("cuda", torch.bfloat16, 4, 8, 2, 3, 128, 3000, [2996, 40, 1210, 1536], 2, True, poison=math.nan)
     run_case("cuda", torch.float16, 3, 4, 4, 1, 96, 2048, [2048, 63, 1000], 0, False, poison=math.nan)
 
 
 @gpu
 @pytest.mark.parametrize("causal", [False, True])
-def test_kvcache_cuda_eight_warps_cluster_of_eight(causal, monkeypatch):
-    """The 8-warp tile with 8 splits merged in clusters of 8 (FA_DECODE_CLUSTER=1 where the device
+def test_kvcache_cuda_eight_warps_cluster_of_eight(causal, fa_overrides):
+    """The 8-warp tile with 8 splits merged in clusters of 8 (decode_cluster="on" where the device
     holds them): the plan the split rule picks for one long sequence with few KV heads."""
-    monkeypatch.setenv("FA_DECODE_WARPS", "8")
-    monkeypatch.setenv("FA_DECODE_SPLITS", "8")
-    monkeypatch.setenv("FA_DECODE_CLUSTER", "1")
+    fa_overrides(decode_warps=8, decode_splits=8, decode_cluster="on")
     run_case("cuda", torch.bfloat16, 1, 8, 2, 5, 128, 9000, [8998], 2, causal, seed=8)
 
 
@@ -306,15 +295,14 @@ def test_kvcache_cuda_d64_split_rule(shape):
 
 
 @gpu
-@pytest.mark.parametrize("splits,cluster", [("1", "0"), ("4", "0"), ("40", "0"), ("4", "1")],
+@pytest.mark.parametrize("splits,cluster", [(1, "off"), (4, "off"), (40, "off"), (4, "on")],
                          ids=["one", "combine", "combine40", "cluster"])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
-def test_kvcache_cuda_bad_lengths_every_merge(splits, cluster, dtype, monkeypatch):
+def test_kvcache_cuda_bad_lengths_every_merge(splits, cluster, dtype, fa_overrides):
     """A bad cache_seqlens entry gives a NaN output whichever way the splits merge: one split, the
     combine kernel (which takes it from the partials' NaN lse, not from cache_seqlens), or a
     cluster; the caches stay untouched. Good lengths right after give the exact result."""
-    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
-    monkeypatch.setenv("FA_DECODE_CLUSTER", cluster)
+    fa_overrides(decode_splits=splits, decode_cluster=cluster)
     torch.manual_seed(5)
     q = torch.randn(2, 8, 1, 128, device="cuda", dtype=dtype)
     k, v = (torch.randn(2, 2, 3000, 128, device="cuda", dtype=dtype) for _ in range(2))
@@ -325,58 +313,51 @@ def test_kvcache_cuda_bad_lengths_every_merge(splits, cluster, dtype, monkeypatc
         out = torch.ops.fa.forward_kvcache(q, k, v, sl, k_new, v_new, None, False)
         assert out.isnan().all()
         assert torch.equal(k, before[0]) and torch.equal(v, before[1])
-    run_case("cuda", dtype, 2, 8, 2, 1, 128, 3000, [2000, 2999], 1, False, seed=int(splits))
+    run_case("cuda", dtype, 2, 8, 2, 1, 128, 3000, [2000, 2999], 1, False, seed=splits)
 
 
 @gpu
 @pytest.mark.parametrize("combine", ["elem", "wide"])
-@pytest.mark.parametrize("splits", ["3", "50"])
+@pytest.mark.parametrize("splits", [3, 50])
 @pytest.mark.parametrize("d", [16, 40, 72, 256])
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
-def test_kvcache_cuda_combine_kernels(combine, splits, d, dtype, monkeypatch):
-    """Both combine kernels, forced with FA_DECODE_COMBINE: one thread per output element (32, 64
+def test_kvcache_cuda_combine_kernels(combine, splits, d, dtype, fa_overrides):
+    """Both combine kernels, forced with decode_combine: one thread per output element (32, 64
     or 128 threads per row, two elements per thread past d = 128; 4, 2 or 1 rows per CTA, 6 rows
     leaving a partial CTA) and four warps per row (the sums meeting in shared memory). 3 splits
     (one partial group of 8) and 47 splits of 128 keys (a pass of 32 weights and one of 15; groups
     of 8 loads, the last of 7), at head dims that do not fill the lanes."""
-    monkeypatch.setenv("FA_DECODE_COMBINE", combine)
-    monkeypatch.setenv("FA_DECODE_SPLITS", splits)
-    monkeypatch.setenv("FA_DECODE_CLUSTER", "0")
+    fa_overrides(decode_combine=combine, decode_splits=splits, decode_cluster="off")
     run_case("cuda", dtype, 2, 4, 1, 2, d, 6000, [5999, 3001], 1, True)
     run_case("cuda", dtype, 2, 3, 1, 1, d, 6000, [4000, 5999], 0, False)
 
 
 @gpu
-@pytest.mark.parametrize("evict", ["0", "1"])
+@pytest.mark.parametrize("evict", ["off", "on"])
 @pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-def test_kvcache_cuda_evict_first(evict, d, dtype, monkeypatch):
+def test_kvcache_cuda_evict_first(evict, d, dtype, fa_overrides):
     """The attend kernel's copies of whole 16-key blocks with and without the L2 evict-first
-    policy, forced with FA_DECODE_EVICT (by default on for one row tile and caches up to 4x the
+    policy, forced with decode_evict (by default on for one row tile and caches up to 4x the
     L2, so nearly every other test runs with it): d at the tiles' widths, ragged lengths ending
     mid-block, append, causal; one row tile (R = 8) and four sharing their keys (R = 64)."""
-    monkeypatch.setenv("FA_DECODE_EVICT", evict)
+    fa_overrides(decode_evict=evict)
     run_case("cuda", dtype, 3, 8, 2, 2, d, 3000, [2997, 17, 1500], 3, True)
     run_case("cuda", dtype, 1, 16, 4, 16, d, 5000, [4990], 0, False)
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("spec", ["0", "1"])
 @pytest.mark.parametrize("poison", [math.nan, math.inf])
 @pytest.mark.parametrize("d", [64, 128, 256])
-def test_kvcache_rows_past_lengths_unread(device, spec, poison, d, monkeypatch):
+def test_kvcache_rows_past_lengths_unread(device, poison, d, fa_overrides):
     """Cache rows past each sequence's length hold NaN or inf and must not reach the output. On
-    CUDA the attend kernel issues its first K/V copies before it reads cache_seqlens
-    (FA_DECODE_SPEC, on by default), from rows up to the end of its chunk; where those blocks
+    CUDA the attend kernel issues its first K/V copies before it reads cache_seqlens, from rows
+    up to the end of its chunk; where those blocks
     hold rows past the length it loads them again with zeros there. 4 splits of 768 keys: lengths
     ending in a split's first block (770 = 768 + 2, 17), one block further (800), on a split's
     edge (1536), mid-split and full; append and causal; one row tile and four (R = 64)."""
-    if device == "cpu" and spec == "1":
-        pytest.skip("FA_DECODE_SPEC is the CUDA kernel's")
-    monkeypatch.setenv("FA_DECODE_SPEC", spec)
-    monkeypatch.setenv("FA_DECODE_SPLITS", "4")
-    for cluster in (["0", "1"] if device == "cuda" else ["0"]):
-        monkeypatch.setenv("FA_DECODE_CLUSTER", cluster)
+    for cluster in (["off", "on"] if device == "cuda" else ["off"]):
+        fa_overrides(decode_splits=4, decode_cluster=cluster)
         run_case(device, torch.bfloat16, 6, 8, 2, 2, d, 3072, [767, 14, 797, 1533, 2000, 3069], 3, True,
                  poison=poison)
         run_case(device, torch.bfloat16, 4, 8, 2, 1, d, 3072, [770, 17, 1536, 3072], 0, False, poison=poison)
@@ -400,9 +381,9 @@ def test_kvcache_cuda_edges(case, dtype):
 
 @gpu
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
-def test_kvcache_cuda_simt_fallback(dtype, monkeypatch):
-    """FA_KERNEL=simt runs fp16/bf16 on the CUDA-core kernel (the fallback for small-smem devices)."""
-    monkeypatch.setenv("FA_KERNEL", "simt")
+def test_kvcache_cuda_simt_fallback(dtype, fa_overrides):
+    """The simt family runs fp16/bf16 on the CUDA-core kernel (the fallback for small-smem devices)."""
+    fa_overrides(family="simt")
     run_case("cuda", dtype, 3, 8, 2, 2, 80, 500, [0, 250, 497], 3, True)
 
 

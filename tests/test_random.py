@@ -85,18 +85,18 @@ REGRESSIONS = [
 
 @pytest.mark.parametrize("seed", range(N_CASES))
 @pytest.mark.parametrize("kernel", KERNELS + [SM90])
-def test_random(kernel, seed, monkeypatch):
-    check_case(draw_case(seed), kernel, monkeypatch)
+def test_random(kernel, seed, fa_overrides):
+    check_case(draw_case(seed), kernel, fa_overrides)
 
 
 @pytest.mark.parametrize("case", REGRESSIONS, ids=lambda c: f"case{c['seed']}")
 @pytest.mark.parametrize("kernel", KERNELS + [SM90])
-def test_regression(kernel, case, monkeypatch):
-    check_case(case, kernel, monkeypatch)
+def test_regression(kernel, case, fa_overrides):
+    check_case(case, kernel, fa_overrides)
 
 
 def sm90_takes(q, k, v, scale):
-    """Whether the Hopper family takes these inputs (csrc/fa_sm90.cu: fa_sm90_forward and make_map).
+    """Whether the Hopper family takes these inputs (csrc/cuda/sm90.cu: fa_sm90_forward and make_map).
     It refuses the rest with "not supported" when forced; under the automatic choice they run on
     the sm80 kernel. TMA needs 16-byte aligned bases and strides of every dimension above one."""
     if q.dtype == torch.float32 or (scale is not None and scale < 0) or k.shape[2] < 1:
@@ -112,9 +112,9 @@ def sm90_takes(q, k, v, scale):
     return True
 
 
-def check_case(c, kernel, monkeypatch):
+def check_case(c, kernel, fa_overrides):
     seed = c["seed"]
-    device = use_kernel(kernel, c["dtype"], monkeypatch)
+    device = use_kernel(kernel, c["dtype"], fa_overrides)
     q, k, v = make_inputs(c, device)
     what = f"case {seed}" + reproducer(c, kernel)
     if kernel == "cuda-sm90" and q.numel() > 0 and not sm90_takes(q, k, v, c["scale"]):

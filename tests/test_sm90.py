@@ -1,4 +1,4 @@
-"""The Hopper kernel (csrc/fa_sm90.cu) forced with FA_KERNEL=sm90, so that a silent fallback to the
+"""The Hopper kernel (csrc/cuda/sm90.cu) forced with the sm90 family override, so that a silent fallback to the
 sm_80 kernel cannot pass for it. Runs only on compute capability 9.0; elsewhere the forced family
 must refuse with a clear error."""
 import pytest
@@ -6,6 +6,7 @@ import torch
 
 import torch_flashattn
 from conftest import HAS_CUDA, assert_accurate, randn, reference_lse
+from torch_flashattn._testing import overrides
 
 IS_SM90 = HAS_CUDA and torch.cuda.get_device_capability() == (9, 0)
 sm90 = pytest.mark.skipif(not IS_SM90, reason="needs a compute capability 9.0 GPU")
@@ -19,8 +20,8 @@ SEQ_LENS = [(1, 1), (1, 700), (63, 65), (128, 128), (129, 257), (300, 77), (1000
 
 
 @pytest.fixture
-def forced(monkeypatch):
-    monkeypatch.setenv("FA_KERNEL", "sm90")
+def forced(fa_overrides):
+    fa_overrides(family="sm90")
 
 
 @sm90
@@ -72,27 +73,27 @@ def check_gqa_lse(dtype, d, nq, nk, causal, what):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [72, 128])
 @pytest.mark.parametrize("nq,nk", [(1, 2048), (193, 2049), (385, 5000), (129, 2047)])
-@pytest.mark.parametrize("grid", ["0", "1"], ids=["one_cta_per_tile", "persistent"])
-def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, monkeypatch):
+@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
+def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
     """Non-causal from FA_SM90_LONG_NK (2048) keys at d <= 128 runs the 3-consumer tile (192 query
     rows, 80-key blocks): key block tails (2049 = 25 · 80 + 49, 5000 = 62 · 80 + 40), query tile
     tails (193 = 192 + 1, 385 = 2 · 192 + 1), one query row, the 2-consumer tile just below the
     switch, GQA, lse, both grids."""
-    monkeypatch.setenv("FA_SM90_PERSIST", grid)
+    fa_overrides(sm90_grid=grid)
     check_gqa_lse(dtype, d, nq, nk, False, f"sm90 long-key tile {dtype} d={d} Nq={nq} Nk={nk}")
 
 
 @sm90
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d,nk", [(64, 1000), (128, 2500), (128, 1500), (256, 700)])
-@pytest.mark.parametrize("tail", ["auto", "2", "3", "4", "0"])
-def test_sm90_split_last_round(dtype, d, nk, tail, forced, monkeypatch):
-    """The persistent grid's last, partly filled round split along the keys (FA_SM90_TAIL: the
-    rule, 2-4 parts forced, 0 off) and merged: 8 heads of 3500 query rows are 152 tiles of 192 rows
+@pytest.mark.parametrize("tail", [0, 2, 3, 4, 1], ids=["auto", "2", "3", "4", "off"])
+def test_sm90_split_last_round(dtype, d, nk, tail, forced, fa_overrides):
+    """The persistent grid's last, partly filled round split along the keys (sm90_tail: the rule,
+    2-4 parts forced, 1 off) and merged: 8 heads of 3500 query rows are 152 tiles of 192 rows
     (d = 64, and d = 128 from 2k keys) or 224 of 128 (d = 128 below 2k keys, d = 256), so a tail
-    on 132 SMs; key block tails, GQA, lse."""
-    monkeypatch.setenv("FA_SM90_PERSIST", "1")
-    monkeypatch.setenv("FA_SM90_TAIL", tail)
+    on 132 SMs. Only the d = 128 three-consumer tile (2500 keys) splits; the others take the
+    override and run their tiles whole. Key block tails, GQA, lse."""
+    fa_overrides(sm90_grid="persistent", sm90_tail=tail)
     check_gqa_lse(dtype, d, 3500, nk, False, f"sm90 split last round {dtype} d={d} Nk={nk} parts={tail}")
 
 
@@ -100,13 +101,13 @@ def test_sm90_split_last_round(dtype, d, nk, tail, forced, monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d,B,hq,hkv,nq,nk", [(64, 4, 6, 2, 1000, 1000), (128, 4, 8, 2, 1000, 2048),
                                               (128, 2, 16, 4, 2500, 2500)])
-@pytest.mark.parametrize("tail", ["auto", "0"])
-def test_sm90_last_query_tiles_moved(dtype, d, B, hq, hkv, nq, nk, tail, forced, monkeypatch):
+@pytest.mark.parametrize("tail", [0, 1], ids=["auto", "off"])
+def test_sm90_last_query_tiles_moved(dtype, d, B, hq, hkv, nq, nk, tail, forced, fa_overrides):
     """Each head's last query tile has rows for one warpgroup of three (1000 = 5 · 192 + 40,
     2500 = 13 · 192 + 4): the other two compute nothing, and on 132 SMs the persistent walk takes
     those tiles last (sm90_walk_plan); at d = 128 the rule also splits the whole tiles of the last
-    round (FA_SM90_TAIL=0: not). GQA, lse."""
-    monkeypatch.setenv("FA_SM90_TAIL", tail)
+    round (sm90_tail=1: not). GQA, lse."""
+    fa_overrides(sm90_tail=tail)
     torch.manual_seed(nq + nk + d)
     q = randn(B, hq, nq, d, dtype=dtype, device="cuda")
     k = randn(B, hkv, nk, d, dtype=dtype, device="cuda")
@@ -121,27 +122,24 @@ def test_sm90_last_query_tiles_moved(dtype, d, B, hq, hkv, nq, nk, tail, forced,
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [40, 64])
 @pytest.mark.parametrize("nq,nk", [(1024, 1024), (1025, 1025), (700, 2000), (1000, 300)])
-@pytest.mark.parametrize("grid", ["0", "1"], ids=["one_cta_per_tile", "persistent"])
-def test_sm90_d64_short_causal_tile(dtype, d, nq, nk, grid, forced, monkeypatch):
+@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
+def test_sm90_d64_short_causal_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
     """Causal at d <= 64 up to FA_SM90_D64_SHORT_CAUSAL (1024) query rows runs the 2-consumer tile,
     past it the 3-consumer one: both sides of the switch, more keys than queries and fewer, GQA,
     lse, both grids."""
-    monkeypatch.setenv("FA_SM90_PERSIST", grid)
+    fa_overrides(sm90_grid=grid)
     check_gqa_lse(dtype, d, nq, nk, True, f"sm90 d64 causal {dtype} d={d} Nq={nq} Nk={nk}")
 
 
 @sm90
-@pytest.mark.parametrize("grid,order", [("0", "rank"), ("1", "rank"), ("1", "snake")],
-                         ids=["one_cta_per_tile", "persistent", "persistent_snake"])
+@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [64, 128, 256])
-def test_sm90_both_grids(grid, order, causal, d, forced, monkeypatch):
-    """Each grid (FA_SM90_PERSIST) and causal walk (FA_SM90_ORDER) forced on shapes with more
-    query tiles than the GPU has SMs, so that persistent CTAs walk several tiles of different
-    heads and lengths (the K/V ring and the Q buffers running on across them), with GQA, tails
-    and lse."""
-    monkeypatch.setenv("FA_SM90_PERSIST", grid)
-    monkeypatch.setenv("FA_SM90_ORDER", order)
+def test_sm90_both_grids(grid, causal, d, forced, fa_overrides):
+    """Each grid (sm90_grid) forced on shapes with more query tiles than the GPU has SMs, so that
+    persistent CTAs walk several tiles of different heads and lengths (the K/V ring and the Q
+    buffers running on across them; causal, the snake walk), with GQA, tails and lse."""
+    fa_overrides(sm90_grid=grid)
     torch.manual_seed(d + int(causal))
     for B, Hq, Hkv, nq, nk in [(3, 16, 4, 777, 1025), (2, 12, 3, 1500, 1500), (1, 4, 4, 4100, 300)]:
         q = randn(B, Hq, nq, d, dtype=torch.bfloat16, device="cuda")
@@ -165,16 +163,15 @@ def test_sm90_many_heads_and_scale_zero(forced):
 
 
 @sm90
-def test_sm90_refuses_what_it_does_not_take(forced, monkeypatch):
+def test_sm90_refuses_what_it_does_not_take(forced, fa_overrides):
     """Forced, the kernel refuses (rows not 16-byte aligned, negative scale, fp32); under auto the
     same problems run on another family and are exact."""
     q = randn(1, 2, 50, 20, dtype=torch.float16, device="cuda")      # 40-byte rows
     for args, kw in (((q, q, q), {}), ((q[..., :16].contiguous(),) * 3, {"scale": -0.3})):
         with pytest.raises(RuntimeError, match="not supported|unsupported"):
             torch_flashattn.attention(*args, **kw)
-        monkeypatch.setenv("FA_KERNEL", "auto")
-        assert_accurate(torch_flashattn.attention(*args, **kw), *args, what="auto fallback", **kw)
-        monkeypatch.setenv("FA_KERNEL", "sm90")
+        with overrides(family="auto"):
+            assert_accurate(torch_flashattn.attention(*args, **kw), *args, what="auto fallback", **kw)
 
 
 @pytest.mark.skipif(not HAS_CUDA or IS_SM90, reason="needs a CUDA GPU other than compute capability 9.0")

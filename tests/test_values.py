@@ -38,14 +38,14 @@ def check(out, q, k, v, causal=False, scale=None, unit=1.0, floor=0.0, what=""):
     ("scale 1e-6: near-uniform softmax", 1.0, 1e-6),
     ("scale 1e3: near one-hot softmax", 1.0, 1e3),
 ])
-def test_extreme_logits(kernel, dtype, causal, what, qk_mult, scale, monkeypatch):
+def test_extreme_logits(kernel, dtype, causal, what, qk_mult, scale, fa_overrides):
     """Logits from ~1e-6 to ~1e4: exp2 arguments far from 0, running maxima that jump by
     thousands, and sums of nearly equal terms. Finite everywhere, exact by the rule, with one
     allowance: at |S| ~ 1e4 every fp32 implementation (PyTorch's included) rounds a score by
     ~|S|·2⁻²⁴ ≈ 1e-3, which moves a near-tie row's output by up to that times max|v|. Both
     errors are then that rounding noise and their ratio is a coin toss, so the bound adds
     max|S| · 2⁻²⁴ · max|v| (negligible at ordinary logits)."""
-    device = use_kernel(kernel, dtype, monkeypatch)
+    device = use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(21)
     q = (torch.randn(2, 4, 97, 64) * qk_mult).to(device=device, dtype=dtype)
     k = (torch.randn(2, 2, 150, 64) * qk_mult).to(device=device, dtype=dtype)
@@ -59,13 +59,13 @@ def test_extreme_logits(kernel, dtype, causal, what, qk_mult, scale, monkeypatch
 
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_near_overflow(kernel, dtype, monkeypatch):
+def test_near_overflow(kernel, dtype, fa_overrides):
     """Inputs near the dtype's largest value (bf16 and fp32: 3.4e38; fp16: 65504). q and k are as
     large as keeps the unscaled q·k finite in fp32 (a fused kernel computes it before the scale),
     the scale brings the logits back to O(1), and v is as large as keeps Σ P V finite for Nk = 64
     (the online softmax sums unnormalized terms, each ≤ 1, before dividing: a kernel limit shared
     with FlashAttention, README "Limits")."""
-    device = use_kernel(kernel, dtype, monkeypatch)
+    device = use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(22)
     if dtype == torch.float16:
         qk, v_unit = 100.0, 1e4           # q·k terms ~1e4 (fp32), |v| ≤ ~5e4 < 65504
@@ -84,12 +84,12 @@ def test_near_overflow(kernel, dtype, monkeypatch):
 
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_nonfinite_keys_and_values(kernel, dtype, monkeypatch):
+def test_nonfinite_keys_and_values(kernel, dtype, fa_overrides):
     """±inf in k and NaN in v, without a mask (every row sees every key, so SDPA's math and fused
     backends agree): +inf in k[j, c] makes score j +inf for rows with q[c] > 0 (softmax inf − inf:
     NaN rows) and −inf for rows with q[c] < 0 (key j gets weight 0: finite rows). A NaN value
     poisons every row. Finite rows are exact."""
-    device = use_kernel(kernel, dtype, monkeypatch)
+    device = use_kernel(kernel, dtype, fa_overrides)
     torch.manual_seed(23)
     q, k, v = (torch.randn(1, 3, 40, 32).to(device=device, dtype=dtype) for _ in range(3))
     k[0, 0, 11, 5] = float("inf")

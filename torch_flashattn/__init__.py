@@ -9,15 +9,30 @@ backend) and CUDA tensors, and registers their fake kernels so that
     >>> q = k = v = torch.randn(1, 8, 128, 64)
     >>> out = torch_flashattn.attention(q, k, v, causal=True)
 """
+import os
+
 import torch
 
 from . import _C  # noqa: F401  (registers torch.ops.fa.*)
 from . import _ops  # noqa: F401  (registers the fake kernels)
+from . import _testing
 from ._version import __version__
 from .sdpa import patch_sdpa, reset_stats, scaled_dot_product_attention, stats
 
 __all__ = ["attention", "attention_lse", "attention_kvcache", "scaled_dot_product_attention", "patch_sdpa", "stats", "reset_stats",
            "has_cuda_kernels", "__version__"]
+
+
+def _kernel_from_environment():
+    """FA_KERNEL (auto, sm90, sm80, fp32tc, fp32 or simt) forces one CUDA kernel family for the whole
+    process. It is read here, once; the library itself reads no environment."""
+    family = os.environ.get("FA_KERNEL", "").strip() or "auto"
+    if family not in _testing.FAMILIES:
+        raise ValueError(f"FA_KERNEL={family!r}: expected one of {', '.join(_testing.FAMILIES)}")
+    _testing.set_overrides(family=family)
+
+
+_kernel_from_environment()
 
 
 def attention(q, k, v, *, causal=False, scale=None):

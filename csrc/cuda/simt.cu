@@ -1,5 +1,5 @@
 /*
- * fa_simt.cu — FlashAttention forward on CUDA cores, fp32 arithmetic.
+ * simt.cu — FlashAttention forward on CUDA cores, fp32 arithmetic.
  *
  * The portable kernel: every dtype (fp32, fp16, bf16), every head dim 1..256,
  * any Nq, Nk (including 0), causal, GQA and strided inputs. A block of
@@ -20,8 +20,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "fa_dtype.cuh"
-#include "fa_kernels.h"
+#include "dtype.cuh"
+#include "families.h"
 
 enum {
     WARPS = 4,
@@ -106,7 +106,7 @@ simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
 
             /* s = q_r · k_lane, for this warp's ROWS rows. Each 4 products are summed on their
              * own and then added, so the full-size sum is rounded once per 4 terms: half the
-             * rounding error of a term-by-term sum at large logits (same as fa_fp32.cu). */
+             * rounding error of a term-by-term sum at large logits (same as fp32.cu). */
             float s[ROWS];
             for (int r = 0; r < ROWS; r++) s[r] = 0.0f;
             for (int c = 0; c < dp; c += 4) {
@@ -178,14 +178,13 @@ static int launch(const fa_params *p, cudaStream_t stream)
 {
     /* Opt in to > 48 KB of shared memory (per device, so on every launch). */
     const size_t smem = sizeof(simt_smem);
-    if (cudaFuncSetAttribute(simt_forward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             (int)smem) != cudaSuccess)
-        return FA_ERR_CUDA;
+    FA_CUDA_TRY(cudaFuncSetAttribute(simt_forward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const int64_t n_tiles = (p->Nq + BM - 1) / BM * p->B * p->Hq;
     const unsigned grid = (unsigned)(n_tiles < (int64_t)INT32_MAX ? n_tiles : INT32_MAX);
     const float scale_log2 = p->scale * 1.4426950408889634f;
     simt_forward_kernel<T><<<grid, WARPS * 32, smem, stream>>>(*p, scale_log2);
-    return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
+    FA_CUDA_TRY(cudaGetLastError());
+    return FA_OK;
 }
 
 extern "C" int fa_simt_forward(const fa_params *p, cudaStream_t stream)

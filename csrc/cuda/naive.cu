@@ -1,5 +1,5 @@
 /*
- * fa_naive.cu — unfused attention, the "why fused attention matters" baseline of the benchmark.
+ * naive.cu — unfused attention, the "why fused attention matters" baseline of the benchmark.
  *
  * Three plain kernels that materialise the (B, Hq, Nq, Nk) fp32 score matrix in a scratch
  * buffer the caller allocates (fa_naive_scratch_bytes()):
@@ -13,7 +13,7 @@
  * through HBM where the fused kernels move none. Grids are 1-D over tiles with 64-bit indices,
  * so B · Hq beyond 65535 and scratch beyond 2^31 elements work.
  *
- *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/fa_naive.cu -Icsrc
+ *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/cuda/naive.cu -Icsrc
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -22,8 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fa.h"
-#include "fa_dtype.cuh"
+#include "families.h"
+#include "dtype.cuh"
 
 enum { TILE = 16, SOFTMAX_THREADS = 256 };
 
@@ -149,7 +149,8 @@ static int launch(const fa_params *p, float *scratch, cudaStream_t stream)
     naive_scores_kernel<T><<<grid_for(bh * n_ti * ((p->Nk + TILE - 1) / TILE)), tile_block, 0, stream>>>(*p, scratch);
     naive_softmax_kernel<<<grid_for(bh * p->Nq), SOFTMAX_THREADS, 0, stream>>>(scratch, p->lse, bh * p->Nq, p->Nk);
     naive_pv_kernel<T><<<grid_for(bh * n_ti * ((p->d + TILE - 1) / TILE)), tile_block, 0, stream>>>(*p, scratch);
-    return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
+    FA_CUDA_TRY(cudaGetLastError());
+    return FA_OK;
 }
 
 extern "C" size_t fa_naive_scratch_bytes(const fa_params *p)

@@ -1,5 +1,5 @@
 /*
- * fa_fp32.cu — FlashAttention forward for fp32 on CUDA cores, register-blocked like an SGEMM.
+ * fp32.cu — FlashAttention forward for fp32 on CUDA cores, register-blocked like an SGEMM.
  *
  * Exact fp32 arithmetic (FFMA, no TF32). A CTA of NT = 256 threads owns BM query rows of one
  * (batch, head) and walks the keys BN at a time. The threads form a 16 × 16 grid (tr, tc); thread
@@ -32,14 +32,14 @@
  * diagonal and tail tiles, and the CTAs with the most keys (last query tiles) start first.
  *
  * Reached through fa_fp32_forward(); includes CUDA headers and fa.h only:
- *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Xptxas -v -c csrc/fa_fp32.cu -Icsrc
+ *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -Xptxas -v -c csrc/cuda/fp32.cu -Icsrc
  */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
 
-#include "fa.h"
-#include "fa_mma.cuh"
+#include "families.h"
+#include "ptx.cuh"
 
 /* Tile choices per compiled head-dim width; all NT = 256 threads. Shared memory in bytes:
  * 4·(BM·D + BN·(D+4) + BN·D + BM·BN).
@@ -82,7 +82,7 @@ struct fp32_smem {
 __device__ __forceinline__ void cp_async_wait_all(void) { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 /* Rows [0, ROWS) of a (rows, d) global block g into the smem tile s (row stride LD floats),
- * asynchronously, rows ≥ n_valid and columns ≥ d zero-filled: load_rows_f32 (fa_mma.cuh). */
+ * asynchronously, rows ≥ n_valid and columns ≥ d zero-filled: load_rows_f32 (ptx.cuh). */
 template <int ROWS, int LD, int D>
 __device__ __forceinline__ void load_tile_async(float *s, const float *g, int64_t row_stride,
                                                 int64_t n_valid, int d, bool vec)
@@ -309,16 +309,16 @@ template <int D, int BM, int BN, int MIN_CTAS>
 static int launch(const fa_params *p, cudaStream_t stream)
 {
     const size_t smem = sizeof(fp32_smem<D, BM, BN>);
-    int dev, smem_max;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-        return FA_ERR_CUDA;
-    if (smem > (size_t)smem_max)
+    int dev;
+    fa_device info;
+    const int st = fa_device_current(&dev, &info);
+    if (st != FA_OK)
+        return st;
+    if (smem > (size_t)info.smem_optin)
         return FA_ERR_UNSUPPORTED;   /* e.g. sm_86/89 (99 KB) for d > 64: the dispatcher falls back */
     /* Opt in to > 48 KB of shared memory (per device, so on every launch). */
-    if (cudaFuncSetAttribute(fp32_forward_kernel<D, BM, BN, MIN_CTAS>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-        return FA_ERR_CUDA;
+    FA_CUDA_TRY(cudaFuncSetAttribute(fp32_forward_kernel<D, BM, BN, MIN_CTAS>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 
     const int vec = (vec_ok(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride) ? VEC_Q : 0) |
                     (vec_ok(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride) ? VEC_K : 0) |
@@ -328,7 +328,8 @@ static int launch(const fa_params *p, cudaStream_t stream)
     const unsigned grid = (unsigned)(n_tiles < (int64_t)INT32_MAX ? n_tiles : INT32_MAX);
     const float scale_log2 = p->scale * 1.4426950408889634f;
     fp32_forward_kernel<D, BM, BN, MIN_CTAS><<<grid, NT, smem, stream>>>(*p, scale_log2, vec);
-    return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
+    FA_CUDA_TRY(cudaGetLastError());
+    return FA_OK;
 }
 
 extern "C" int fa_fp32_forward(const fa_params *p, cudaStream_t stream)

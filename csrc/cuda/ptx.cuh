@@ -1,9 +1,9 @@
 /*
- * fa_mma.cuh — PTX wrappers shared by the kernels (fa_sm80.cu, fa_decode.cu, fa_fp32tc.cu,
- * fa_fp32.cu; fa_sm90.cu uses the address, ex2 and packing ones): cp.async, the fp32 row-tile
+ * ptx.cuh — PTX wrappers shared by the kernels (sm80.cu, decode.cu, fp32tc.cu,
+ * fp32.cu; sm90.cu uses the address, ex2 and packing ones): cp.async, the fp32 row-tile
  * and 4-column loads, ldmatrix, mma.m16n8k16, the (row mod 8) XOR swizzle of 16-byte chunks in
- * shared tiles; and the host side of launching the one-CTA-per-tile kernels (fa_sm80.cu,
- * fa_fp32tc.cu).
+ * shared tiles; and the host side of launching the one-CTA-per-tile kernels (sm80.cu,
+ * fp32tc.cu).
  * Include from .cu files only.
  */
 #ifndef FA_MMA_CUH
@@ -14,7 +14,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "fa.h"
+#include "families.h"
 
 /* ---- PTX wrappers ------------------------------------------------------------------------- */
 
@@ -239,18 +239,15 @@ __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
 static inline int fa_tc_prepare(const void *kernel, size_t smem, unsigned *raised)
 {
     int dev;
-    if (cudaGetDevice(&dev) != cudaSuccess)
-        return FA_ERR_CUDA;
+    fa_device info;
+    const int st = fa_device_current(&dev, &info);
+    if (st != FA_OK)
+        return st;
     if (dev < 32 && ((__atomic_load_n(raised, __ATOMIC_ACQUIRE) >> dev) & 1u))
         return FA_OK;
-    int major, optin;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess
-        || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-        return FA_ERR_CUDA;
-    if (major < 8 || smem > (size_t)optin)
+    if (info.major < 8 || smem > (size_t)info.smem_optin)
         return FA_ERR_UNSUPPORTED;
-    if (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-        return FA_ERR_CUDA;
+    FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     if (dev < 32)
         __atomic_fetch_or(raised, 1u << dev, __ATOMIC_RELEASE);
     return FA_OK;
@@ -269,8 +266,7 @@ static int fa_tc_launch_tiles(void (*kernel)(const Args), Args *a, int BM, int t
         a->first_block = first;
         const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
         kernel<<<(unsigned)n, threads, smem, stream>>>(*a);
-        if (cudaGetLastError() != cudaSuccess)
-            return FA_ERR_CUDA;
+        FA_CUDA_TRY(cudaGetLastError());
     }
     return FA_OK;
 }

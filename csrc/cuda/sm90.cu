@@ -1,5 +1,5 @@
 /*
- * fa_sm90.cu — FlashAttention forward for fp16 and bf16 on Hopper (sm_90a): wgmma, TMA and warp
+ * sm90.cu — FlashAttention forward for fp16 and bf16 on Hopper (sm_90a): wgmma, TMA and warp
  * specialization.
  *
  * One CTA owns BM query rows of one (batch, head) and has 1 + BM/64 warpgroups:
@@ -26,7 +26,7 @@
  * not take (negative scale, rows not 16-byte aligned, zero strides) answers FA_ERR_UNSUPPORTED
  * and runs on the sm_80 kernel. The tensor maps are encoded on the host through the driver entry
  * point, so nothing links against libcuda. Builds with plain nvcc:
- *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/fa_sm90.cu -Icsrc
+ *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/cuda/sm90.cu -Icsrc
  */
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -39,10 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fa_kernels.h"
-#include "fa_dtype.cuh"
-#include "fa_mma.cuh"
-#include "fa_wgmma.cuh"
+#include "families.h"
+#include "dtype.cuh"
+#include "ptx.cuh"
+#include "ptx_sm90.cuh"
 
 /* ---- Tiles, switches and kernel arguments ------------------------------------------------- */
 
@@ -226,7 +226,6 @@ typedef struct {
     sm90_divisor div_q_tiles, div_full_q, div_bh, div_hq, div_q_per_kv;  /* n_q_tiles, n_full_q,
                                                                              B · Hq, Hq, Hq / Hkv */
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
-    int rank_major;                      /* tile order: see tile_pos */
     int snake;                           /* every other pass of the grid runs backwards: cta_tile */
     /* Work items (item_pos): items below n_whole are whole tiles; the n_split items past them are
      * the parts of the next n_split / parts tiles, split along the keys (the last, partly filled
@@ -552,9 +551,8 @@ __device__ __forceinline__ void pack_p(uint32_t (&r_p)[BN / 16][4], const float 
 /* Where a tile is: (b·Hq + h, query tile), tiles of one head next to each other (they share K
  * and V in L2). Causal runs each head's heaviest tiles (most keys) first. Persistent and causal,
  * a plain stride through that order would be unbalanced (with a stride that is a multiple of the
- * tiles per head, a CTA gets only the heaviest or only the lightest), so the order is either
- * rank-major (the heaviest tile of every head, then the next...) or head-major walked as a snake
- * (cta_tile). Keys past the tile's last row, masked for all its rows, are never loaded. */
+ * tiles per head, a CTA gets only the heaviest or only the lightest), so the head-major order is
+ * walked as a snake (cta_tile). Keys past the tile's last row, masked for all its rows, are never loaded. */
 typedef struct {
     int64_t bh;
     int b, h, hk, m0, n_blocks;
@@ -571,10 +569,7 @@ __device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t ti
     sm90_tile_pos tp;
     const uint32_t t = (uint32_t)tile;
     uint32_t rank, bh;
-    if (a.rank_major) {
-        rank = fast_div(a.div_bh, t);
-        bh = t - rank * a.div_bh.d;
-    } else if (t < (uint32_t)a.n_full) {
+    if (t < (uint32_t)a.n_full) {
         bh = fast_div(a.div_full_q, t);
         rank = t - bh * a.div_full_q.d;
     } else {                                            /* a head's last query tile, moved last */
@@ -1020,29 +1015,18 @@ static int make_map(CUtensorMap *map, int bf16, const void *x, int64_t B, int64_
 /* The grid. A persistent one (a CTA per SM walking the tiles) saves each tile the CTA's start,
  * its first loads and its last store: on the H200 it was as fast or faster on every non-causal
  * shape (1.24x at 512 keys, d = 64; bench/LOG.md, 2026-11-30). Causal, it wins up to 4k keys when
- * it walks the tiles as a snake (sm90_causal_order; +23 % at d = 128, 512 keys, +2-6 % at 4k) and
+ * it walks the tiles as a snake (a.snake; +23 % at d = 128, 512 keys, +2-6 % at 4k) and
  * loses beyond (16k keys: the snake's passes no longer pair heavy with light tiles, and the
  * rank-major walk spreads concurrent tiles over every head, whose K/V then compete for L2), so
- * longer causal runs get one CTA per tile. FA_SM90_PERSIST=0 or 1 forces either grid. */
-static int sm90_persistent(const fa_params *p)
+ * longer causal runs get one CTA per tile. fa_overrides.sm90_grid forces either grid. A persistent
+ * causal walk is head-major (each head's tiles together, heaviest first) with odd passes of the
+ * grid backwards (a.snake), so a CTA that took a heavy tile then takes a light one; 2-5x fewer
+ * heads in flight than a rank-major walk, which lost (bench/LOG.md, 2026-11-30). */
+static int sm90_persistent(const fa_params *p, const fa_overrides *o)
 {
-    const char *force = getenv("FA_SM90_PERSIST");
-    if (force && (force[0] == '0' || force[0] == '1') && force[1] == 0)
-        return force[0] == '1';
+    if (o->sm90_grid != 0)
+        return o->sm90_grid == 2;
     return !p->causal || p->Nk <= 4096;
-}
-
-/* The order of a persistent causal walk. snake (the default): head-major (each head's tiles
- * together, heaviest first), odd passes of the grid backwards, so a CTA that took a heavy tile
- * then takes a light one; 2-5x fewer heads in flight than rank-major (bench/sm90/walks.py models
- * both). rank: rank-major, every head's heaviest tile first; as balanced, but every head is in
- * flight at once. FA_SM90_ORDER=rank or snake. */
-static void sm90_causal_order(sm90_args *a, const fa_params *p)
-{
-    const char *order = getenv("FA_SM90_ORDER");
-    const int rank = order != NULL && strcmp(order, "rank") == 0;
-    a->rank_major = p->causal && rank;
-    a->snake = p->causal && !rank;
 }
 
 /* Items CTA c of a static walk over `grid` CTAs (items c, c + grid, ...) takes below item x. */
@@ -1067,6 +1051,15 @@ static double walk_rounds(int64_t grid, int64_t n1, int64_t n2, double c2, int64
         worst = r > worst ? r : worst;
     }
     return worst;
+}
+
+/* Whether tile C's persistent grid may split its last round along the keys: only the d = 128
+ * three-consumer tile, where it gains (sm90_walk_plan); the split kernel and the merge kernel
+ * exist for that tile only. */
+template <class C>
+static constexpr bool sm90_splits()
+{
+    return C::D == 128 && C::CONSUMERS == 3;
 }
 
 /* A persistent non-causal grid's walk: n_full (tiles before the heads' last query tiles; n_tiles:
@@ -1094,11 +1087,11 @@ typedef struct {
  *     three-consumer tile (at d = 64, 44 tiles in 3 parts lost 2.3 %), only with the scratch
  *     (with_split), and only if it saves a tenth of a round. With the last query tiles moved, the
  *     split tiles are the last whole ones before them.
- * FA_SM90_TAIL=0 splits nothing; 2, 3 or 4 forces that many parts wherever there is a tail, on
- * any tile. Returns the walk; *bytes: the scratch its split needs. */
+ * fa_overrides.sm90_tail = 1 splits nothing; 2, 3 or 4 forces that many parts wherever there is
+ * a tail (SPLITS tiles only). Returns the walk; *bytes: the scratch its split needs. */
 template <class C>
-static sm90_walk sm90_walk_plan(const fa_params *p, int64_t n_q_tiles, int64_t n_tiles, int64_t grid,
-                                int with_split, size_t *bytes)
+static sm90_walk sm90_walk_plan(const fa_params *p, const fa_overrides *o, int64_t n_q_tiles, int64_t n_tiles,
+                                int64_t grid, int with_split, size_t *bytes)
 {
     sm90_walk w = {n_tiles, n_tiles, 0, 1};
     *bytes = 0;
@@ -1117,12 +1110,9 @@ static sm90_walk sm90_walk_plan(const fa_params *p, int64_t n_q_tiles, int64_t n
         }
     }
 
-    const char *force = getenv("FA_SM90_TAIL");
-    const int forced = force != NULL && force[0] >= '2' && force[0] <= '4' && force[1] == 0 ? force[0] - '0'
-                                                                                             : 0;
+    const int forced = o->sm90_tail >= 2 ? o->sm90_tail : 0;
     const int n_blocks = (int)((p->Nk + C::BN - 1) / C::BN);
-    const bool off = force != NULL && strcmp(force, "0") == 0;
-    if (!with_split || off || (!forced && !(C::D == 128 && C::CONSUMERS == 3)))
+    if (!with_split || o->sm90_tail == 1 || !sm90_splits<C>())
         return w;
     const double whole = best;
     for (int s = forced ? forced : 2; s <= (forced ? forced : 4) && n_blocks >= 2 * s; s++)
@@ -1152,35 +1142,33 @@ static sm90_walk sm90_walk_plan(const fa_params *p, int64_t n_q_tiles, int64_t n
  * last round (sm90_walk_plan); with too little the last round's tiles run whole. need != NULL:
  * only the scratch the call would use is returned in *need, nothing runs. */
 template <typename T, class C>
-static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, size_t *need, cudaStream_t stream)
+static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
+                       size_t *need, cudaStream_t stream)
 {
     void (*kernel)(const sm90_args) = fa_sm90_kernel<T, C, false>;
-    void (*kernel_split)(const sm90_args) = fa_sm90_kernel<T, C, true>;
     const size_t smem = sizeof(sm90_smem<C>) + 1024;  /* + alignment of the base to 1024 */
 
     /* Once per device (bit dev of s_ok / s_checked; devices past 31 every call): compute
      * capability 9.0, an sm_90a build of this kernel, and the dynamic shared memory raised. */
     static unsigned s_checked, s_ok;
     int dev;
-    if (cudaGetDevice(&dev) != cudaSuccess)
-        return FA_ERR_CUDA;
+    fa_device info;
+    int st = fa_device_current(&dev, &info);
+    if (st != FA_OK)
+        return st;
     if (dev >= 32 || !((__atomic_load_n(&s_checked, __ATOMIC_ACQUIRE) >> dev) & 1u)) {
-        int major, minor, optin;
-        cudaFuncAttributes attr;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess
-            || cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess
-            || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-            return FA_ERR_CUDA;
-        int ok = major == 9 && minor == 0 && smem <= (size_t)optin;
+        int ok = info.major == 9 && info.minor == 0 && smem <= (size_t)info.smem_optin;
         if (ok) {
-            if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess)
-                return FA_ERR_CUDA;
+            cudaFuncAttributes attr;
+            FA_CUDA_TRY(cudaFuncGetAttributes(&attr, kernel));
             ok = attr.binaryVersion == 90;
         }
-        if (ok && (cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess
-                   || cudaFuncSetAttribute(kernel_split, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
-                          != cudaSuccess))
-            return FA_ERR_CUDA;
+        if (ok) {
+            FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            if constexpr (sm90_splits<C>())
+                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_kernel<T, C, true>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        }
         if (dev < 32) {
             if (ok)
                 __atomic_fetch_or(&s_ok, 1u << dev, __ATOMIC_RELAXED);
@@ -1206,19 +1194,17 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
     a.div_q_per_kv = sm90_divisor_make((uint32_t)(p->Hq / p->Hkv));
     a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
-    int sms = 0;
-    if (sm90_persistent(p)) {
-        if (fa_cuda_sm_count(dev, &sms) != FA_OK)
-            return FA_ERR_CUDA;
-        const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
+    const int persistent = sm90_persistent(p, o);
+    const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
+    if (persistent) {
         size_t bytes = 0;
-        sm90_walk w = sm90_walk_plan<C>(p, a.n_q_tiles, a.n_tiles, grid, 1, &bytes);
+        sm90_walk w = sm90_walk_plan<C>(p, o, a.n_q_tiles, a.n_tiles, grid, 1, &bytes);
         if (need != NULL) {
             *need = bytes;
             return FA_OK;
         }
         if (w.parts > 1 && (scratch == NULL || scratch_bytes < bytes))
-            w = sm90_walk_plan<C>(p, a.n_q_tiles, a.n_tiles, grid, 0, &bytes);
+            w = sm90_walk_plan<C>(p, o, a.n_q_tiles, a.n_tiles, grid, 0, &bytes);
         a.n_full = w.n_full;
         if (a.n_full < a.n_tiles)                   /* each head's last query tile moved last */
             a.div_full_q = sm90_divisor_make((uint32_t)(a.n_q_tiles > 1 ? a.n_q_tiles - 1 : 1));
@@ -1249,29 +1235,26 @@ static int sm90_launch(const fa_params *p, void *scratch, size_t scratch_bytes, 
     /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
      * by sm90_merge_kernel). Else one CTA per tile. */
-    if (sm90_persistent(p)) {
-        const int64_t grid = a.n_tiles < sms ? a.n_tiles : sms;
-        a.tile_stride = grid;
-        sm90_causal_order(&a, p);
-        (a.parts > 1 ? kernel_split : kernel)<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
-        if (cudaGetLastError() != cudaSuccess)
-            return FA_ERR_CUDA;
+    a.tile_stride = grid;
+    a.snake = persistent && p->causal;
+    if constexpr (sm90_splits<C>()) {
         if (a.parts > 1) {
+            fa_sm90_kernel<T, C, true><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+            FA_CUDA_TRY(cudaGetLastError());
             const int64_t merge_blocks = a.n_split / a.parts * C::BM / MERGE_ROWS;
             sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
-            if (cudaGetLastError() != cudaSuccess)
-                return FA_ERR_CUDA;
+            FA_CUDA_TRY(cudaGetLastError());
+            return FA_OK;
         }
-        return FA_OK;
     }
-    a.tile_stride = a.n_tiles;
-    kernel<<<(unsigned)a.n_tiles, C::THREADS, smem, stream>>>(a);
-    return cudaGetLastError() == cudaSuccess ? FA_OK : FA_ERR_CUDA;
+    kernel<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+    FA_CUDA_TRY(cudaGetLastError());
+    return FA_OK;
 }
 
 /* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). */
-static int sm90_dispatch(const fa_params *p, void *scratch, size_t scratch_bytes, size_t *need,
-                         cudaStream_t stream)
+static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
+                         size_t *need, cudaStream_t stream)
 {
     /* fp32 has its own kernel; a negative scale (Q would need negating) and Nk == 0 go to the
      * other families; TMA coordinates are 32-bit. */
@@ -1280,19 +1263,19 @@ static int sm90_dispatch(const fa_params *p, void *scratch, size_t scratch_bytes
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
     if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64_short>(p, scratch, scratch_bytes, need, stream)
-                    : sm90_launch<__half, sm90_tile_d64_short>(p, scratch, scratch_bytes, need, stream);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64_short>(p, o, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d64_short>(p, o, scratch, scratch_bytes, need, stream);
     if (p->d <= 64)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, scratch, scratch_bytes, need, stream)
-                    : sm90_launch<__half, sm90_tile_d64>(p, scratch, scratch_bytes, need, stream);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, o, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d64>(p, o, scratch, scratch_bytes, need, stream);
     if (p->d <= 128 && !p->causal && p->Nk >= FA_SM90_LONG_NK)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_long>(p, scratch, scratch_bytes, need, stream)
-                    : sm90_launch<__half, sm90_tile_d128_long>(p, scratch, scratch_bytes, need, stream);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_long>(p, o, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d128_long>(p, o, scratch, scratch_bytes, need, stream);
     if (p->d <= 128)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, scratch, scratch_bytes, need, stream)
-                    : sm90_launch<__half, sm90_tile_d128>(p, scratch, scratch_bytes, need, stream);
-    return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256>(p, scratch, scratch_bytes, need, stream)
-                : sm90_launch<__half, sm90_tile_d256>(p, scratch, scratch_bytes, need, stream);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, o, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d128>(p, o, scratch, scratch_bytes, need, stream);
+    return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream)
+                : sm90_launch<__half, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream);
 }
 
 #ifdef FA_SM90_TRACE
@@ -1303,20 +1286,16 @@ extern "C" int fa_sm90_trace_set(void *buf)
 }
 #endif
 
-extern "C" int fa_sm90_forward_scratch(const fa_params *p, void *scratch, size_t scratch_bytes, cudaStream_t stream)
+extern "C" int fa_sm90_forward(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
+                               cudaStream_t stream)
 {
-    return sm90_dispatch(p, scratch, scratch_bytes, NULL, stream);
+    return sm90_dispatch(p, o, scratch, scratch_bytes, NULL, stream);
 }
 
-extern "C" int fa_sm90_forward(const fa_params *p, cudaStream_t stream)
-{
-    return sm90_dispatch(p, NULL, 0, NULL, stream);
-}
-
-extern "C" int fa_sm90_scratch_bytes(const fa_params *p, size_t *bytes)
+extern "C" int fa_sm90_scratch_bytes(const fa_params *p, const fa_overrides *o, size_t *bytes)
 {
     *bytes = 0;
-    const int status = sm90_dispatch(p, NULL, 0, bytes, NULL);
+    const int status = sm90_dispatch(p, o, NULL, 0, bytes, NULL);
     if (status != FA_OK)
         *bytes = 0;
     return status;

@@ -1,5 +1,5 @@
 /*
- * fa_fp32tc.cu — FlashAttention forward for fp32 on tensor cores, at fp32 accuracy ("3xTF32").
+ * fp32tc.cu — FlashAttention forward for fp32 on tensor cores, at fp32 accuracy ("3xTF32").
  *
  * Every fp32 operand x is split into TF32 numbers, big + small = x to ~2⁻²² relative, and a
  * product is taken as three TF32 MMAs,
@@ -13,7 +13,7 @@
  *
  * One CTA of 4 warps owns BM = 64 query rows of one (batch, head); warp w owns rows 16w..16w+15
  * and walks the key blocks of BN keys, which arrive through cp.async rings of STAGES buffers
- * for K and for V (the fa_sm80.cu pipeline). Per block, with Q pre-scaled by scale · log2(e):
+ * for K and for V (the sm80.cu pipeline). Per block, with Q pre-scaled by scale · log2(e):
  *
  *     S = Q Kᵀ                                  mma.m16n8k8.tf32 × 3, fresh accumulator per 32 d
  *     m_new = max(m_i, rowmax(S))
@@ -48,7 +48,7 @@
  * first within a head.
  *
  * Reached through fa_fp32tc_forward(); includes CUDA headers and fa.h only:
- *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -c csrc/fa_fp32tc.cu -Icsrc
+ *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -c csrc/cuda/fp32tc.cu -Icsrc
  * bench/fp32/run.sh checks and times it.
  */
 #include <cuda_runtime.h>
@@ -56,8 +56,8 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "fa_kernels.h"
-#include "fa_mma.cuh"
+#include "families.h"
+#include "ptx.cuh"
 
 /* A tile shape: D the compiled head-dim width, BN keys per block, STAGES buffers per K and V
  * ring, MIN_CTAS CTAs per SM that the registers must allow, QS whether Q is kept split (big and
@@ -78,7 +78,7 @@ struct tc_tile {
  * bench/fp32/run.sh at d=128, N 1k-16k non-causal: two stages with Q split (one CTA per SM)
  * 29-31; the previous tile (Q split per key block, two stages, big truncated) 41-42.
  * d > 128 is declined: O alone is 128 registers there, and every tile tried spilled (BN=32 with
- * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fa_fp32.cu runs it. */
+ * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fp32.cu runs it. */
 #ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times other tiles */
 #define FA_FP32TC_D128_BN 32
 #endif

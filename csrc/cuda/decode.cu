@@ -1,5 +1,5 @@
 /*
- * fa_decode.cu — fa_forward_kvcache_cuda: attention of a few queries over a KV cache, split-KV
+ * decode.cu — fa_forward_kvcache_cuda: attention of a few queries over a KV cache, split-KV
  * ("flash-decoding"), with ragged cache lengths, in-place append and bottom-right causal masking.
  * The semantics are fa_forward_kvcache_cpu's (fa_cpu.c, fa.h); up to three kernels on one stream:
  *
@@ -38,8 +38,8 @@
  * to 64 keys. It never reads cache_seqlens on the host: a bad entry (fa.h) leaves the caches
  * untouched and makes the output NaN, checked by every CTA on the device.
  *
- * Builds with plain nvcc; includes CUDA headers, fa.h and fa_kernels.h only:
- *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -Icsrc -c csrc/fa_decode.cu
+ * Builds with plain nvcc; includes CUDA headers, fa.h and families.h only:
+ *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -Icsrc -c csrc/cuda/decode.cu
  */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -51,9 +51,16 @@
 #include <string.h>
 
 #include "fa.h"
-#include "fa_kernels.h"
-#include "fa_dtype.cuh"
-#include "fa_mma.cuh"
+#include "families.h"
+#include "dtype.cuh"
+#include "ptx.cuh"
+
+/* Each warp of the tensor-core attend kernel takes runs of this many adjacent 16-key blocks (run r
+ * of the chunk to warp r % WARPS): 64 keys, 16 KB of K and V at d = 128. Same call, H200
+ * (bench/LOG.md, 2026-11-30, decode_sweep_run.txt), 4 against 1: zero fill B = 1 H 32/32 4k
+ * 2.35 → 2.47 TB/s, 1k 1.03 → 1.17, B = 8 H 32/8 4k 3.06 → 3.11; read flush B = 8 H 32/8 4k
+ * 3.38 → 3.44; the table's larger caches within ±1 % either way. */
+#define DECODE_RUN 4
 
 /* Kernel arguments: the caller's params plus the plan and scalars derived once on the host. */
 typedef struct {
@@ -77,31 +84,9 @@ typedef struct {
                                 partials in global memory, no combine kernel); 0: off */
     int evict_first;         /* tensor-core attend: the K/V copies of whole blocks carry an L2
                                 evict-first policy (1) or none (0) */
-    int spec;                /* tensor-core attend: the K/V prologue is issued before cache_seqlens
-                                is read (1), or after (0) */
-    int run;                 /* tensor-core attend: each warp takes runs of this many adjacent
-                                16-key blocks (1, 2 or 4), run r of the chunk to warp r % WARPS */
 } decode_args;
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
-
-/* Programmatic dependent launch (sm_90, FA_DECODE_PDL=1 only): the attend kernel lets the combine
- * kernel start while it drains, and the combine kernel waits for the attend grid's completion and
- * memory before it reads the partials. Launched without the attribute (or below sm_90) both are
- * no-ops. */
-__device__ __forceinline__ void launch_dependents(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void wait_prerequisites(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
 
 /* Holds x in a register from here on: the compiler cannot recompute it inside a loop (it would
  * rebuild shared-memory addresses from the CTA's window base every iteration otherwise). */
@@ -360,7 +345,6 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const uint64_t gt0 = trace_gt();
 #endif
     TRACE_CLK(c0);
-    launch_dependents();
     const fa_params &p = a.kp.p;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;               /* fragment row group, column pair */
@@ -404,7 +388,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(evict_first_pol));
     /* Local block i of this warp: block run·(warp + WARPS·(i / run)) + i % run of the chunk. From
      * one block to the next the cursor moves 16 keys inside a run, `jump` keys at a run's end. */
-    const int run = a.run, jump = 16 * (run * (WARPS - 1) + 1);
+    constexpr int run = DECODE_RUN, jump = 16 * (run * (WARPS - 1) + 1);
     auto block_key = [&](int i) { return k0 + 16 * (run * (warp + WARPS * (i / run)) + i % run); };
     int ld_key0 = k0 + 16 * run * warp, ld_left = run;  /* ld_left: blocks left in the run */
     uint32_t ld_off = 0;
@@ -473,7 +457,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     /* Prologue: blocks 0 .. STAGES−2 of this warp, one cp.async group each (possibly empty).
      * Issued before cache_seqlens is read (a memory latency saved at the start of every CTA), of
      * the whole blocks below k_spec: every row there lies inside the cache. */
-    const bool spec = a.spec && whole_rows;
+    const bool spec = whole_rows;
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
         if (spec && block_key(i) + 16 <= k_spec)
@@ -529,7 +513,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
     const int lim_b = p.causal && r0 + g + 8 < R ? L - Nq + (r0 + g + 8) / G + 1 : L;
     const int lim_lo = min(lim_a, lim_b);
 
-    /* ldmatrix.x4 lane addresses as in fa_sm80.cu: Q and V rows lane%16, chunk lane/16; K rows
+    /* ldmatrix.x4 lane addresses as in sm80.cu: Q and V rows lane%16, chunk lane/16; K rows
      * lane%8 + 8·(lane/16), chunk (lane/8)%2, so each MMA's B pair is two adjacent registers. */
     const uint32_t lane_off = swz<D>(lane % 16, lane / 16);
     const uint32_t lane_off_k = swz<D>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
@@ -733,7 +717,6 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
 template <typename T>
 __global__ void __launch_bounds__(128, 2) decode_simt_kernel(const __grid_constant__ decode_args a)
 {
-    launch_dependents();
     const bool valid = seqlens_valid(a);
     const fa_params &p = a.kp.p;
     const int64_t wid = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
@@ -837,7 +820,6 @@ __host__ __device__ __forceinline__ int combine_tpr(int d)
 template <typename T>
 __global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_constant__ decode_args a)
 {
-    wait_prerequisites();
     const fa_params &p = a.kp.p;
     const int d = (int)p.d, splits = (int)a.splits;
     const int tpr = combine_tpr(d), col = threadIdx.x % tpr;
@@ -910,7 +892,6 @@ __global__ void __launch_bounds__(128, 1) decode_combine_wide_kernel(const __gri
 {
     enum { MAX_PASSES = 8, WPR = 4 };                   /* weights kept for up to 256 splits */
     __shared__ float s_red[3][256];                     /* warps 1-3's partial O */
-    wait_prerequisites();
     const fa_params &p = a.kp.p;
     const int phase = threadIdx.x / 32;
     const int64_t row = blockIdx.x;
@@ -1015,7 +996,6 @@ typedef struct {
     int64_t ctas_per_split;  /* attend CTAs that one split adds */
     int mma;                 /* tensor-core kernel (grid over row tiles), else SIMT */
     int threads;             /* attend kernel's block size */
-    int pdl;                 /* sm_90+: combine launched as a programmatic dependent of attend */
     int (*cluster_ok)[MAX_CLUSTER + 1];   /* per device and cluster size: clusters resident at
                                              once, −1 none, 0 not asked */
 } decode_plan;
@@ -1027,17 +1007,16 @@ static int kernel_setup(decode_kernel kernel, size_t smem, int threads, int mma,
 {
     if (dev < 32 && (*occ = __atomic_load_n(&cache[dev], __ATOMIC_ACQUIRE)) != 0)
         return *occ > 0 ? FA_OK : FA_ERR_UNSUPPORTED;
-    int major, optin;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess
-        || cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev) != cudaSuccess)
-        return FA_ERR_CUDA;
+    int cur;
+    fa_device info;
+    const int st = fa_device_current(&cur, &info);
+    if (st != FA_OK)
+        return st;
     *occ = -1;
-    if ((!mma || major >= 8) && smem <= (size_t)optin) {
-        if (smem > 48 * 1024 &&
-            cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem) != cudaSuccess)
-            return FA_ERR_CUDA;
-        if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(occ, kernel, threads, smem) != cudaSuccess)
-            return FA_ERR_CUDA;
+    if ((!mma || info.major >= 8) && smem <= (size_t)info.smem_optin) {
+        if (smem > 48 * 1024)
+            FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        FA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(occ, kernel, threads, smem));
         *occ = *occ > 0 ? *occ : -1;
     }
     if (dev < 32)
@@ -1173,7 +1152,8 @@ static int64_t splits_d64(int64_t wave, int64_t cps, int sms, int64_t Nk)
 }
 
 /* Split count, chunk and cluster size of a call for plan pl (a->row_tiles and a->rows set). */
-static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int sms, int major, int dev)
+static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, const fa_overrides *o, int sms,
+                        int major, int dev)
 {
     a->cluster = 0;
     pl->ctas_per_split = pl->mma ? (int64_t)a->row_tiles * p->B * p->Hkv : (a->rows + 3) / 4;
@@ -1183,10 +1163,9 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
     const int d64 = pl->mma && p->d <= 64;
     int64_t splits = d64 ? splits_d64(wave, cps, sms, p->Nk) : splits_by_waves(wave, cps, p->Nk);
     /* sm_90, tensor-core kernel: the splits of a row tile can merge inside one thread block
-     * cluster (cluster_merge) instead of through the combine kernel. FA_DECODE_CLUSTER=0 turns
-     * that off, =1 drops the wave condition below (bench/decode_sweep.py). */
-    const char *cluster = getenv("FA_DECODE_CLUSTER");
-    const int cl_off = cluster != NULL && strcmp(cluster, "0") == 0, cl_on = cluster != NULL && strcmp(cluster, "1") == 0;
+     * cluster (cluster_merge) instead of through the combine kernel. fa_overrides.decode_cluster
+     * turns that off (1), or drops the wave condition below (2). */
+    const int cl_off = o->decode_cluster == 1, cl_on = o->decode_cluster == 2;
     const int can_cluster = pl->mma && major >= 9 && !cl_off;
     /* Where the rule splits and each split is short, fewer splits merged in clusters beat more
      * splits and the combine launch: the fewest (2..MAX_CLUSTER) whose CTAs cover 15/16 of the
@@ -1210,11 +1189,9 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
         if (sc <= splits && (covers || long8) && cluster_wave(pl, (int)sc, dev) >= cps)
             splits = sc;
     }
-    /* FA_DECODE_SPLITS=n overrides the rules (bench/decode_sweep.py); the chunks below keep at
-     * least 64 keys each. */
-    const char *force_splits = getenv("FA_DECODE_SPLITS");
-    if (force_splits != NULL && atoi(force_splits) > 0)
-        splits = atoi(force_splits);
+    /* fa_overrides.decode_splits overrides the rules; the chunks below keep at least 64 keys each. */
+    if (o->decode_splits > 0)
+        splits = o->decode_splits;
     a->chunk = ((p->Nk + splits - 1) / splits + 63) / 64 * 64;
     a->chunk = a->chunk > 0 ? a->chunk : 64;
     a->splits = p->Nk > 0 ? (p->Nk + a->chunk - 1) / a->chunk : 1;
@@ -1229,7 +1206,7 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, int
 
 /* Everything the launch needs that depends on the shapes and the device only: the kernel, the
  * split count and the derived scalars. The same answer for fa_kvcache_scratch_bytes and the launch. */
-static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *a)
+static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_plan *pl, decode_args *a)
 {
     const fa_params *p = &kp->p;
     memset(pl, 0, sizeof *pl);
@@ -1249,31 +1226,16 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
     a->rows = p->B * p->Hq * p->Nq;
     a->scale_log2 = p->scale * 1.4426950408889634f;
 
-    int dev, sms;
-    if (cudaGetDevice(&dev) != cudaSuccess)
-        return FA_ERR_CUDA;
-    int st = fa_cuda_sm_count(dev, &sms);
+    int dev;
+    fa_device info;
+    int st = fa_device_current(&dev, &info);
     if (st != FA_OK)
         return st;
-    static int s_major[32], s_l2[32];
-    int major, l2_bytes;
-    if (fa_cuda_attr(dev, cudaDevAttrComputeCapabilityMajor, s_major, &major) != FA_OK
-        || fa_cuda_attr(dev, cudaDevAttrL2CacheSize, s_l2, &l2_bytes) != FA_OK)
-        return FA_ERR_CUDA;
-    /* Off unless FA_DECODE_PDL=1. H200 (bench/LOG.md, 2026-11-30): with the one-warp-per-row
-     * combine kernel 3 µs slower per call under a read flush (probably because its 148-register
-     * CTAs could not sit beside the attend CTAs; the per-element kernel takes 48); with the
-     * per-element kernel −1.6 to +1.2 % on the decode table (bench/results/decode_sweep_pdl.txt). */
-    const char *pdl = getenv("FA_DECODE_PDL");
-    pl->pdl = major >= 9 && pdl != NULL && strcmp(pdl, "1") == 0;
-    /* FA_KERNEL=simt forces the CUDA-core kernel; the forward families' names (and auto) leave the
-     * choice here; anything else is refused as by fa_forward_cuda. */
-    const char *force = getenv("FA_KERNEL");
-    if (force != NULL && *force != '\0' && strcmp(force, "auto") != 0 && strcmp(force, "simt") != 0
-        && strcmp(force, "sm90") != 0 && strcmp(force, "sm80") != 0 && strcmp(force, "fp32") != 0
-        && strcmp(force, "fp32tc") != 0)
+    const int sms = info.sms, major = info.major, l2_bytes = info.l2_bytes;
+    /* The simt family forces the CUDA-core kernel; the forward families leave the choice here. */
+    if (o->family < 0 || o->family >= FA_NUM_FAMILIES)
         return FA_ERR_KERNEL_CHOICE;
-    const int simt = p->dtype == FA_FLOAT32 || (force != NULL && strcmp(force, "simt") == 0);
+    const int simt = p->dtype == FA_FLOAT32 || o->family == FA_FAMILY_SIMT;
     st = FA_ERR_UNSUPPORTED;
     if (!simt) {
         const int bf16 = p->dtype == FA_BFLOAT16;
@@ -1284,17 +1246,16 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
          * 124.9 → 128.8) or had short splits (B = 1 H 32/32 4k, 1024 keys: 26.4 → 29.6). With
          * 2048-key splits (bench/results/decode_sweep_spec.txt): B = 8 H 32/8 4k 3.06 → 3.24 TB/s,
          * B = 2 H 32/32 4k 3.17 → 3.26, B = 16 4k 3.78 → 3.86; lost at B = 1 H 32/32 8k 3.18 →
-         * 3.10. FA_DECODE_WARPS=4 or 8 forces one tile (8 needs sm_90's shared memory; elsewhere
+         * 3.10. fa_overrides.decode_warps forces one tile (8 needs sm_90's shared memory; elsewhere
          * it falls back to 4). */
-        const char *warps = getenv("FA_DECODE_WARPS");
-        const int force4 = warps != NULL && strcmp(warps, "4") == 0, force8 = warps != NULL && strcmp(warps, "8") == 0;
+        const int force4 = o->decode_warps == 4, force8 = o->decode_warps == 8;
         if (p->d <= 64)
             st = bf16 ? plan_mma<__nv_bfloat16, decode_tile_d64>(pl, dev) : plan_mma<__half, decode_tile_d64>(pl, dev);
         else if (p->d <= 128) {
             if (!force4 && (major >= 9 || force8)) {
                 st = plan_d128(pl, bf16, 8, 3, dev);
                 if (st == FA_OK && !force8) {
-                    plan_splits(pl, a, p, sms, major, dev);
+                    plan_splits(pl, a, p, o, sms, major, dev);
                     if (a->splits * pl->ctas_per_split > (int64_t)sms * pl->ctas_per_sm || a->chunk < 2048)
                         st = FA_ERR_UNSUPPORTED;
                 }
@@ -1311,7 +1272,7 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
            : p->dtype == FA_FLOAT16 ? plan_simt<__half>(pl, dev) : plan_simt<__nv_bfloat16>(pl, dev);
     if (st != FA_OK)
         return st;
-    plan_splits(pl, a, p, sms, major, dev);
+    plan_splits(pl, a, p, o, sms, major, dev);
     /* d in (64, 128]: two stages per warp (one 8 KB block in flight while the warp computes
      * another) where the grid's first wave holds at least 6 warps per SM, else three. Bytes in
      * flight past what the DRAM's bandwidth-latency product needs (~8 MB on the H200) cost time:
@@ -1320,25 +1281,24 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
      * 3.74 → 3.87, B = 32 4k 4.19 → 4.26, B = 8 32k ragged 3.71 → 3.92, B = 16 H 32/32 4k
      * 4.30 → 4.42. Where half the SMs stream (the 8-warp clusters of 8 at B = 1, 512 warps) three
      * stages win: B = 1 H 32/8 128k 4.11 against 3.91, 64k 3.74 against 3.62.
-     * FA_DECODE_STAGES=2 or 3 forces one (bench/decode_sweep.py, tests). */
+     * fa_overrides.decode_stages forces one. */
     if (pl->mma && p->d > 64 && p->d <= 128) {
-        const char *stages = getenv("FA_DECODE_STAGES");
         const int64_t grid = a->splits * pl->ctas_per_split, wave = (int64_t)sms * pl->ctas_per_sm;
         int two = (grid < wave ? grid : wave) * (pl->threads / 32) >= 6 * (int64_t)sms;
-        if (stages != NULL && (strcmp(stages, "2") == 0 || strcmp(stages, "3") == 0))
-            two = strcmp(stages, "2") == 0;
+        if (o->decode_stages != 0)
+            two = o->decode_stages == 2;
         if (two) {
             st = plan_d128(pl, p->dtype == FA_BFLOAT16, pl->threads / 32, 2, dev);
             if (st != FA_OK)
                 return st;
-            plan_splits(pl, a, p, sms, major, dev);
+            plan_splits(pl, a, p, o, sms, major, dev);
         }
     }
     /* Combine: past 24 splits a row's loads are spread over 4 warps (one row per CTA). H200, CUPTI
      * (bench/LOG.md, 2026-11-30), one thread per element against four warps per row: 2.3–3.3 µs
      * against 3.5–4.3 at 16 splits, 3.0–4.1 against 3.7–4.4 at 24, 4.0–4.9 against 3.6–4.4 at 32;
-     * the element kernel takes one more memory latency per 8 splits. FA_DECODE_COMBINE=elem or
-     * wide forces one kernel (tests). */
+     * the element kernel takes one more memory latency per 8 splits. fa_overrides.decode_combine
+     * forces one kernel. */
     a->combine_wide = a->splits > 24 && a->rows <= INT32_MAX;
     /* K and V streamed with an L2 evict-first policy where one CTA reads each key (one row tile)
      * and the whole caches (B · Hkv · Nmax rows of each) are at most 4× the L2: such a short stream
@@ -1347,29 +1307,14 @@ static int make_plan(const fa_kvcache_params *kp, decode_plan *pl, decode_args *
      * H200, 50 MB L2, zero fill (bench/LOG.md, 2026-11-30, bench/results/decode_sweep_evict.txt):
      * B = 1 H 32/32 4k 2.11–2.23 → 2.42–2.43 TB/s, 8k 2.73–2.78 → 2.92–2.94, B = 8 H 32/8 4k
      * 2.69–2.81 → 2.97–2.99; even at 268 MB; 2–5 % lost at 537 MB (B = 8 H 32/8 32k 4.16 → 3.97).
-     * Read flush: within 1 % everywhere. FA_DECODE_EVICT=0 or 1 forces it off or on (tests,
-     * bench/decode_sweep.py). */
+     * Read flush: within 1 % everywhere. fa_overrides.decode_evict forces it off (1) or on (2). */
     const int64_t kv_bytes = 2 * 2 * p->B * p->Hkv * p->Nk * p->d;   /* K and V, 2-byte elements */
     a->evict_first = pl->mma && a->row_tiles == 1 && kv_bytes <= 4 * (int64_t)l2_bytes;
-    const char *evict = getenv("FA_DECODE_EVICT");
-    if (evict != NULL && (strcmp(evict, "0") == 0 || strcmp(evict, "1") == 0))
-        a->evict_first = strcmp(evict, "1") == 0;
-    /* The attend kernel's K/V prologue before cache_seqlens is read; FA_DECODE_SPEC=0 turns it off
-     * (bench/decode_sweep.py). */
-    const char *spec = getenv("FA_DECODE_SPEC");
-    a->spec = !(spec != NULL && strcmp(spec, "0") == 0);
-    /* Each warp of the tensor-core attend kernel takes runs of 4 adjacent 16-key blocks (64 keys,
-     * 16 KB of K and V at d = 128), not single blocks in turn with the other warps. Same call, H200
-     * (bench/LOG.md, 2026-11-30, bench/results/decode_sweep_run.txt), 4 against 1: zero fill B = 1
-     * H 32/32 4k 2.35 → 2.47 TB/s, 1k 1.03 → 1.17, B = 8 H 32/8 4k 3.06 → 3.11; read flush B = 8
-     * H 32/8 4k 3.38 → 3.44; the table's larger caches within ±1 % either way. FA_DECODE_RUN=1, 2 or 4
-     * forces one (bench/decode_sweep.py, tests). */
-    const char *run = getenv("FA_DECODE_RUN");
-    a->run = run != NULL && (strcmp(run, "1") == 0 || strcmp(run, "2") == 0) ? atoi(run) : 4;
-    const char *force_combine = getenv("FA_DECODE_COMBINE");
-    if (force_combine != NULL && strcmp(force_combine, "elem") == 0)
+    if (o->decode_evict != 0)
+        a->evict_first = o->decode_evict == 2;
+    if (o->decode_combine == 1)
         a->combine_wide = 0;
-    if (force_combine != NULL && strcmp(force_combine, "wide") == 0 && a->rows <= INT32_MAX)
+    if (o->decode_combine == 2 && a->rows <= INT32_MAX)
         a->combine_wide = 1;
     return FA_OK;
 }
@@ -1392,7 +1337,9 @@ extern "C" int fa_kvcache_scratch_bytes(const fa_kvcache_params *kp, size_t *byt
         return st;
     decode_plan pl;
     decode_args a;
-    st = make_plan(kp, &pl, &a);
+    fa_overrides o;
+    fa_get_overrides(&o);
+    st = make_plan(kp, &o, &pl, &a);
     if (st == FA_OK)
         *bytes = scratch_size(&a);
     return st;
@@ -1412,7 +1359,9 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
         return FA_ERR_SEQLEN;
     decode_plan pl;
     decode_args a;
-    st = make_plan(kp, &pl, &a);
+    fa_overrides o;
+    fa_get_overrides(&o);
+    st = make_plan(kp, &o, &pl, &a);
     if (st != FA_OK)
         return st;
     if (scratch_bytes < scratch_size(&a) || (scratch_size(&a) > 0 && scratch == NULL))
@@ -1440,8 +1389,7 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
     /* 1. Append (before attention on the same stream: the attend kernel reads the new rows). */
     if (append_blocks > 0) {
         decode_append_kernel<<<(unsigned)append_blocks, 128, 0, stream>>>(a);
-        if (cudaGetLastError() != cudaSuccess)
-            return FA_ERR_CUDA;
+        FA_CUDA_TRY(cudaGetLastError());
     }
     if (p->Hq == 0 || p->Nq == 0)
         return FA_OK;
@@ -1460,33 +1408,15 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
         cfg.stream = stream;
         cfg.attrs = &attr;
         cfg.numAttrs = 1;
-        if (cudaLaunchKernelEx(&cfg, pl.attend, a) != cudaSuccess || cudaGetLastError() != cudaSuccess)
-            return FA_ERR_CUDA;
+        FA_CUDA_TRY(cudaLaunchKernelEx(&cfg, pl.attend, a));
+        FA_CUDA_TRY(cudaGetLastError());
         return FA_OK;
     }
     pl.attend<<<(unsigned)attend_blocks, (unsigned)pl.threads, pl.smem, stream>>>(a);
-    if (cudaGetLastError() != cudaSuccess)
-        return FA_ERR_CUDA;
+    FA_CUDA_TRY(cudaGetLastError());
     if (a.splits > 1) {
-        cudaLaunchAttribute attr;
-        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr.val.programmaticStreamSerializationAllowed = 1;
-        cudaLaunchConfig_t cfg;
-        memset(&cfg, 0, sizeof cfg);
-        cfg.gridDim = dim3((unsigned)combine_blocks);
-        cfg.blockDim = dim3(128);
-        cfg.stream = stream;
-        cfg.attrs = &attr;
-        /* Eager launches only: under stream capture the combine node follows the attend node as
-         * a plain graph edge (graph launches pay less per node, and that path is the one tested
-         * in graphs). */
-        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-        if (pl.pdl && cudaStreamIsCapturing(stream, &capture) != cudaSuccess)
-            return FA_ERR_CUDA;
-        cfg.numAttrs = pl.pdl && capture == cudaStreamCaptureStatusNone ? 1 : 0;
-        if (cudaLaunchKernelEx(&cfg, a.combine_wide ? pl.combine_wide : pl.combine, a) != cudaSuccess
-            || cudaGetLastError() != cudaSuccess)
-            return FA_ERR_CUDA;
+        (a.combine_wide ? pl.combine_wide : pl.combine)<<<(unsigned)combine_blocks, 128, 0, stream>>>(a);
+        FA_CUDA_TRY(cudaGetLastError());
     }
     return FA_OK;
 }

@@ -1,5 +1,5 @@
 /*
- * fa_sm80.cu — FlashAttention-2 forward for fp16 and bf16 on tensor cores (sm_80 and later).
+ * sm80.cu — FlashAttention-2 forward for fp16 and bf16 on tensor cores (sm_80 and later).
  *
  * One CTA owns BM query rows of one (batch, head); each of its warps owns 16·WM consecutive rows
  * (WM m16 tiles, so every K and V fragment read from shared memory feeds WM MMAs). The CTA walks
@@ -24,7 +24,7 @@
  *
  * Reached through fa_sm80_forward() (called by the CUDA dispatcher after fa_check_params). Builds
  * with plain nvcc; includes CUDA headers and fa.h only:
- *     nvcc -std=c++17 -O3 -gencode arch=compute_80,code=sm_80 -c csrc/fa_sm80.cu -Icsrc
+ *     nvcc -std=c++17 -O3 -gencode arch=compute_80,code=sm_80 -c csrc/cuda/sm80.cu -Icsrc
  * bench/sm80/tune.cu includes this file to build, check and time other tile shapes.
  */
 #include <cuda_runtime.h>
@@ -33,8 +33,8 @@
 #include <float.h>
 #include <stdint.h>
 
-#include "fa_kernels.h"
-#include "fa_mma.cuh"
+#include "families.h"
+#include "ptx.cuh"
 
 /* A tile shape: D the compiled head-dim width; BM query rows per CTA over WARPS warps (WM = BM /
  * 16 / WARPS m16 tiles per warp); BN keys per block; STAGES buffers per K and V ring; MIN_CTAS

@@ -1,0 +1,141 @@
+/*
+ * dispatch.cu — fa_forward_cuda: checks the parameters and picks the kernel family (families.h).
+ * The only caller of the families. fa_overrides.family (fa.h) forces one:
+ *
+ *     sm90     the Hopper kernel, fp16/bf16 on compute capability 9.0 (sm90.cu)
+ *     sm80     the tensor-core kernel, fp16/bf16 (sm80.cu)
+ *     fp32tc   fp32 on tensor cores, three TF32 products per product (fp32tc.cu)
+ *     fp32     fp32 on CUDA cores, FFMA only (fp32.cu)
+ *     simt     the CUDA-core kernel, every dtype (simt.cu)
+ *     auto     the fastest family that supports the problem
+ *
+ * A forced family that cannot run the problem answers FA_ERR_UNSUPPORTED rather than silently
+ * running another one. Under the automatic choice, a non-causal call with a long run of keys and
+ * too few query tiles to fill the GPU goes to the split-KV kernel (decode.cu), given its scratch.
+ */
+#include <string.h>
+
+#include "families.h"
+
+/* Under the automatic choice, a non-causal call with fewer 128-row query tiles than the GPU has
+ * SMs and at least this many keys runs the split-KV kernel of fa_forward_kvcache_cuda (no append,
+ * every key valid: the same attention). The forward kernels would leave most SMs idle, each CTA
+ * walking every key in one tensor-core accumulation chain; those adds truncate, and over millions
+ * of keys the chain's bias outgrows bf16's rounding (README, Limits). The split-KV kernel spreads
+ * the keys over the whole GPU and merges the splits in fp32. */
+#define SPLIT_KV_MIN_KEYS 32768
+
+static int use_split_kv(const fa_params *p, const fa_overrides *o, int *yes)
+{
+    *yes = 0;
+    if (o->family != FA_FAMILY_AUTO || p->causal || p->Nk < SPLIT_KV_MIN_KEYS)
+        return FA_OK;
+    int dev;
+    fa_device info;
+    const int st = fa_device_current(&dev, &info);
+    if (st != FA_OK)
+        return st;
+    *yes = p->B * p->Hq * ((p->Nq + 127) / 128) < info.sms;
+    return FA_OK;
+}
+
+static fa_kvcache_params as_kvcache(const fa_params *p)
+{
+    fa_kvcache_params kp;
+    memset(&kp, 0, sizeof kp);
+    kp.p = *p;
+    return kp;
+}
+
+/* Scratch of the split-KV route, or of the Hopper kernel's split last round (fp16/bf16 under the
+ * automatic choice or sm90, on compute capability 9.0). */
+extern "C" int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes)
+{
+    *bytes = 0;
+    int st = fa_check_params(p);
+    if (st != FA_OK)
+        return st;
+    fa_overrides o;
+    fa_get_overrides(&o);
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
+        return FA_OK;
+    int split_kv;
+    if ((st = use_split_kv(p, &o, &split_kv)) != FA_OK)
+        return st;
+    if (split_kv) {
+        const fa_kvcache_params kp = as_kvcache(p);
+        if (fa_kvcache_scratch_bytes(&kp, bytes) == FA_OK)
+            return FA_OK;
+        *bytes = 0;                                 /* a shape the split-KV kernel does not take */
+    }
+    if (p->dtype == FA_FLOAT32 || (o.family != FA_FAMILY_AUTO && o.family != FA_FAMILY_SM90))
+        return FA_OK;
+    int dev;
+    fa_device info;
+    if ((st = fa_device_current(&dev, &info)) != FA_OK)
+        return st;
+    if (info.major == 9 && info.minor == 0 && fa_sm90_scratch_bytes(p, &o, bytes) != FA_OK)
+        *bytes = 0;
+    return FA_OK;
+}
+
+extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
+{
+    return fa_forward_cuda_scratch(p, NULL, 0, stream);
+}
+
+extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t scratch_bytes,
+                                       struct CUstream_st *stream)
+{
+    int st = fa_check_params(p);
+    if (st != FA_OK)
+        return st;
+    fa_overrides o;
+    fa_get_overrides(&o);
+    if (o.family < 0 || o.family >= FA_NUM_FAMILIES)
+        return FA_ERR_KERNEL_CHOICE;
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
+        return FA_OK;
+
+    switch (o.family) {
+    case FA_FAMILY_AUTO: {
+        int split_kv;
+        if ((st = use_split_kv(p, &o, &split_kv)) != FA_OK)
+            return st;
+        if (split_kv) {
+            const fa_kvcache_params kp = as_kvcache(p);
+            size_t need = 0;
+            /* Unsupported shapes, and callers that gave less scratch than it needs, take the
+             * forward families below. */
+            if (fa_kvcache_scratch_bytes(&kp, &need) == FA_OK && scratch_bytes >= need
+                && (need == 0 || scratch != NULL))
+                return fa_forward_kvcache_cuda(&kp, scratch, scratch_bytes, stream);
+        }
+        /* fp16/bf16: the Hopper kernel on compute capability 9.0, else (or for what it does not
+         * take) the sm_80 kernel; fp32: the 3xTF32 tensor-core kernel (d <= 128, sm_80+), else
+         * the FFMA kernel; the CUDA-core kernel for what none takes (Nk == 0, devices below
+         * sm_80). */
+        st = FA_ERR_UNSUPPORTED;
+        if (p->dtype == FA_FLOAT32) {
+            st = fa_fp32tc_forward(p, stream);
+            if (st == FA_ERR_UNSUPPORTED)
+                st = fa_fp32_forward(p, stream);
+        } else {
+            st = fa_sm90_forward(p, &o, scratch, scratch_bytes, stream);
+            if (st == FA_ERR_UNSUPPORTED)
+                st = fa_sm80_forward(p, stream);
+        }
+        return st == FA_ERR_UNSUPPORTED ? fa_simt_forward(p, stream) : st;
+    }
+    case FA_FAMILY_SM90:
+        return fa_sm90_forward(p, &o, scratch, scratch_bytes, stream);
+    case FA_FAMILY_SM80:
+        return fa_sm80_forward(p, stream);
+    case FA_FAMILY_FP32TC:
+        return fa_fp32tc_forward(p, stream);
+    case FA_FAMILY_FP32:
+        return fa_fp32_forward(p, stream);
+    default:
+        return fa_simt_forward(p, stream);
+    }
+}

@@ -1,0 +1,61 @@
+/*
+ * families.h — the CUDA kernel families behind fa_forward_cuda (dispatch.cu).
+ *
+ * Each family's launcher takes parameters already checked by fa_check_params,
+ * for a non-empty problem (B, Hq, Nq >= 1), and returns FA_OK,
+ * FA_ERR_UNSUPPORTED (the dispatcher then tries the next family) or
+ * FA_ERR_CUDA (the CUDA error recorded for fa_last_cuda_error). dispatch.cu is their only caller;
+ * each .cu file includes this header, fa.h and CUDA headers only.
+ */
+#ifndef FA_FAMILIES_H
+#define FA_FAMILIES_H
+
+#include <cuda_runtime.h>
+
+#include "fa.h"
+#include "fa_internal.h"
+#include "device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* simt.cu: CUDA cores, fp32 arithmetic; every dtype, every d, Nk >= 0. */
+int fa_simt_forward(const fa_params *p, cudaStream_t stream);
+
+/* sm90.cu: Hopper tensor cores (wgmma, TMA), fp16 and bf16, compute capability 9.0 only,
+ * Nk >= 1, scale >= 0, 16-byte aligned rows. o: the tile walk's overrides (sm90_grid, sm90_tail).
+ * scratch: room for a persistent grid's last round split along the keys (fa_sm90_scratch_bytes:
+ * what the call would use, 0 when it splits nothing); with less, those tiles run whole. */
+int fa_sm90_forward(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
+                    cudaStream_t stream);
+int fa_sm90_scratch_bytes(const fa_params *p, const fa_overrides *o, size_t *bytes);
+
+/* sm80.cu: tensor cores (mma.sync), fp16 and bf16, sm_80 and later, Nk >= 1. */
+int fa_sm80_forward(const fa_params *p, cudaStream_t stream);
+
+/* fp32.cu: exact fp32 on CUDA cores (FFMA, no TF32), register-blocked tiles, Nk >= 1. */
+int fa_fp32_forward(const fa_params *p, cudaStream_t stream);
+
+/* fp32tc.cu: fp32 at fp32 accuracy on tensor cores (3xTF32 mma.sync), sm_80+, d <= 128, Nk >= 1. */
+int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+/* Records a failed CUDA call (fa_last_cuda_error) and returns FA_ERR_CUDA. */
+static inline int fa_cuda_fail(cudaError_t e)
+{
+    return fa_record_cuda_error(cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+/* Returns FA_ERR_CUDA from the enclosing function, the error recorded, when a CUDA call fails. */
+#define FA_CUDA_TRY(call)                     \
+    do {                                      \
+        const cudaError_t fa_e_ = (call);     \
+        if (fa_e_ != cudaSuccess)             \
+            return fa_cuda_fail(fa_e_);       \
+    } while (0)
+
+#endif /* FA_FAMILIES_H */
