@@ -2,11 +2,13 @@
 # matmul-softmax-matmul, over FlashAttention's standard grid (B·N = 16384 tokens, H·d = 2048).
 # For every shape point and provider it records time, TFLOP/s (4·B·Hq·Nq·Nk·d / time, halved when
 # causal), peak CUDA memory and the max error against an fp64 reference, then writes
-# <out>.json (raw numbers and environment), <out>.md (the table, also printed) and <out>.png.
+# <out>.json (raw numbers and environment), <out>.md (the table, also printed) and <out>.png, by
+# default under bench/out/ (untracked); --out bench/results/<name> writes the committed files.
 #
-#   python3 -m bench.attention --quick                 # smoke run, seconds
-#   python3 -m bench.attention --preset cpu            # 2 CPU cores, a few minutes -> bench/results/cpu.*
-#   python3 -m bench.attention --preset gpu            # the full grid on CUDA      -> bench/results/gpu.*
+#   python3 -m bench.attention --quick                 # smoke run, seconds        -> bench/out/quick.*
+#   python3 -m bench.attention --preset cpu            # 2 CPU cores, a few minutes -> bench/out/cpu.*
+#   python3 -m bench.attention --preset gpu            # the full grid on CUDA      -> bench/out/gpu.*
+#   python3 -m bench.attention --preset cpu --out bench/results/cpu      # the README's CPU table
 #   python3 -m bench.attention --preset gpu --dtype bf16 --d 128 --causal 0 --providers fa sdpa-cudnn
 #
 # A provider that refuses a point (an SDPA backend rejecting the dtype, out of memory, the op not
@@ -76,19 +78,12 @@ def backend(b):
     return lambda: sdpa_kernel(b)
 
 
-@contextlib.contextmanager
-def env(**values):
-    """Sets environment variables around each call, e.g. FA_KERNEL (the op must read it per call)."""
-    saved = {key: os.environ.get(key) for key in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                del os.environ[key]
-            else:
-                os.environ[key] = value
+def forced(family):
+    """A context that forces one CUDA kernel family around each call (torch_flashattn._testing)."""
+    def context():
+        from torch_flashattn._testing import overrides
+        return overrides(family=family)
+    return context
 
 
 @dataclass(frozen=True)
@@ -100,17 +95,14 @@ class Provider:
 
 
 # Names starting with "fa" are ours; with "sdpa", the baselines the ratio columns compare against.
-# Each CUDA kernel family forced through FA_KERNEL is a provider of its own ("fa-sm80", "fa-simt").
+# Each CUDA kernel family forced (overrides(family=...), what FA_KERNEL sets for a whole process)
+# is a provider of its own ("fa-sm80", "fa-simt").
 PROVIDERS = {
     "fa": Provider(fa_op("forward"), "torch.ops.fa.forward"),
-    "fa-sm90": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=sm90", ("cuda",),
-                        lambda: env(FA_KERNEL="sm90")),
-    "fa-sm80": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=sm80", ("cuda",),
-                        lambda: env(FA_KERNEL="sm80")),
-    "fa-fp32": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=fp32", ("cuda",),
-                        lambda: env(FA_KERNEL="fp32")),
-    "fa-simt": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=simt", ("cuda",),
-                        lambda: env(FA_KERNEL="simt")),
+    "fa-sm90": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=sm90", ("cuda",), forced("sm90")),
+    "fa-sm80": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=sm80", ("cuda",), forced("sm80")),
+    "fa-fp32": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=fp32", ("cuda",), forced("fp32")),
+    "fa-simt": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=simt", ("cuda",), forced("simt")),
     "sdpa-flash": Provider(sdpa, "SDPA, flash backend (FlashAttention-2)", ("cuda",),
                            backend(SDPBackend.FLASH_ATTENTION)),
     "sdpa-cudnn": Provider(sdpa, "SDPA, cuDNN backend", ("cuda",), backend(SDPBackend.CUDNN_ATTENTION)),
@@ -432,7 +424,8 @@ def parse_args(argv):
     ap.add_argument("--gqa", type=int, default=1, help="query heads per KV head")
     ap.add_argument("--budget", type=float, help="seconds of timed calls per provider and point")
     ap.add_argument("--threads", type=int, help="CPU threads, torch.set_num_threads (default: torch's)")
-    ap.add_argument("--out", help="output path without suffix (default bench/results/<preset>)")
+    ap.add_argument("--out", help="output path without suffix (default bench/out/<preset>; "
+                    "bench/results/<name> for the committed files)")
     args = ap.parse_args(argv)
 
     if args.preset is None:
@@ -448,7 +441,7 @@ def parse_args(argv):
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     args.dtype = args.dtype or (["fp32"] if args.device == "cpu" else ["bf16"])
     args.providers = args.providers or DEFAULT_PROVIDERS[args.device]
-    args.out = Path(args.out or f"bench/results/{args.preset}")
+    args.out = Path(args.out or f"bench/out/{args.preset}")
     if args.out.suffix == ".json":
         args.out = args.out.with_suffix("")
 

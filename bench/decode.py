@@ -3,8 +3,8 @@
 # = bytes of K + V actually read / time: for ours the valid tokens Σ L_b only; SDPA has no ragged
 # lengths, so on a ragged row it runs on the cache padded to Nmax and its figure counts what it reads.
 #
-#   python3 -m bench.decode                               # the table, printed
-#   python3 -m bench.decode --out bench/results/decode    # also decode.json and decode.md
+#   python3 -m bench.decode                               # the table, printed and in bench/out/decode.*
+#   python3 -m bench.decode --out bench/results/decode    # the committed decode.json and decode.md
 #   python3 -m bench.decode --quick                       # two small shapes, seconds
 import argparse
 import json
@@ -151,7 +151,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m bench.decode", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="two small shapes")
     ap.add_argument("--budget", type=float, default=0.2, help="seconds of timed calls per provider and shape")
-    ap.add_argument("--out", help="output path without suffix, e.g. bench/results/decode")
+    ap.add_argument("--out", default="bench/out/decode",
+                    help="output path without suffix (default bench/out/decode; bench/results/decode for "
+                         "the committed files)")
     ap.add_argument("--flush", choices=["zero", "read"], default="zero",
                     help="L2 flush before each timed call: a zero fill as do_bench's (default; its dirty "
                          "lines are written back during the call) or a read of 256 MB")

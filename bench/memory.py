@@ -2,7 +2,8 @@
 # stores the score matrix. For each N, allocates q, k, v (bf16, B=1, H=16, d=128), resets the peak
 # counter, runs one provider, and records the peak minus the inputs' bytes.
 #
-#   python3 -m bench.memory                   # -> bench/results/memory.json, memory.md
+#   python3 -m bench.memory                                # -> bench/out/memory.json, memory.md
+#   python3 -m bench.memory --out bench/results/memory     # the committed table
 import argparse
 import json
 from datetime import datetime, timezone
@@ -30,9 +31,12 @@ def peak_mb(run, q, k, v):
 
 
 def main():
-    ap = argparse.ArgumentParser(prog="python3 -m bench.memory")
+    ap = argparse.ArgumentParser(prog="python3 -m bench.memory",
+                                 description="Peak CUDA memory of one attention forward per provider.")
     ap.add_argument("--n", type=int, nargs="+", default=[1024, 4096, 16384])
-    ap.add_argument("--out", default="bench/results/memory")
+    ap.add_argument("--out", default="bench/out/memory",
+                    help="output path without suffix (default bench/out/memory; bench/results/memory for "
+                         "the committed table)")
     args = ap.parse_args()
     B, H, d = 1, 16, 128
     rows = []

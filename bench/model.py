@@ -3,7 +3,8 @@
 # by an eager matmul-softmax-matmul. What a user gains in a real model, where attention is one part of
 # the time next to the linear layers.
 #
-#   python3 -m bench.model --out bench/results         # the full set on CUDA -> bench/results/model.*
+#   python3 -m bench.model                             # the full set on CUDA -> bench/out/model.*
+#   python3 -m bench.model --out bench/results         # the committed bench/results/model.*
 #   python3 -m bench.model --quick                     # smoke run on CUDA (a minute)
 #   python3 -m bench.model --device cpu --quick        # tiny config, fp32, seconds on 2 CPU cores
 #
@@ -472,7 +473,8 @@ def parse_args(argv):
     ap.add_argument("--check-steps", type=int, default=8, help="decode steps of the accuracy check")
     ap.add_argument("--budget", type=float, help="seconds of timed calls per provider and point")
     ap.add_argument("--threads", type=int, help="CPU threads (torch.set_num_threads)")
-    ap.add_argument("--out", type=Path, help="write <out>/model.{json,md,png}")
+    ap.add_argument("--out", type=Path, default=Path("bench/out"),
+                    help="write <out>/<name>.{json,md,png} (default bench/out; bench/results for the committed files)")
     ap.add_argument("--name", default="model", help="file stem under --out")
     args = ap.parse_args(argv)
 
