@@ -261,7 +261,7 @@ def time_interleaved(fns, budget_s, flush_mode="zero"):
     time_cuda_events. Between the flush and the start event the GPU spins for ~0.1 ms
     (torch.cuda._sleep), so the host has queued the call before its start event is reached: the
     time is the GPU's, not the host's launch cost (SDPA's cuDNN decode call takes 55-58 µs of host
-    time on the H200 machine, bench/results/decode_gap.txt).
+    time on the H200 machine, bench/log/2026-11-30-decode-gap-pdl/decode_gap.txt).
     budget_s: seconds of timed calls for each fn."""
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     if flush_mode == "read":

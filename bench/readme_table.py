@@ -46,7 +46,7 @@ def main(argv=None):
             absent.append(path.stem)             # --check over a glob: results the README does not show
             continue
         # A JSON result is rendered by bench/report.py (bench/model_report.py for bench/model.py's);
-        # a markdown result (bench/memory.py, bench/ptxas.py) is taken as it is, and so is the
+        # a markdown result (bench/memory.py, tools/ptxas.py) is taken as it is, and so is the
         # markdown bench/decode.py writes beside its JSON.
         if path.suffix == ".md":
             table = path.read_text()
