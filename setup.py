@@ -36,8 +36,8 @@ from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, C
 
 C_SOURCES = ["csrc/fa_common.c", "csrc/fa_cpu.c"]
 CUDA_SOURCES = ["csrc/cuda/" + f for f in ("dispatch.cu", "sm90.cu", "sm80.cu", "fp32tc.cu", "fp32.cu", "simt.cu",
-                                            "naive.cu", "decode.cu")]
-C_CUDA_SOURCES = ["csrc/cuda/device.c"]   # plain C against the CUDA runtime API
+                                            "naive.cu", "decode.cu", "decode_simt.cu")]
+C_CUDA_SOURCES = ["csrc/cuda/device.c", "csrc/cuda/plan.c"]   # plain C (device.c: the CUDA runtime API)
 BINDING = ["csrc/fa_torch.cpp"]
 
 C_FLAGS = ["-std=c11", "-O3", "-DNDEBUG", "-fopenmp", "-ffp-contract=fast", "-fno-trapping-math",

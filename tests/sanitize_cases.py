@@ -74,7 +74,7 @@ def main():
         # Persistent CTAs walking several tiles each (336 tiles): the K/V ring and the Q buffers
         # running on from tile to tile. Non-causal, on 132 SMs, the last round's 72 tiles are
         # split along the keys on the d = 128 three-consumer tile (2049 keys; 3 and 4 parts forced)
-        # and merged (sm90_merge_kernel).
+        # and merged (fa_sm90_merge_kernel).
         set_overrides(family="sm90", sm90_grid="persistent")
         for causal in (False, True):
             failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, causal, " persistent")

@@ -1,5 +1,5 @@
-"""The C interface without torch: fa.h compiles as C and C++, and a plain C
-program built with gcc calls fa_forward_cpu correctly."""
+"""The C interface without torch: fa.h compiles as C and C++, a plain C program built with gcc
+calls fa_forward_cpu correctly, and the CUDA backend's planning rules hold (tests/c/test_plan.c)."""
 import os
 import shutil
 import subprocess
@@ -33,6 +33,20 @@ def test_plain_c_program(tmp_path, flags):
     run = compile_and_run(cmd, exe)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "FAIL" not in run.stdout and run.stdout.count("ok") >= 30, run.stdout
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+@pytest.mark.parametrize("flags", [["-O2"], SANITIZE], ids=["O2", "asan-ubsan"])
+def test_plan(tmp_path, flags):
+    """The CUDA backend's host planning (csrc/cuda/plan.c) is plain C: its rules, checked without a
+    GPU (tests/c/test_plan.c)."""
+    exe = str(tmp_path / "test_plan")
+    cmd = ["gcc", "-std=c11", *flags, "-Wall", "-Wextra", "-Werror", f"-I{CSRC}", f"-I{os.path.join(CSRC, 'cuda')}",
+           os.path.join(HERE, "test_plan.c"), os.path.join(CSRC, "cuda", "plan.c"), os.path.join(CSRC, "fa_common.c"),
+           "-lm", "-o", exe]
+    run = compile_and_run(cmd, exe)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "FAIL" not in run.stdout and "36 checks, 0 failed" in run.stdout, run.stdout
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")

@@ -38,187 +38,15 @@
  * to 64 keys. It never reads cache_seqlens on the host: a bad entry (fa.h) leaves the caches
  * untouched and makes the output NaN, checked by every CTA on the device.
  *
- * Builds with plain nvcc; includes CUDA headers, fa.h and families.h only:
- *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -Icsrc -c csrc/cuda/decode.cu
+ * This file: the tensor-core attend kernel and the host planner; decode_simt.cu: append, the
+ * CUDA-core attend kernel and the combine kernels; decode.cuh: what they share. Builds with plain
+ * nvcc; includes CUDA headers and the project's own headers only:
+ *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -Icsrc -Icsrc/cuda -c csrc/cuda/decode.cu
  */
-#include <cuda_runtime.h>
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-#include <limits.h>
-#include <math.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "fa.h"
-#include "families.h"
-#include "dtype.cuh"
-#include "ptx.cuh"
-
-/* Each warp of the tensor-core attend kernel takes runs of this many adjacent 16-key blocks (run r
- * of the chunk to warp r % WARPS): 64 keys, 16 KB of K and V at d = 128. Same call, H200
- * (bench/LOG.md, 2026-11-30, decode_sweep_run.txt), 4 against 1: zero fill B = 1 H 32/32 4k
- * 2.35 → 2.47 TB/s, 1k 1.03 → 1.17, B = 8 H 32/8 4k 3.06 → 3.11; read flush B = 8 H 32/8 4k
- * 3.38 → 3.44; the table's larger caches within ±1 % either way. */
-#define DECODE_RUN 4
-
-/* Kernel arguments: the caller's params plus the plan and scalars derived once on the host. */
-typedef struct {
-    fa_kvcache_params kp;
-    float scale_log2;        /* scale · log2(e), signed */
-    int G;                   /* Hq / Hkv */
-    int R;                   /* Nq · G packed query rows per KV head */
-    int row_tiles;           /* ceil(R / 16): tensor-core CTAs per (split, b, hk) */
-    int64_t nnew;            /* appended rows: Nnew, 0 without k_new */
-    int64_t rows;            /* B · Hq · Nq output rows, index (b·Hq + h)·Nq + i */
-    int64_t splits, chunk;   /* split s reads keys [s·chunk, (s+1)·chunk); chunk % 64 == 0 */
-    float *o_part;           /* (splits, rows, d) fp32, O / l of each split (splits > 1) */
-    float *lse_part;         /* (splits, rows) fp32, log2 units, −inf: the split saw no key */
-    int vec_kv;              /* k, v caches: 16-byte aligned rows, cp.async */
-    int vec_q;               /* q: 16-byte aligned rows */
-    int vec_append;          /* append rows: 16-byte aligned and whole */
-    int combine_wide;        /* combine: 0, one thread per output element (decode_combine_kernel);
-                                1, four warps per output row (decode_combine_wide_kernel) */
-    int cluster;             /* sm_90, tensor-core kernel: the splits of a row tile form one thread
-                                block cluster and merge through distributed shared memory (no
-                                partials in global memory, no combine kernel); 0: off */
-    int evict_first;         /* tensor-core attend: the K/V copies of whole blocks carry an L2
-                                evict-first policy (1) or none (0) */
-} decode_args;
-
-/* ---- Shared by every kernel ----------------------------------------------------------------- */
-
-/* Holds x in a register from here on: the compiler cannot recompute it inside a loop (it would
- * rebuild shared-memory addresses from the CTA's window base every iteration otherwise). */
-__device__ __forceinline__ void keep_in_register(uint32_t &x)
-{
-    asm volatile("" : "+r"(x));
-}
-
-/* Thread block clusters (sm_90): this CTA's rank, a barrier over every thread of the cluster
- * (release / acquire: shared-memory writes before it are visible to the cluster's loads after it),
- * and a float load from the shared memory of CTA `rank` at the address of `p` in this one. */
-__device__ __forceinline__ int cluster_rank(void)
-{
-    uint32_t r = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-#endif
-    return (int)r;
-}
-
-__device__ __forceinline__ void cluster_sync(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-#endif
-}
-
-/* The most splits merged inside one thread block cluster: the portable cluster size. Larger
- * (non-portable) clusters of 12 and 16 were slower than the combine kernel on the H200
- * (B = 1 H 32/8 128k: 3.44 and 3.57 TB/s against 3.88 and 3.95; bench/LOG.md, 2026-11-30). */
-#define MAX_CLUSTER 8
-
-__device__ __forceinline__ float ld_cluster_f32(const float *p, int rank)
-{
-    float v = 0.f;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    uint32_t remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem_u32(p)), "r"(rank));
-    asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(remote) : "memory");
-#endif
-    return v;
-}
-
-/* cache_seqlens[b] before the append (default Nmax − Nnew). */
-__device__ __forceinline__ int64_t seq_start(const decode_args &a, int64_t b)
-{
-    return a.kp.cache_seqlens != NULL ? (int64_t)a.kp.cache_seqlens[b] : a.kp.p.Nk - a.nnew;
-}
-
-/* Whether every cache_seqlens[b] + Nnew lies in 0..Nmax. A CTA-wide barrier: every thread of the
- * CTA calls it, before any early return. B is small; the entries sit in L2 after the first CTA. */
-__device__ bool seqlens_valid(const decode_args &a)
-{
-    int bad = 0;
-    if (a.kp.cache_seqlens != NULL)
-        for (int64_t b = threadIdx.x; b < a.kp.p.B; b += blockDim.x) {
-            const int64_t n = a.kp.cache_seqlens[b];
-            bad |= n < 0 || n + a.nnew > a.kp.p.Nk;
-        }
-    return !__syncthreads_or(bad);
-}
-
-/* Stores one finished element: O (natural-log lse) to the output when the launch has one split,
- * else the split's partials. lse2 in log2 units; row = (b·Hq + h)·Nq + i. */
-template <typename T>
-__device__ __forceinline__ void store_result(const decode_args &a, int64_t split, int64_t row, int64_t b,
-                                             int64_t h, int64_t i, int c, float val, float lse2)
-{
-    const fa_params &p = a.kp.p;
-    if (a.splits == 1) {
-        from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + c, val);
-        if (c == 0 && p.lse != NULL)
-            p.lse[row] = lse2 * 0.69314718055994531f;
-    } else {
-        a.o_part[(split * a.rows + row) * p.d + c] = val;
-        if (c == 0)
-            a.lse_part[split * a.rows + row] = lse2;
-    }
-}
-
-/* ---- 1. Append ------------------------------------------------------------------------------ */
-
-/* cache[b, h, start_b + j] = new[b, h, j]; one warp per (b, h, j) row of k_new and v_new, grid
- * ceil(B·Hkv·Nnew / 4) × 128 threads. Writes nothing when any cache_seqlens entry is bad. */
-__global__ void __launch_bounds__(128) decode_append_kernel(const __grid_constant__ decode_args a)
-{
-    if (!seqlens_valid(a))
-        return;
-    const fa_params &p = a.kp.p;
-    const int64_t row = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
-    if (row >= p.B * p.Hkv * a.nnew)
-        return;
-    const int lane = threadIdx.x % 32;
-    const int64_t j = row % a.nnew, h = row / a.nnew % p.Hkv, b = row / a.nnew / p.Hkv;
-    const int64_t dst_row = seq_start(a, b) + j;
-    const int64_t es = p.dtype == FA_FLOAT32 ? 4 : 2, bytes = p.d * es;
-    for (int kv = 0; kv < 2; kv++) {
-        const char *src = (const char *)(kv ? a.kp.v_new : a.kp.k_new) +
-            (kv ? b * a.kp.vn_batch_stride + h * a.kp.vn_head_stride + j * a.kp.vn_row_stride
-                : b * a.kp.kn_batch_stride + h * a.kp.kn_head_stride + j * a.kp.kn_row_stride) * es;
-        char *dst = (char *)(kv ? p.v : p.k) +
-            (kv ? b * p.v_batch_stride + h * p.v_head_stride + dst_row * p.v_row_stride
-                : b * p.k_batch_stride + h * p.k_head_stride + dst_row * p.k_row_stride) * es;
-        if (a.vec_append)
-            for (int64_t c = 16 * lane; c < bytes; c += 16 * 32)
-                *(uint4 *)(dst + c) = *(const uint4 *)(src + c);
-        else   /* every dtype is a whole number of 2-byte units */
-            for (int64_t c = 2 * lane; c < bytes; c += 2 * 32)
-                *(uint16_t *)(dst + c) = *(const uint16_t *)(src + c);
-    }
-}
+#include "decode.cuh"
+#include "tiles.h"
 
 /* ---- 2a. Attend on tensor cores (fp16, bf16) ------------------------------------------------ */
-
-/* D: compiled head-dim width (d padded up to it); STAGES: buffers in each warp's K and V ring;
- * MIN_CTAS: CTAs per SM the registers must allow. Shared memory: 32·D + WARPS · STAGES · 64·D bytes.
- * While a warp computes one block, STAGES − 1 more are in flight: 64·D bytes each. At d = 128 the
- * rule picks the stages by how many warps stream at once (make_plan). d = 64: 3 stages against 4,
- * same call, read flush, H200 (bench/LOG.md, 2026-11-30, bench/results/decode_sweep_d64.txt):
- * B = 1 H 32/8 4k 0.50 → 0.57 TB/s, B = 8 H 32/8 1k 0.96 → 1.10, B = 32 4k 3.49 → 3.58, B = 64
- * H 32/32 2k 4.34 → 4.38, no shape slower (2 stages lost up to 17 %). d = 256 is not yet tuned. */
-template <int D_, int STAGES_, int MIN_CTAS_, int WARPS_ = 4>
-struct decode_tile {
-    static constexpr int D = D_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_, WARPS = WARPS_, THREADS = 32 * WARPS_;
-    static_assert(D % 64 == 0 && D <= 256 && STAGES >= 2 && (WARPS == 4 || WARPS == 8), "tile shape");
-};
-typedef decode_tile< 64, 3, 3> decode_tile_d64;    /*  50 KB: 3 CTAs/SM on sm_90 */
-typedef decode_tile<128, 3, 2> decode_tile_d128;   /* 100 KB: 2 CTAs/SM on sm_90 */
-typedef decode_tile<128, 3, 1, 8> decode_tile_d128_w8;   /* 196 KB, 8 warps: 1 CTA/SM on sm_90 */
-typedef decode_tile<256, 2, 1> decode_tile_d256;   /* 136 KB: fits sm_80's 163 KB */
-typedef decode_tile<128, 2, 2> decode_tile_d128_s2;      /*  68 KB: 2 CTAs/SM (200 registers) */
-typedef decode_tile<128, 2, 1, 8> decode_tile_d128_w8_s2;   /* 132 KB, 8 warps: 1 CTA/SM */
 
 /* Shared memory of one CTA. K/V tiles: element (r, c) in 16-byte chunk (c/8) ^ (r%8). After its
  * key loop a warp reuses its ring for its unnormalised (m, l, O), which the CTA then merges. */
@@ -242,7 +70,7 @@ struct decode_smem {
 /* Copies rows 0..15 (rows >= rows zero-filled) and columns 0..d-1 (the rest zero) of a global
  * (·, d) tile into a swizzled shared tile, by the 32 lanes of one warp. vec: 16-byte aligned rows,
  * cp.async (the caller commits); else 2-byte loads stored at once. The key loop's blocks of 16
- * whole rows take a shorter path of their own (load_next in decode_mma_kernel). */
+ * whole rows take a shorter path of their own (load_next in fa_decode_attend_kernel). */
 template <int D>
 __device__ __forceinline__ void load_rows16(uint32_t s_tile, const uint16_t *g, int64_t row_stride, int rows,
                                             int d, int vec, int lane)
@@ -335,7 +163,7 @@ static __device__ __forceinline__ uint64_t trace_gt()
  * block: C::WARPS warps. */
 template <typename T, class C>
 __global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
-decode_mma_kernel(const __grid_constant__ decode_args a)
+fa_decode_attend_kernel(const __grid_constant__ decode_args a)
 {
     constexpr int D = C::D, STAGES = C::STAGES, WARPS = C::WARPS, CHUNKS = D / 8;
     extern __shared__ __align__(128) uint8_t smem_raw[];
@@ -710,283 +538,7 @@ decode_mma_kernel(const __grid_constant__ decode_args a)
 #endif
 }
 
-/* ---- 2b. Attend on CUDA cores (fp32, and the fallback) -------------------------------------- */
-
-/* One warp per (output row, split), split fastest; lane owns columns lane + 32e, e < 8. Four keys
- * per step: their loads and dot-product reductions overlap. Grid ceil(rows · splits / 4) × 128. */
-template <typename T>
-__global__ void __launch_bounds__(128, 2) decode_simt_kernel(const __grid_constant__ decode_args a)
-{
-    const bool valid = seqlens_valid(a);
-    const fa_params &p = a.kp.p;
-    const int64_t wid = (int64_t)blockIdx.x * 4 + threadIdx.x / 32;
-    if (wid >= a.rows * a.splits)
-        return;
-    const int lane = threadIdx.x % 32, d = (int)p.d;
-    const int64_t split = wid % a.splits, row = wid / a.splits;
-    const int64_t i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq, hk = h / a.G;
-    const int64_t L = valid ? seq_start(a, b) + a.nnew : 0;
-    const int64_t lim = p.causal ? L - p.Nq + i + 1 : L;    /* keys j < lim are seen */
-    const int64_t k0 = split * a.chunk, k1 = min(lim, k0 + a.chunk);
-
-    /* q · scale · log2(e), fp32; g_k, g_v: k[b, hk], v[b, hk] (Nmax, d) */
-    const T *g_q = (const T *)p.q + b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
-    const T *g_k = (const T *)p.k + b * p.k_batch_stride + hk * p.k_head_stride;
-    const T *g_v = (const T *)p.v + b * p.v_batch_stride + hk * p.v_head_stride;
-    float r_q[8], r_o[8];
-#pragma unroll
-    for (int e = 0; e < 8; e++) {
-        r_q[e] = lane + 32 * e < d ? to_float(g_q[lane + 32 * e]) * a.scale_log2 : 0.f;
-        r_o[e] = 0.f;
-    }
-    float m_i = -INFINITY, l_i = 0.f;
-
-    for (int64_t j = k0; j < k1; j += 4) {
-        /* s_u = q · k_(j+u) (log2 units), −inf past k1 */
-        float r_k[4][8], r_v[4][8], s[4];
-#pragma unroll
-        for (int u = 0; u < 4; u++)
-#pragma unroll
-            for (int e = 0; e < 8; e++) {
-                const bool in = j + u < k1 && lane + 32 * e < d;
-                r_k[u][e] = in ? to_float(g_k[(j + u) * p.k_row_stride + lane + 32 * e]) : 0.f;
-                r_v[u][e] = in ? to_float(g_v[(j + u) * p.v_row_stride + lane + 32 * e]) : 0.f;
-            }
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            s[u] = 0.f;
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                s[u] = fmaf(r_q[e], r_k[u][e], s[u]);
-        }
-#pragma unroll
-        for (int off = 16; off >= 1; off /= 2)
-#pragma unroll
-            for (int u = 0; u < 4; u++)
-                s[u] += __shfl_xor_sync(0xffffffffu, s[u], off);
-        float m_new = m_i;
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            s[u] = j + u < k1 ? s[u] : -INFINITY;
-            m_new = fmaxf(m_new, s[u]);
-        }
-        /* alpha = exp2(m_i − m_new); O = O·alpha + Σ P V; l = l·alpha + Σ P (m_new is finite: key
-         * j < k1 is seen) */
-        const float alpha = exp2f(m_i - m_new);
-        l_i *= alpha;
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            r_o[e] *= alpha;
-#pragma unroll
-        for (int u = 0; u < 4; u++) {
-            const float pu = exp2f(s[u] - m_new);
-            l_i += pu;
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                r_o[e] = fmaf(pu, r_v[u][e], r_o[e]);
-        }
-        m_i = m_new;
-    }
-
-    const float lse2 = valid ? (l_i > 0.f ? m_i + log2f(l_i) : -INFINITY) : NAN;
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        if (lane + 32 * e < d)
-            store_result<T>(a, split, row, b, h, i, lane + 32 * e,
-                            valid ? (l_i > 0.f ? r_o[e] / l_i : 0.f) : NAN, lse2);
-}
-
-/* ---- 3. Combine ----------------------------------------------------------------------------- */
-
-/* The element combine kernel's threads per output row (d rounded up to 32, 64 or 128); its
- * launch takes 128 / combine_tpr(d) rows per CTA. */
-__host__ __device__ __forceinline__ int combine_tpr(int d)
-{
-    return d <= 32 ? 32 : d <= 64 ? 64 : 128;
-}
-
-/* O = Σ_s O_s · w_s / l, w_s = exp2(lse_s − M), l = Σ_s w_s, M = max_s lse_s. Splits that saw no
- * key have lse −inf and O 0: weight 0. A bad cache_seqlens entry makes the attend kernels write NaN
- * for every split's lse (and nothing else does), so the row's output is then NaN: the combine
- * kernels need no load of cache_seqlens of their own.
- *
- * Few splits (up to 24): one thread per output element, tpr = combine_tpr(d) threads per row
- * (two elements per thread above d = 128), 128 / tpr rows per CTA. A thread loads the lse
- * and O of 8 splits at once and merges them into a running (M, l, O) as the attend kernel does, so
- * up to 8 splits cost one memory latency, and each thread's chain of instructions stays short.
- * H200, B = 1 H 32/32 32k, 4 splits (CUPTI): 1.8 µs against 3.4 for one warp per row walking its
- * splits and columns (~950 instructions per warp at ~7 cycles each, ncu) and 2.0 for cuDNN's
- * reduction (bench/LOG.md, 2026-11-30). */
-template <typename T>
-__global__ void __launch_bounds__(128) decode_combine_kernel(const __grid_constant__ decode_args a)
-{
-    const fa_params &p = a.kp.p;
-    const int d = (int)p.d, splits = (int)a.splits;
-    const int tpr = combine_tpr(d), col = threadIdx.x % tpr;
-    const int64_t row = (int64_t)blockIdx.x * (128 / tpr) + threadIdx.x / tpr;
-    if (row >= a.rows)
-        return;
-    const bool one = col < d, two = col + tpr < d;     /* two: d > 128, a second element */
-    const int64_t stride = a.rows * d;                  /* from one split's partial O to the next */
-    const float *lse = a.lse_part + row, *o = a.o_part + row * d + col;   /* split 0's */
-
-    float M = -INFINITY, l = 0.f, acc0 = 0.f, acc1 = 0.f;
-    bool nan_lse = false;
-    for (int s0 = 0; s0 < splits; s0 += 8) {
-        float x[8], y0[8], y1[8];
-#pragma unroll
-        for (int u = 0; u < 8; u++) {                   /* pointers stepped, not recomputed */
-            const bool in = s0 + u < splits;
-            x[u] = in ? *lse : -INFINITY;
-            y0[u] = in && one ? o[0] : 0.f;
-            y1[u] = in && two ? o[tpr] : 0.f;
-            lse += a.rows;
-            o += stride;
-        }
-        float M_new = M;
-#pragma unroll
-        for (int u = 0; u < 8; u++) {
-            nan_lse |= isnan(x[u]);
-            M_new = fmaxf(M_new, x[u]);
-        }
-        if (M_new == -INFINITY)                         /* no key in any split so far */
-            continue;
-        const float alpha = ex2(M - M_new);             /* M = −inf: 0 */
-        l *= alpha;
-        acc0 *= alpha;
-        acc1 *= alpha;
-#pragma unroll
-        for (int u = 0; u < 8; u++) {
-            const float w = ex2(x[u] - M_new);          /* −inf: 0 */
-            l += w;
-            acc0 = fmaf(w, y0[u], acc0);
-            acc1 = fmaf(w, y1[u], acc1);
-        }
-        M = M_new;
-    }
-    const bool valid = !nan_lse;
-    const float inv_l = l > 0.f ? 1.f / l : 0.f;
-    int64_t i, h, b;                                    /* row = (b·Hq + h)·Nq + i */
-    if (a.rows <= INT32_MAX) {                          /* 32-bit divisions: a short chain */
-        const uint32_t r = (uint32_t)row, nq = (uint32_t)p.Nq, hq = (uint32_t)p.Hq;
-        i = r % nq, h = r / nq % hq, b = r / nq / hq;
-    } else {
-        i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq;
-    }
-    T *g_o = (T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + col;
-    if (one)
-        from_float(g_o, valid ? acc0 * inv_l : NAN);
-    if (two)
-        from_float(g_o + tpr, valid ? acc1 * inv_l : NAN);
-    if (p.lse != NULL && col == 0)
-        p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * 0.69314718055994531f : -INFINITY) : NAN;
-}
-
-/* Many splits (more than 24): four warps per output row, one row per CTA. Lane j reads the lse of
- * splits j, j + 32, ... at once and keeps their weights; the O loop then takes each split's weight
- * by a shuffle and issues 8 splits' loads per step, the row's warps taking every fourth group of
- * 8, so a row costs a few memory latencies, not one per split. The warps' sums meet in shared
- * memory. */
-template <typename T>   /* (128, 1): with (128) alone ptxas held it to 128 registers and spilled */
-__global__ void __launch_bounds__(128, 1) decode_combine_wide_kernel(const __grid_constant__ decode_args a)
-{
-    enum { MAX_PASSES = 8, WPR = 4 };                   /* weights kept for up to 256 splits */
-    __shared__ float s_red[3][256];                     /* warps 1-3's partial O */
-    const fa_params &p = a.kp.p;
-    const int phase = threadIdx.x / 32;
-    const int64_t row = blockIdx.x;
-    const int lane = threadIdx.x % 32, d = (int)p.d, splits = (int)a.splits;
-    const int64_t i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq;
-    const float *lse = a.lse_part + row;                /* split s at lse[s · rows] */
-
-    /* Partial O of splits sp0..sp0+7 (zero past the last split and past d). */
-    const float *o = a.o_part + row * d;                /* split s at o[s · rows · d] */
-    float x[8][8];
-    auto load_group = [&](int sp0) {
-#pragma unroll
-        for (int u = 0; u < 8; u++)
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                x[u][e] = sp0 + u < splits && lane + 32 * e < d
-                        ? o[(int64_t)(sp0 + u) * a.rows * d + lane + 32 * e] : 0.f;
-    };
-    /* The warp's first group of O loads goes out with the lse loads: one memory latency, not two. */
-    load_group(8 * phase);
-
-    float w[MAX_PASSES], M = -INFINITY;
-    bool nan_lse = false;
-#pragma unroll
-    for (int k = 0; k < MAX_PASSES; k++) {
-        w[k] = 32 * k + lane < splits ? lse[(32 * k + lane) * a.rows] : -INFINITY;
-        M = fmaxf(M, w[k]);
-        nan_lse |= isnan(w[k]);
-    }
-    for (int sp = 32 * MAX_PASSES + lane; sp < splits; sp += 32) {   /* beyond 256 splits */
-        M = fmaxf(M, lse[sp * a.rows]);
-        nan_lse |= isnan(lse[sp * a.rows]);
-    }
-    const bool valid = !__any_sync(0xffffffffu, nan_lse);
-#pragma unroll
-    for (int off = 16; off >= 1; off /= 2)
-        M = fmaxf(M, __shfl_xor_sync(0xffffffffu, M, off));
-    const float Mr = M == -INFINITY ? 0.f : M;          /* no split saw a key: every weight 0 */
-    float l = 0.f;
-#pragma unroll
-    for (int k = 0; k < MAX_PASSES; k++) {
-        w[k] = ex2(w[k] - Mr);
-        l += w[k];
-    }
-    for (int sp = 32 * MAX_PASSES + lane; sp < splits; sp += 32)
-        l += ex2(lse[sp * a.rows] - Mr);
-#pragma unroll
-    for (int off = 16; off >= 1; off /= 2)
-        l += __shfl_xor_sync(0xffffffffu, l, off);
-
-    float r_o[8] = {};
-    for (int sp0 = 8 * phase; sp0 < splits; sp0 += 8 * WPR) {
-        if (sp0 != 8 * phase)
-            load_group(sp0);
-        float wk = w[0];                                /* splits sp0..sp0+7 are in pass sp0 / 32 */
-#pragma unroll
-        for (int k = 1; k < MAX_PASSES; k++)
-            wk = sp0 >= 32 * k ? w[k] : wk;
-#pragma unroll
-        for (int u = 0; u < 8; u++) {
-            const int sp = sp0 + u;
-            float wu = __shfl_sync(0xffffffffu, wk, sp % 32);   /* the weight lane sp % 32 holds */
-            if (sp >= 32 * MAX_PASSES)
-                wu = sp < splits ? ex2(lse[sp * a.rows] - Mr) : 0.f;
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                r_o[e] = fmaf(wu, x[u][e], r_o[e]);
-        }
-    }
-    /* The row's sum in warp 0. */
-    if (phase > 0)
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            if (lane + 32 * e < d)
-                s_red[phase - 1][lane + 32 * e] = r_o[e];
-    /* Barrier: the three partial sums are in shared memory. */
-    __syncthreads();
-    if (phase > 0)
-        return;
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        if (lane + 32 * e < d)
-            r_o[e] += s_red[0][lane + 32 * e] + s_red[1][lane + 32 * e] + s_red[2][lane + 32 * e];
-    T *g_o = (T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
-#pragma unroll
-    for (int e = 0; e < 8; e++)
-        if (lane + 32 * e < d)
-            from_float(g_o + lane + 32 * e, valid ? (l > 0.f ? r_o[e] / l : 0.f) : NAN);
-    if (p.lse != NULL && lane == 0)
-        p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * 0.69314718055994531f : -INFINITY) : NAN;
-}
-
 /* ---- Host ----------------------------------------------------------------------------------- */
-
-typedef void (*decode_kernel)(const decode_args);
 
 /* The attend kernel chosen for a call and what the split rule needs of it. */
 typedef struct {
@@ -1028,9 +580,10 @@ template <typename T, class C>
 static int plan_mma(decode_plan *pl, int dev)
 {
     static int s_occ[32];
-    pl->attend = decode_mma_kernel<T, C>;
-    pl->combine = decode_combine_kernel<T>;
-    pl->combine_wide = decode_combine_wide_kernel<T>;
+    const decode_simt_kernels ks = decode_simt_kernels_for(decode_dtype<T>());
+    pl->attend = fa_decode_attend_kernel<T, C>;
+    pl->combine = ks.combine;
+    pl->combine_wide = ks.combine_wide;
     pl->smem = sizeof(decode_smem<C>);
     pl->mma = 1;
     pl->threads = C::THREADS;
@@ -1043,9 +596,10 @@ template <typename T>
 static int plan_simt(decode_plan *pl, int dev)
 {
     static int s_occ[32];
-    pl->attend = decode_simt_kernel<T>;
-    pl->combine = decode_combine_kernel<T>;
-    pl->combine_wide = decode_combine_wide_kernel<T>;
+    const decode_simt_kernels ks = decode_simt_kernels_for(decode_dtype<T>());
+    pl->attend = ks.attend;
+    pl->combine = ks.combine;
+    pl->combine_wide = ks.combine_wide;
     pl->smem = 0;
     pl->mma = 0;
     pl->threads = 128;
@@ -1097,60 +651,6 @@ static int cluster_wave(const decode_plan *pl, int n, int dev)
     return ok > 0 ? ok : 0;
 }
 
-/* The split count by waves (d > 64, and the CUDA-core kernel): every CTA of a split does the
- * same work, so a grid of 2.1 waves takes as long as 3. Wave efficiency e(s) = CTAs / (waves
- * rounded up · wave); among split counts up to one per 128 keys of Nmax and up to four waves,
- * the fewest (least to combine) within 5% of the best. */
-static int64_t splits_by_waves(int64_t wave, int64_t cps, int64_t Nk)
-{
-    int64_t max_splits = (Nk + 127) / 128;
-    max_splits = max_splits < (4 * wave + cps - 1) / cps ? max_splits : (4 * wave + cps - 1) / cps;
-    double best = 0.;
-    for (int64_t sp = 1; sp <= max_splits; sp++) {
-        const int64_t ctas = sp * cps;
-        const double e = (double)ctas / (double)(((ctas + wave - 1) / wave) * wave);
-        best = e > best ? e : best;
-    }
-    int64_t splits = 1;
-    while (splits < max_splits) {
-        const int64_t ctas = splits * cps;
-        if ((double)ctas / (double)(((ctas + wave - 1) / wave) * wave) >= 0.95 * best)
-            break;
-        splits++;
-    }
-    return splits;
-}
-
-/* The split count at d <= 64 on tensor cores: a warp's stage holds half the bytes of d = 128's,
- * so the grid needs more CTAs for the bytes in flight the DRAM wants than the wave rule gives
- * it. The fewest splits that put two CTAs on 15/16 of the SMs (one when a split alone has that
- * many), within one wave, each reading at least 256 keys. Read flush, H200, against cuDNN in the same call
- * (bench/LOG.md, 2026-12-01, bench/results/decode_sweep_d64_splits.txt), the wave rule's
- * choice, then this one's: B = 32 H 32/8 4k 0.88× (3 splits) → 0.97× (1),
- * B = 1 H 32/32 32k 0.88× (4) → 0.96× (8), B = 8 H 32/8 4k 1.02× (2) → 1.09×
- * (4), B = 1 H 32/8 4k 0.85× (22) → 0.88× (16); B = 8 H 32/8 32k 0.97× (6) → 0.95× (4);
- * the other shapes within 1 %.
- * Where one split is more than a wave of CTAs: two splits if one would fill its waves less
- * than 70 % (CTAs / (waves rounded up · wave)), else one. Read flush, H200, forced counts
- * 1 / 2 / 3 / 4 in TB/s (bench/LOG.md, 2026-12-01, decode_sweep_d64_waves.txt), by how full
- * one split's waves are: 57 % (B = 56 H 32/8 2k) 3.09 / 3.30 / 3.21 / 3.15, 65 % (B = 16
- * H 32/32 4k) 3.71 / 4.03 / 4.04 / 3.73, 65 % (B = 64 H 32/8 4k) 3.70 / 3.99 / 3.92 / 3.67;
- * 75 % (B = 28 H 32/32 2k) 3.88 / 3.82 / 3.71 / 3.45, 81 % (B = 20 H 32/32 4k) 4.18 / 3.89 /
- * 4.12 / 3.82, 86 % (B = 32 H 32/32 4k) 4.33 / 4.20 / 4.27 / 4.25. */
-static int64_t splits_d64(int64_t wave, int64_t cps, int sms, int64_t Nk)
-{
-    const int64_t want = 2 * (int64_t)(sms - sms / 16), most = (Nk + 255) / 256;
-    int64_t splits;
-    if (cps <= wave) {
-        splits = (want + cps - 1) / cps;
-        splits = splits * cps > wave ? wave / cps : splits;
-    } else {
-        splits = 100 * cps < 70 * ((cps + wave - 1) / wave) * wave ? 2 : 1;
-    }
-    splits = splits < most ? splits : most;
-    return splits > 1 ? splits : 1;
-}
-
 /* Split count, chunk and cluster size of a call for plan pl (a->row_tiles and a->rows set). */
 static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, const fa_overrides *o, int sms,
                         int major, int dev)
@@ -1158,10 +658,11 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, con
     a->cluster = 0;
     pl->ctas_per_split = pl->mma ? (int64_t)a->row_tiles * p->B * p->Hkv : (a->rows + 3) / 4;
 
-    /* splits: by the d <= 64 rule on tensor cores, else by waves (the two functions above). */
+    /* splits: by the d <= 64 rule on tensor cores, else by waves (plan.c). */
     const int64_t wave = (int64_t)sms * pl->ctas_per_sm, cps = pl->ctas_per_split;
     const int d64 = pl->mma && p->d <= 64;
-    int64_t splits = d64 ? splits_d64(wave, cps, sms, p->Nk) : splits_by_waves(wave, cps, p->Nk);
+    int64_t splits = d64 ? fa_plan_decode_splits_d64(wave, cps, sms, p->Nk)
+                           : fa_plan_decode_splits_by_waves(wave, cps, p->Nk);
     /* sm_90, tensor-core kernel: the splits of a row tile can merge inside one thread block
      * cluster (cluster_merge) instead of through the combine kernel. fa_overrides.decode_cluster
      * turns that off (1), or drops the wave condition below (2). */
@@ -1388,7 +889,7 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
 
     /* 1. Append (before attention on the same stream: the attend kernel reads the new rows). */
     if (append_blocks > 0) {
-        decode_append_kernel<<<(unsigned)append_blocks, 128, 0, stream>>>(a);
+        decode_append_kernel_ptr()<<<(unsigned)append_blocks, 128, 0, stream>>>(a);
         FA_CUDA_TRY(cudaGetLastError());
     }
     if (p->Hq == 0 || p->Nq == 0)

@@ -16,26 +16,20 @@
 #include <string.h>
 
 #include "families.h"
+#include "plan.h"
 
-/* Under the automatic choice, a non-causal call with fewer 128-row query tiles than the GPU has
- * SMs and at least this many keys runs the split-KV kernel of fa_forward_kvcache_cuda (no append,
- * every key valid: the same attention). The forward kernels would leave most SMs idle, each CTA
- * walking every key in one tensor-core accumulation chain; those adds truncate, and over millions
- * of keys the chain's bias outgrows bf16's rounding (README, Limits). The split-KV kernel spreads
- * the keys over the whole GPU and merges the splits in fp32. */
-#define SPLIT_KV_MIN_KEYS 32768
-
+/* The split-KV route (plan.c, fa_plan_split_kv) on the current device. */
 static int use_split_kv(const fa_params *p, const fa_overrides *o, int *yes)
 {
     *yes = 0;
-    if (o->family != FA_FAMILY_AUTO || p->causal || p->Nk < SPLIT_KV_MIN_KEYS)
+    if (o->family != FA_FAMILY_AUTO || p->causal || p->Nk < FA_SPLIT_KV_MIN_KEYS)
         return FA_OK;
     int dev;
     fa_device info;
     const int st = fa_device_current(&dev, &info);
     if (st != FA_OK)
         return st;
-    *yes = p->B * p->Hq * ((p->Nq + 127) / 128) < info.sms;
+    *yes = fa_plan_split_kv(p, o, info.sms);
     return FA_OK;
 }
 

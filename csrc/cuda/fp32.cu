@@ -94,7 +94,7 @@ __device__ __forceinline__ void load_tile_async(float *s, const float *g, int64_
  * (batch, head); tiles are numbered query-tile-major, last (heaviest causal) query tile first. */
 template <int D, int BM, int BN, int MIN_CTAS>
 __global__ void __launch_bounds__(NT, CTAS_PER_SM(MIN_CTAS))
-fp32_forward_kernel(const __grid_constant__ fa_params p, float scale_log2, int vec)
+fa_fp32_forward_kernel(const __grid_constant__ fa_params p, float scale_log2, int vec)
 {
     constexpr int TM = BM / 16;          /* query rows per thread */
     constexpr int TN = BN / 16;          /* keys of S per thread */
@@ -317,7 +317,7 @@ static int launch(const fa_params *p, cudaStream_t stream)
     if (smem > (size_t)info.smem_optin)
         return FA_ERR_UNSUPPORTED;   /* e.g. sm_86/89 (99 KB) for d > 64: the dispatcher falls back */
     /* Opt in to > 48 KB of shared memory (per device, so on every launch). */
-    FA_CUDA_TRY(cudaFuncSetAttribute(fp32_forward_kernel<D, BM, BN, MIN_CTAS>,
+    FA_CUDA_TRY(cudaFuncSetAttribute(fa_fp32_forward_kernel<D, BM, BN, MIN_CTAS>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
 
     const int vec = (vec_ok(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride) ? VEC_Q : 0) |
@@ -327,7 +327,7 @@ static int launch(const fa_params *p, cudaStream_t stream)
     const int64_t n_tiles = (p->Nq + BM - 1) / BM * p->B * p->Hq;
     const unsigned grid = (unsigned)(n_tiles < (int64_t)INT32_MAX ? n_tiles : INT32_MAX);
     const float scale_log2 = p->scale * 1.4426950408889634f;
-    fp32_forward_kernel<D, BM, BN, MIN_CTAS><<<grid, NT, smem, stream>>>(*p, scale_log2, vec);
+    fa_fp32_forward_kernel<D, BM, BN, MIN_CTAS><<<grid, NT, smem, stream>>>(*p, scale_log2, vec);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;
 }

@@ -341,7 +341,7 @@ __device__ __forceinline__ void pv_block(float r_o[C::D / 32][4][4], const float
 /* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: 4 warps. */
 template <class C>
 __global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
-fa_fp32tc_kernel(const __grid_constant__ tc_args a)
+fa_fp32tc_forward_kernel(const __grid_constant__ tc_args a)
 {
     constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, LD = C::LD;
     constexpr int NT = C::THREADS, NG = D / 32;        /* P V column groups of 4 n-tiles */
@@ -589,7 +589,7 @@ static bool vec_ok(const void *ptr, int64_t sb, int64_t sh, int64_t sr)
 template <class C>
 static int tc_launch(tc_args *a, cudaStream_t stream)
 {
-    void (*kernel)(const tc_args) = fa_fp32tc_kernel<C>;
+    void (*kernel)(const tc_args) = fa_fp32tc_forward_kernel<C>;
     const size_t smem = sizeof(tc_smem<C>);
 
     /* Once per device: sm_80+ with enough shared memory (else FA_ERR_UNSUPPORTED, and the FFMA kernel

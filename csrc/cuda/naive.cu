@@ -30,7 +30,7 @@ enum { TILE = 16, SOFTMAX_THREADS = 256 };
 /* s: (B·Hq, Nq, Nk) fp32. One CTA of 16 × 16 threads per 16 × 16 tile of S. */
 template <typename T>
 __global__ void __launch_bounds__(TILE * TILE)
-naive_scores_kernel(const __grid_constant__ fa_params p, float *s)
+fa_naive_scores_kernel(const __grid_constant__ fa_params p, float *s)
 {
     __shared__ float s_q[TILE][TILE + 1], s_k[TILE][TILE + 1];   /* +1: column reads hit distinct banks */
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -63,7 +63,7 @@ naive_scores_kernel(const __grid_constant__ fa_params p, float *s)
 
 /* s: (B·Hq·Nq, Nk) fp32, rows replaced by their softmax; lse: (B·Hq·Nq) or NULL. */
 __global__ void __launch_bounds__(SOFTMAX_THREADS)
-naive_softmax_kernel(float *s, float *lse, int64_t n_rows, int64_t Nk)
+fa_naive_softmax_kernel(float *s, float *lse, int64_t n_rows, int64_t Nk)
 {
     __shared__ float s_red[SOFTMAX_THREADS / 32];
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -104,7 +104,7 @@ naive_softmax_kernel(float *s, float *lse, int64_t n_rows, int64_t Nk)
 /* s: (B·Hq, Nq, Nk) fp32 probabilities. One CTA of 16 × 16 threads per 16 × 16 tile of O. */
 template <typename T>
 __global__ void __launch_bounds__(TILE * TILE)
-naive_pv_kernel(const __grid_constant__ fa_params p, const float *s)
+fa_naive_pv_kernel(const __grid_constant__ fa_params p, const float *s)
 {
     __shared__ float s_p[TILE][TILE], s_v[TILE][TILE + 1];
     const int tx = threadIdx.x, ty = threadIdx.y;
@@ -146,9 +146,9 @@ static int launch(const fa_params *p, float *scratch, cudaStream_t stream)
 {
     const dim3 tile_block(TILE, TILE);
     const int64_t n_ti = (p->Nq + TILE - 1) / TILE, bh = p->B * p->Hq;
-    naive_scores_kernel<T><<<grid_for(bh * n_ti * ((p->Nk + TILE - 1) / TILE)), tile_block, 0, stream>>>(*p, scratch);
-    naive_softmax_kernel<<<grid_for(bh * p->Nq), SOFTMAX_THREADS, 0, stream>>>(scratch, p->lse, bh * p->Nq, p->Nk);
-    naive_pv_kernel<T><<<grid_for(bh * n_ti * ((p->d + TILE - 1) / TILE)), tile_block, 0, stream>>>(*p, scratch);
+    fa_naive_scores_kernel<T><<<grid_for(bh * n_ti * ((p->Nk + TILE - 1) / TILE)), tile_block, 0, stream>>>(*p, scratch);
+    fa_naive_softmax_kernel<<<grid_for(bh * p->Nq), SOFTMAX_THREADS, 0, stream>>>(scratch, p->lse, bh * p->Nq, p->Nk);
+    fa_naive_pv_kernel<T><<<grid_for(bh * n_ti * ((p->d + TILE - 1) / TILE)), tile_block, 0, stream>>>(*p, scratch);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;
 }

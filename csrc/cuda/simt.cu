@@ -56,7 +56,7 @@ __device__ __forceinline__ float warp_sum(float x)
 /* q, o: (B, Hq, Nq, d); k, v: (B, Hkv, Nk, d); strides from p. */
 template <typename T>
 __global__ void __launch_bounds__(WARPS * 32)
-simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
+fa_simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     simt_smem &sm = *reinterpret_cast<simt_smem *>(smem_raw);
@@ -178,11 +178,11 @@ static int launch(const fa_params *p, cudaStream_t stream)
 {
     /* Opt in to > 48 KB of shared memory (per device, so on every launch). */
     const size_t smem = sizeof(simt_smem);
-    FA_CUDA_TRY(cudaFuncSetAttribute(simt_forward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    FA_CUDA_TRY(cudaFuncSetAttribute(fa_simt_forward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const int64_t n_tiles = (p->Nq + BM - 1) / BM * p->B * p->Hq;
     const unsigned grid = (unsigned)(n_tiles < (int64_t)INT32_MAX ? n_tiles : INT32_MAX);
     const float scale_log2 = p->scale * 1.4426950408889634f;
-    simt_forward_kernel<T><<<grid, WARPS * 32, smem, stream>>>(*p, scale_log2);
+    fa_simt_forward_kernel<T><<<grid, WARPS * 32, smem, stream>>>(*p, scale_log2);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;
 }

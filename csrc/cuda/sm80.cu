@@ -175,7 +175,7 @@ __device__ __forceinline__ void load_block(uint32_t s_tile, const uint16_t *g, i
 /* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: C::WARPS warps. */
 template <typename T, class C>
 __global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
-fa_sm80_kernel(const __grid_constant__ sm80_args a)
+fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
 {
     constexpr int D = C::D, BM = C::BM, BN = C::BN, WM = C::WM, STAGES = C::STAGES;
     constexpr int THREADS = C::THREADS, WROWS = 16 * WM;        /* query rows per warp */
@@ -496,7 +496,7 @@ static int sm80_prepare(const fa_params *p, sm80_args *a)
 template <typename T, class C>
 static int sm80_launch(sm80_args *a, cudaStream_t stream)
 {
-    void (*kernel)(const sm80_args) = fa_sm80_kernel<T, C>;
+    void (*kernel)(const sm80_args) = fa_sm80_forward_kernel<T, C>;
     const size_t smem = sizeof(sm80_smem<T, C>);
 
     /* Once per device: sm_80+ with enough shared memory (else FA_ERR_UNSUPPORTED, and the SIMT kernel

@@ -40,108 +40,13 @@
 #include <string.h>
 
 #include "families.h"
+#include "plan.h"
 #include "dtype.cuh"
 #include "ptx.cuh"
 #include "ptx_sm90.cuh"
+#include "tiles.h"
 
-/* ---- Tiles, switches and kernel arguments ------------------------------------------------- */
-
-/* A tile shape: D the compiled head-dim width (D/64 panels), BN keys per block, STAGES buffers
- * per K and V ring, CONSUMERS warpgroups of 64 query rows (BM = 64 · CONSUMERS) beside the
- * producer; PINGPONG: the consumers take turns to issue their wgmmas, so that one's softmax runs
- * while another's matmuls occupy the tensor cores. The kernel walks a sequence of query tiles
- * (one per CTA, or a static stride of them on a persistent grid, chosen at launch), its K/V ring
- * running on from tile to tile, so the next tile's loads start during this one's epilogue. The
- * 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24 per producer
- * thread with 2 consumers, 160 and 32 with 3. Shared memory: (QBUFS·BM + 2·STAGES·BN) · D · 2
- * bytes. */
-template <int D_, int BN_, int STAGES_, int CONSUMERS_, int PINGPONG_>
-struct sm90_tile {
-    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, CONSUMERS = CONSUMERS_;
-    static constexpr bool PINGPONG = PINGPONG_;
-    static constexpr int BM = 64 * CONSUMERS_, PANELS = D_ / 64, THREADS = 128 * (CONSUMERS_ + 1);
-    /* Two Q buffers where shared memory allows, so that a persistent CTA loads its next tile's Q
-     * while this one is computed (one CTA per SM either way: the registers allow no more). */
-    static constexpr int QBUFS = (2 * BM + 2 * STAGES_ * BN_) * D_ * 2 + 2048 <= 227 * 1024 ? 2 : 1;
-    static constexpr int CONSUMER_REGS = CONSUMERS_ == 2 ? 240 : 160;
-    /* softmax_done after each block's softmax: d = 256 +5 %, d = 128 even, d = 64 −3 %; the O
-     * rescale skipped when no row's max moved: d = 256 +1 %, d = 128 even, d = 64 −4 % (tune.py,
-     * 2026-11-30, bench/LOG.md). The fence again on 2026-12-01, with the 3-consumer d = 128 tile
-     * from 2k keys: d = 128 −0.2 %, d = 64 −2 % (twice each). The rescale skipped per group of
-     * 8 rows (2) rather than per warp (1), 2026-12-01, seven rounds in three calls: d = 128
-     * −0.3 to +1.5 % (mean +0.6 %), 4k non-causal +0.7 to +6 % (mean +2.7 %); d = 256 +0.2 / +1.0
-     * / +1.8 % but causal 4k −2 to −6 %; d = 64 (with spread tiles) −2 %
-     * (bench/results/sm90_rescale_halves.txt). */
-    static constexpr bool SOFTMAX_FENCE = D_ >= 256;
-    static constexpr int RESCALE_SKIP = D_ == 128 ? 2 : D_ >= 128 ? 1 : 0;
-    static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
-    static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
-                  "tile shape");
-};
-
-/* The production tiles, one per head-dim width: bench/sm90/tune.py on the H200 (bf16, B·N = 16k,
- * H·d = 2048, N 1k/4k/16k, causal and not; geomean TFLOP/s, 2026-11-30, bench/LOG.md).
- * bench/sm90/tune.py builds other shapes by defining FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG}. */
-#ifndef FA_SM90_D64_BN              /* 3 consumers, ping-pong: 401; 2 cons. 359, 3 without p-p 377 */
-#define FA_SM90_D64_BN 128
-#define FA_SM90_D64_STAGES 2
-#define FA_SM90_D64_CONSUMERS 3     /* 88 KB */
-#define FA_SM90_D64_PINGPONG 1
-#endif
-#ifndef FA_SM90_D128_BN             /* ping-pong: 522; without 496, BN 160/176 513/514 */
-#define FA_SM90_D128_BN 128
-#define FA_SM90_D128_STAGES 2
-#define FA_SM90_D128_CONSUMERS 2    /* 160 KB */
-#define FA_SM90_D128_PINGPONG 1
-#endif
-#ifndef FA_SM90_D256_BN             /* BN 80, ping-pong: 568; BN 64 526, BN 64 p-p 540 */
-#define FA_SM90_D256_BN 80
-#define FA_SM90_D256_STAGES 2
-#define FA_SM90_D256_CONSUMERS 2    /* 224 KB */
-#define FA_SM90_D256_PINGPONG 1
-#endif
-typedef sm90_tile< 64, FA_SM90_D64_BN, FA_SM90_D64_STAGES, FA_SM90_D64_CONSUMERS, FA_SM90_D64_PINGPONG>
-    sm90_tile_d64;
-typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUMERS, FA_SM90_D128_PINGPONG>
-    sm90_tile_d128;
-typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
-    sm90_tile_d256;
-/* d = 128, non-causal, from FA_SM90_LONG_NK keys: three consumer warpgroups (BM = 192) on 80-key
- * blocks, 160 registers each. tune.py, bf16, non-causal (2026-11-30, bench/LOG.md): 2k 577, 4k
- * 592, 16k 635 TFLOP/s against the 2-consumer tiles' 567 (BN 128), 575 and 609 (BN 176); behind
- * at 1k (508 against 537) and on causal runs up to 4k. */
-#ifndef FA_SM90_LONG_NK
-#define FA_SM90_LONG_NK 2048
-#endif
-#ifndef FA_SM90_D128L_BN             /* tune.py variants define both; 3 stages: within noise */
-#define FA_SM90_D128L_BN 80
-#define FA_SM90_D128L_STAGES 2
-#endif
-/* Not taken: pairs of CTAs on 384-row tiles, each loading half of every K and V block for both
- * (TMA multicast), 460-484 TFLOP/s against 598-639 at 4k-16k keys (bench/LOG.md, 2026-12-01;
- * the code is at 1307b1f). */
-typedef sm90_tile<128, FA_SM90_D128L_BN, FA_SM90_D128L_STAGES, 3, 1> sm90_tile_d128_long;
-/* d = 64, causal, up to FA_SM90_D64_SHORT_CAUSAL query rows: 2 consumers (BM = 128). tune.py,
- * bf16, causal: 1k +13 % over the 3-consumer tile, 2k −4 % (bench/LOG.md, 2026-11-30). */
-#ifndef FA_SM90_D64_SHORT_CAUSAL
-#define FA_SM90_D64_SHORT_CAUSAL 1024
-#endif
-typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
-
-/* The online softmax's lazy max (sm90_softmax), in log2 units; 0: off. tune.py, d = 128 with 8:
- * +4 %, but the largest P of a block is then no longer exactly 1 and the bf16 errors grow
- * 1.5-2x, past the accuracy rule on some shapes: off. */
-#ifndef FA_SM90_LAZY
-#define FA_SM90_LAZY 0
-#endif
-
-/* With two Q buffers, a tile's O store is waited for (the TMA done reading the shared memory it
- * is staged in, so that the producer may load a later Q there) in the next tile, once that
- * tile's first Q Kᵀ is issued, instead of at the end of the tile. tune.py, d = 128, bf16, three
- * calls: geomean +0.7 to +1.3 %, causal 2k up to +3.5 % (bench/LOG.md, 2026-12-01); 0: off. */
-#ifndef FA_SM90_STORE_DEFER
-#define FA_SM90_STORE_DEFER 1
-#endif
+/* ---- Kernel arguments and trace hooks ------------------------------------------------------ */
 
 /* FA_SM90_TRACE (bench/sm90/trace.py): stamps per CTA, tile and warpgroup into the buffer
  * fa_sm90_trace_set gives, [CTA][tile < FA_SM90_TRACE_TILES][warpgroup][16]: clock64 at points of
@@ -221,7 +126,7 @@ typedef struct {
     int64_t n_tiles;                     /* B · Hq · n_q_tiles, less than 2²⁹ (sm90_launch) */
     /* Head-major order (tile_pos): tiles below n_full walk each head's query tiles in turn
      * (div_full_q.d of them per head); the tiles past them, if any, are the heads' last query
-     * tiles, one per head, moved to the end (sm90_walk_plan). */
+     * tiles, one per head, moved to the end (plan.c, fa_plan_sm90_walk). */
     int64_t n_full;
     sm90_divisor div_q_tiles, div_full_q, div_bh, div_hq, div_q_per_kv;  /* n_q_tiles, n_full_q,
                                                                              B · Hq, Hq, Hq / Hkv */
@@ -230,7 +135,7 @@ typedef struct {
     /* Work items (item_pos): items below n_whole are whole tiles; the n_split items past them are
      * the parts of the next n_split / parts tiles, split along the keys (the last, partly filled
      * round of a persistent grid), which store (O / l, lse) in fp32 to o_part / lse_part for
-     * sm90_merge_kernel; the items after those are whole tiles again. parts = 1: no split,
+     * fa_sm90_merge_kernel; the items after those are whole tiles again. parts = 1: no split,
      * n_items = n_whole = n_tiles. */
     int64_t n_items, n_whole, n_split;
     int parts;
@@ -255,127 +160,7 @@ struct sm90_smem {
 #define FA_SM90_DEVICE 1    /* the sm_90a pass; other targets compile an empty kernel */
 #endif
 
-/* ---- PTX wrappers ------------------------------------------------------------------------- */
-
 #ifdef FA_SM90_DEVICE
-__device__ __forceinline__ void mbar_init(uint64_t *bar, int count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(smem_u32(bar)), "r"(count) : "memory");
-}
-
-/* The producer's arrival: the phase completes when `bytes` of TMA data have also landed. */
-__device__ __forceinline__ void mbar_expect_tx(uint64_t *bar, uint32_t bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n"
-                 :: "r"(smem_u32(bar)), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(smem_u32(bar)) : "memory");
-}
-
-/* Waits for the completion of the barrier's phase of the given parity. A fresh barrier counts
- * its phase "before 0" (parity 1) as complete, so the first wait on an empty ring passes. */
-__device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
-{
-    uint32_t done;
-    do {
-        asm volatile("{\n.reg .pred p;\n"
-                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                     "selp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity) : "memory");
-    } while (!done);
-}
-
-/* TMA: box (col, row, head, batch) of the tensor map into shared memory, completing on bar. */
-__device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int col, int row,
-                                         int head, int batch, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                 "[%0], [%1, {%2, %3, %4, %5}], [%6];\n"
-                 :: "r"(smem_u32(dst)), "l"(map), "r"(col), "r"(row), "r"(head), "r"(batch),
-                    "r"(smem_u32(bar)) : "memory");
-}
-
-/* TMA store of a box from shared memory; rows and columns past the tensor's end are dropped. */
-__device__ __forceinline__ void tma_store(const CUtensorMap *map, const void *src, int col, int row,
-                                          int head, int batch)
-{
-    asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%1, %2, %3, %4}], [%5];\n"
-                 :: "l"(map), "r"(col), "r"(row), "r"(head), "r"(batch), "r"(smem_u32(src)) : "memory");
-}
-
-/* wgmma descriptor of a 128-byte-swizzled operand: start address, LBO (bytes between 64-column
- * panels; read only for MN-major operands) and SBO = 1024 (bytes between groups of 8 rows). */
-__device__ __forceinline__ uint64_t wgmma_desc(uint32_t addr, uint32_t lbo)
-{
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(lbo >> 4) << 16
-         | (uint64_t)(1024 >> 4) << 32 | (uint64_t)1 << 62;
-}
-
-/* The descriptor of addr + off from addr's: the start address field (bits 0-13, in 16-byte
- * units) gains off / 16, which cannot carry out while addr + off stays below 256 KB of shared
- * memory (the H200 has 228 KB). One base descriptor per operand, one add per k-step. */
-__device__ __forceinline__ uint64_t desc_at(uint64_t desc, uint32_t off)
-{
-    return (desc >> 32) << 32 | (uint32_t)((uint32_t)desc + (off >> 4));
-}
-
-__device__ __forceinline__ void wgmma_fence(void)
-{
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void wgmma_commit(void)
-{
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-
-template <int N>
-__device__ __forceinline__ void wgmma_wait(void)
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
-}
-
-/* Ties accumulator registers to this point, so that no read of them is scheduled before the
- * wgmma.wait_group that makes them valid. */
-template <int N>
-__device__ __forceinline__ void reg_fence(float (&r)[N])
-{
-#pragma unroll
-    for (int i = 0; i < N; i++)
-        asm volatile("" : "+f"(r[i]) :: "memory");
-}
-
-template <int M, int N>
-__device__ __forceinline__ void reg_fence_u(uint32_t (&r)[M][N])
-{
-#pragma unroll
-    for (int i = 0; i < M; i++)
-#pragma unroll
-        for (int j = 0; j < N; j++)
-            asm volatile("" : "+r"(r[i][j]) :: "memory");
-}
-
-/* Barrier over one consumer warpgroup (ids 1..3; 0 is __syncthreads). */
-__device__ __forceinline__ void warpgroup_bar(int id)
-{
-    asm volatile("bar.sync %0, 128;\n" :: "r"(id) : "memory");
-}
-
-/* Ping-pong turns (ids 4..6, one per consumer): a consumer waits at its own barrier until the
- * previous consumer has arrived there, i.e. has issued its wgmmas. */
-__device__ __forceinline__ void turn_wait(int cw)
-{
-    asm volatile("bar.sync %0, 256;\n" :: "r"(4 + cw) : "memory");
-}
-
-__device__ __forceinline__ void turn_pass(int next_cw)
-{
-    asm volatile("bar.arrive %0, 256;\n" :: "r"(4 + next_cw) : "memory");
-}
-
 /* ---- Consumer steps ------------------------------------------------------------------------ */
 
 /* S = Q Kᵀ (64 × BN) issued as D/16 wgmmas down the panels, 32 bytes of Q and K each; s_q: this
@@ -630,7 +415,7 @@ __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
 
 template <typename T, class C, bool SPLIT>
 __global__ void __launch_bounds__(C::THREADS, 1)
-fa_sm90_kernel(const __grid_constant__ sm90_args a)
+fa_sm90_forward_kernel(const __grid_constant__ sm90_args a)
 {
 #ifdef FA_SM90_DEVICE
     constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, PANELS = C::PANELS;
@@ -868,7 +653,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
         }
 
         /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is
-         * even: columns 2t, 2t + 1 go as one float2), for sm90_merge_kernel. Then, once every
+         * even: columns 2t, 2t + 1 go as one float2), for fa_sm90_merge_kernel. Then, once every
          * warp of the warpgroup is past its last wgmma (warpgroup barrier), Q's buffer is free. */
         if (SPLIT && w.j >= 0) {
             const int d = (int)p.d;
@@ -927,7 +712,7 @@ fa_sm90_kernel(const __grid_constant__ sm90_args a)
  * lse_q is finite for finite inputs. */
 #define MERGE_ROWS 4
 template <typename T, class C>
-__global__ void __launch_bounds__(32 * MERGE_ROWS) sm90_merge_kernel(const __grid_constant__ sm90_args a)
+__global__ void __launch_bounds__(32 * MERGE_ROWS) fa_sm90_merge_kernel(const __grid_constant__ sm90_args a)
 {
 #ifdef FA_SM90_DEVICE
     constexpr int BM = C::BM, MAX_PARTS = 4;
@@ -1012,49 +797,8 @@ static int make_map(CUtensorMap *map, int bf16, const void *x, int64_t B, int64_
                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS;
 }
 
-/* The grid. A persistent one (a CTA per SM walking the tiles) saves each tile the CTA's start,
- * its first loads and its last store: on the H200 it was as fast or faster on every non-causal
- * shape (1.24x at 512 keys, d = 64; bench/LOG.md, 2026-11-30). Causal, it wins up to 4k keys when
- * it walks the tiles as a snake (a.snake; +23 % at d = 128, 512 keys, +2-6 % at 4k) and
- * loses beyond (16k keys: the snake's passes no longer pair heavy with light tiles, and the
- * rank-major walk spreads concurrent tiles over every head, whose K/V then compete for L2), so
- * longer causal runs get one CTA per tile. fa_overrides.sm90_grid forces either grid. A persistent
- * causal walk is head-major (each head's tiles together, heaviest first) with odd passes of the
- * grid backwards (a.snake), so a CTA that took a heavy tile then takes a light one; 2-5x fewer
- * heads in flight than a rank-major walk, which lost (bench/LOG.md, 2026-11-30). */
-static int sm90_persistent(const fa_params *p, const fa_overrides *o)
-{
-    if (o->sm90_grid != 0)
-        return o->sm90_grid == 2;
-    return !p->causal || p->Nk <= 4096;
-}
-
-/* Items CTA c of a static walk over `grid` CTAs (items c, c + grid, ...) takes below item x. */
-static int64_t walk_items_below(int64_t c, int64_t grid, int64_t x)
-{
-    return x > c ? (x - c + grid - 1) / grid : 0;
-}
-
-/* Rounds (tile times) a static walk takes over n1 items of cost 1, then n2 of cost c2, then n3 of
- * cost c3: what its busiest CTA gets. CTA c has x / grid of the items below x, and one more if
- * c < x % grid, so its load is constant between the three remainders: CTA 0 and the CTAs at the
- * remainders cover every case. */
-static double walk_rounds(int64_t grid, int64_t n1, int64_t n2, double c2, int64_t n3, double c3)
-{
-    const int64_t cand[4] = {0, n1 % grid, (n1 + n2) % grid, (n1 + n2 + n3) % grid};
-    double worst = 0.0;
-    for (int i = 0; i < 4; i++) {
-        const int64_t c = cand[i];
-        const int64_t a = walk_items_below(c, grid, n1), b = walk_items_below(c, grid, n1 + n2),
-                      e = walk_items_below(c, grid, n1 + n2 + n3);
-        const double r = (double)a + (double)(b - a) * c2 + (double)(e - b) * c3;
-        worst = r > worst ? r : worst;
-    }
-    return worst;
-}
-
 /* Whether tile C's persistent grid may split its last round along the keys: only the d = 128
- * three-consumer tile, where it gains (sm90_walk_plan); the split kernel and the merge kernel
+ * three-consumer tile, where it gains (plan.c, fa_plan_sm90_walk); the split kernel and the merge kernel
  * exist for that tile only. */
 template <class C>
 static constexpr bool sm90_splits()
@@ -1062,90 +806,21 @@ static constexpr bool sm90_splits()
     return C::D == 128 && C::CONSUMERS == 3;
 }
 
-/* A persistent non-causal grid's walk: n_full (tiles before the heads' last query tiles; n_tiles:
- * none moved) and the split (n_whole whole tiles, then `split` tiles in `parts` parts each). */
-typedef struct {
-    int64_t n_full, n_whole, split;
-    int parts;
-} sm90_walk;
-
-/* The walk of a persistent non-causal grid: n_tiles tiles on grid CTAs, CTA c taking the tiles
- * c, c + grid, ... of the sequence, so that with n_tiles = R · grid + t it takes R + 1 rounds.
- * Two remedies, chosen by the rounds they model:
- *   - When a head's last query tile has rows for fewer warpgroups than the tile has (Nq mod BM in
- *     1..BM − 64), the others compute nothing (ping-pong tiles). With b busy warpgroups such a
- *     tile costs about (b + 1) / CONSUMERS of a whole one: one busy of three took 0.64 of a whole
- *     tile's time at d = 128, 4k keys, and 0.71 at d = 64, 1k keys (bench/sm90/trace.py, H200,
- *     2026-12-01). If that saves rounds, those tiles go to the end of the walk, where they fill
- *     what the whole tiles leave of the last round. FlashAttention's grid at d = 64 and 1k keys:
- *     3072 tiles of 192 rows, 512 of them with one busy warpgroup: 22.7 modeled rounds, not 24.
- *   - The last round's t tiles split along their keys into s parts (s ≤ 4, each at least 2 key
- *     blocks), which take ceil(t · s / grid) / s of a round, plus about 7 / Nk of a round per part
- *     for its scratch round trip and merge (H200, d = 128, bench/LOG.md,
- *     bench/results/sm90_quant.txt: 16k and 8k keys in 2 parts and 4k with 44 tiles in 3 parts
- *     gain, 88 tiles in 3 parts lose 1.2 % where the rounds alone say +3 %). Only the d = 128
- *     three-consumer tile (at d = 64, 44 tiles in 3 parts lost 2.3 %), only with the scratch
- *     (with_split), and only if it saves a tenth of a round. With the last query tiles moved, the
- *     split tiles are the last whole ones before them.
- * fa_overrides.sm90_tail = 1 splits nothing; 2, 3 or 4 forces that many parts wherever there is
- * a tail (SPLITS tiles only). Returns the walk; *bytes: the scratch its split needs. */
 template <class C>
-static sm90_walk sm90_walk_plan(const fa_params *p, const fa_overrides *o, int64_t n_q_tiles, int64_t n_tiles,
-                                int64_t grid, int with_split, size_t *bytes)
+static fa_sm90_shape sm90_shape()
 {
-    sm90_walk w = {n_tiles, n_tiles, 0, 1};
-    *bytes = 0;
-    if (p->causal || n_tiles < grid)
-        return w;
-    const int rem = (int)(p->Nq % C::BM), busy = (rem + 63) / 64;
-    const int64_t moved = rem != 0 && busy < C::CONSUMERS && C::PINGPONG ? n_tiles / n_q_tiles : 0;
-    const int64_t n_full = n_tiles - moved;
-    const double light = fmin(1.0, (double)(busy + 1) / C::CONSUMERS);
-    double best = walk_rounds(grid, n_tiles, 0, 0.0, 0, 0.0);
-    if (moved > 0) {
-        const double r = walk_rounds(grid, n_full, 0, 0.0, moved, light);
-        if (r < best - 0.05) {
-            best = r;
-            w.n_full = w.n_whole = n_full;
-        }
-    }
-
-    const int forced = o->sm90_tail >= 2 ? o->sm90_tail : 0;
-    const int n_blocks = (int)((p->Nk + C::BN - 1) / C::BN);
-    if (!with_split || o->sm90_tail == 1 || !sm90_splits<C>())
-        return w;
-    const double whole = best;
-    for (int s = forced ? forced : 2; s <= (forced ? forced : 4) && n_blocks >= 2 * s; s++)
-        for (int m = 0; m < 2; m++) {                   /* m: the last query tiles moved or not */
-            if (m == 1 && moved == 0)
-                continue;
-            const int64_t full = m ? n_full : n_tiles, t = full % grid;
-            if (t == 0 || full < grid)
-                continue;
-            const double r = walk_rounds(grid, full - t, t * s, 1.0 / s, m ? moved : 0, light)
-                           + (double)(t * s) * 7.0 / (double)p->Nk;
-            if (forced ? m == (moved > 0) : r <= whole - 0.1 && r < best) {
-                best = r;
-                w.n_full = full;
-                w.n_whole = full - t;
-                w.split = t;
-                w.parts = s;
-            }
-        }
-    if (w.parts > 1)
-        *bytes = (size_t)(w.split * w.parts * C::BM) * (size_t)(p->d + 1) * sizeof(float);
-    return w;
+    return {C::D, C::BN, C::BM, C::CONSUMERS, C::PINGPONG, sm90_splits<C>()};
 }
 
 /* Launches the tile shape C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80
  * kernel runs) for what it does not take. scratch (scratch_bytes, may be NULL): room for a split
- * last round (sm90_walk_plan); with too little the last round's tiles run whole. need != NULL:
+ * last round (plan.c, fa_plan_sm90_walk); with too little the last round's tiles run whole. need != NULL:
  * only the scratch the call would use is returned in *need, nothing runs. */
 template <typename T, class C>
 static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                        size_t *need, cudaStream_t stream)
 {
-    void (*kernel)(const sm90_args) = fa_sm90_kernel<T, C, false>;
+    void (*kernel)(const sm90_args) = fa_sm90_forward_kernel<T, C, false>;
     const size_t smem = sizeof(sm90_smem<C>) + 1024;  /* + alignment of the base to 1024 */
 
     /* Once per device (bit dev of s_ok / s_checked; devices past 31 every call): compute
@@ -1166,7 +841,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         if (ok) {
             FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
             if constexpr (sm90_splits<C>())
-                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_kernel<T, C, true>,
+                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         }
         if (dev < 32) {
@@ -1194,17 +869,17 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.div_q_per_kv = sm90_divisor_make((uint32_t)(p->Hq / p->Hkv));
     a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
-    const int persistent = sm90_persistent(p, o);
+    const int persistent = fa_plan_sm90_persistent(p, o);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
     if (persistent) {
         size_t bytes = 0;
-        sm90_walk w = sm90_walk_plan<C>(p, o, a.n_q_tiles, a.n_tiles, grid, 1, &bytes);
+        fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, 1, &bytes);
         if (need != NULL) {
             *need = bytes;
             return FA_OK;
         }
         if (w.parts > 1 && (scratch == NULL || scratch_bytes < bytes))
-            w = sm90_walk_plan<C>(p, o, a.n_q_tiles, a.n_tiles, grid, 0, &bytes);
+            w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, 0, &bytes);
         a.n_full = w.n_full;
         if (a.n_full < a.n_tiles)                   /* each head's last query tile moved last */
             a.div_full_q = sm90_divisor_make((uint32_t)(a.n_q_tiles > 1 ? a.n_q_tiles - 1 : 1));
@@ -1234,15 +909,15 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
 
     /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
-     * by sm90_merge_kernel). Else one CTA per tile. */
+     * by fa_sm90_merge_kernel). Else one CTA per tile. */
     a.tile_stride = grid;
     a.snake = persistent && p->causal;
     if constexpr (sm90_splits<C>()) {
         if (a.parts > 1) {
-            fa_sm90_kernel<T, C, true><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+            fa_sm90_forward_kernel<T, C, true><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
             FA_CUDA_TRY(cudaGetLastError());
             const int64_t merge_blocks = a.n_split / a.parts * C::BM / MERGE_ROWS;
-            sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
+            fa_sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
             FA_CUDA_TRY(cudaGetLastError());
             return FA_OK;
         }

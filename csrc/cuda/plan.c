@@ -1,0 +1,186 @@
+/*
+ * plan.c — the CUDA backend's choices that depend on the shapes, the device's numbers and the
+ * overrides only (plan.h): pure C, no CUDA header, so they are unit-tested without a GPU
+ * (tests/c/test_plan.c) and asking for a call's scratch and running it agree by construction.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+
+/* ---- Long keys: the split-KV route ----------------------------------------------------------- */
+
+int fa_plan_split_kv(const fa_params *p, const fa_overrides *o, int sms)
+{
+    if (o->family != FA_FAMILY_AUTO || p->causal || p->Nk < FA_SPLIT_KV_MIN_KEYS)
+        return 0;
+    return p->B * p->Hq * ((p->Nq + 127) / 128) < sms;
+}
+
+/* ---- Hopper: the grid and its walk ----------------------------------------------------------- */
+
+/* The grid. A persistent one (a CTA per SM walking the tiles) saves each tile the CTA's start,
+ * its first loads and its last store: on the H200 it was as fast or faster on every non-causal
+ * shape (1.24x at 512 keys, d = 64; bench/LOG.md, 2026-11-30). Causal, it wins up to 4k keys when
+ * it walks the tiles as a snake (a.snake; +23 % at d = 128, 512 keys, +2-6 % at 4k) and
+ * loses beyond (16k keys: the snake's passes no longer pair heavy with light tiles, and the
+ * rank-major walk spreads concurrent tiles over every head, whose K/V then compete for L2), so
+ * longer causal runs get one CTA per tile. fa_overrides.sm90_grid forces either grid. A persistent
+ * causal walk is head-major (each head's tiles together, heaviest first) with odd passes of the
+ * grid backwards (a.snake), so a CTA that took a heavy tile then takes a light one; 2-5x fewer
+ * heads in flight than a rank-major walk, which lost (bench/LOG.md, 2026-11-30). */
+int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o)
+{
+    if (o->sm90_grid != 0)
+        return o->sm90_grid == 2;
+    return !p->causal || p->Nk <= 4096;
+}
+
+/* Items CTA c of a static walk over `grid` CTAs (items c, c + grid, ...) takes below item x. */
+static int64_t walk_items_below(int64_t c, int64_t grid, int64_t x)
+{
+    return x > c ? (x - c + grid - 1) / grid : 0;
+}
+
+/* Rounds (tile times) a static walk takes over n1 items of cost 1, then n2 of cost c2, then n3 of
+ * cost c3: what its busiest CTA gets. CTA c has x / grid of the items below x, and one more if
+ * c < x % grid, so its load is constant between the three remainders: CTA 0 and the CTAs at the
+ * remainders cover every case. */
+double fa_plan_walk_rounds(int64_t grid, int64_t n1, int64_t n2, double c2, int64_t n3, double c3)
+{
+    const int64_t cand[4] = {0, n1 % grid, (n1 + n2) % grid, (n1 + n2 + n3) % grid};
+    double worst = 0.0;
+    for (int i = 0; i < 4; i++) {
+        const int64_t c = cand[i];
+        const int64_t a = walk_items_below(c, grid, n1), b = walk_items_below(c, grid, n1 + n2),
+                      e = walk_items_below(c, grid, n1 + n2 + n3);
+        const double r = (double)a + (double)(b - a) * c2 + (double)(e - b) * c3;
+        worst = r > worst ? r : worst;
+    }
+    return worst;
+}
+
+/* The walk of a persistent non-causal grid: n_tiles tiles on grid CTAs, CTA c taking the tiles
+ * c, c + grid, ... of the sequence, so that with n_tiles = R · grid + t it takes R + 1 rounds.
+ * Two remedies, chosen by the rounds they model:
+ *   - When a head's last query tile has rows for fewer warpgroups than the tile has (Nq mod BM in
+ *     1..BM − 64), the others compute nothing (ping-pong tiles). With b busy warpgroups such a
+ *     tile costs about (b + 1) / CONSUMERS of a whole one: one busy of three took 0.64 of a whole
+ *     tile's time at d = 128, 4k keys, and 0.71 at d = 64, 1k keys (bench/sm90/trace.py, H200,
+ *     2026-12-01). If that saves rounds, those tiles go to the end of the walk, where they fill
+ *     what the whole tiles leave of the last round. FlashAttention's grid at d = 64 and 1k keys:
+ *     3072 tiles of 192 rows, 512 of them with one busy warpgroup: 22.7 modeled rounds, not 24.
+ *   - The last round's t tiles split along their keys into s parts (s ≤ 4, each at least 2 key
+ *     blocks), which take ceil(t · s / grid) / s of a round, plus about 7 / Nk of a round per part
+ *     for its scratch round trip and merge (H200, d = 128, bench/LOG.md,
+ *     bench/results/sm90_quant.txt: 16k and 8k keys in 2 parts and 4k with 44 tiles in 3 parts
+ *     gain, 88 tiles in 3 parts lose 1.2 % where the rounds alone say +3 %). Only the d = 128
+ *     three-consumer tile (at d = 64, 44 tiles in 3 parts lost 2.3 %), only with the scratch
+ *     (with_split), and only if it saves a tenth of a round. With the last query tiles moved, the
+ *     split tiles are the last whole ones before them.
+ * fa_overrides.sm90_tail = 1 splits nothing; 2, 3 or 4 forces that many parts wherever there is
+ * a tail (C.splits tiles only). Returns the walk; *bytes: the scratch its split needs. */
+fa_sm90_walk fa_plan_sm90_walk(const fa_params *p, const fa_overrides *o, fa_sm90_shape C, int64_t n_q_tiles,
+                               int64_t n_tiles, int64_t grid, int with_split, size_t *bytes)
+{
+    fa_sm90_walk w = {n_tiles, n_tiles, 0, 1};
+    *bytes = 0;
+    if (p->causal || n_tiles < grid)
+        return w;
+    const int rem = (int)(p->Nq % C.BM), busy = (rem + 63) / 64;
+    const int64_t moved = rem != 0 && busy < C.CONSUMERS && C.PINGPONG ? n_tiles / n_q_tiles : 0;
+    const int64_t n_full = n_tiles - moved;
+    const double light = fmin(1.0, (double)(busy + 1) / C.CONSUMERS);
+    double best = fa_plan_walk_rounds(grid, n_tiles, 0, 0.0, 0, 0.0);
+    if (moved > 0) {
+        const double r = fa_plan_walk_rounds(grid, n_full, 0, 0.0, moved, light);
+        if (r < best - 0.05) {
+            best = r;
+            w.n_full = w.n_whole = n_full;
+        }
+    }
+
+    const int forced = o->sm90_tail >= 2 ? o->sm90_tail : 0;
+    const int n_blocks = (int)((p->Nk + C.BN - 1) / C.BN);
+    if (!with_split || o->sm90_tail == 1 || !C.splits)
+        return w;
+    const double whole = best;
+    for (int s = forced ? forced : 2; s <= (forced ? forced : 4) && n_blocks >= 2 * s; s++)
+        for (int m = 0; m < 2; m++) {                   /* m: the last query tiles moved or not */
+            if (m == 1 && moved == 0)
+                continue;
+            const int64_t full = m ? n_full : n_tiles, t = full % grid;
+            if (t == 0 || full < grid)
+                continue;
+            const double r = fa_plan_walk_rounds(grid, full - t, t * s, 1.0 / s, m ? moved : 0, light)
+                           + (double)(t * s) * 7.0 / (double)p->Nk;
+            if (forced ? m == (moved > 0) : r <= whole - 0.1 && r < best) {
+                best = r;
+                w.n_full = full;
+                w.n_whole = full - t;
+                w.split = t;
+                w.parts = s;
+            }
+        }
+    if (w.parts > 1)
+        *bytes = (size_t)(w.split * w.parts * C.BM) * (size_t)(p->d + 1) * sizeof(float);
+    return w;
+}
+
+/* ---- Decode: the split count --------------------------------------------------------------- */
+
+/* The split count by waves (d > 64, and the CUDA-core kernel): every CTA of a split does the
+ * same work, so a grid of 2.1 waves takes as long as 3. Wave efficiency e(s) = CTAs / (waves
+ * rounded up · wave); among split counts up to one per 128 keys of Nmax and up to four waves,
+ * the fewest (least to combine) within 5% of the best. */
+int64_t fa_plan_decode_splits_by_waves(int64_t wave, int64_t cps, int64_t Nk)
+{
+    int64_t max_splits = (Nk + 127) / 128;
+    max_splits = max_splits < (4 * wave + cps - 1) / cps ? max_splits : (4 * wave + cps - 1) / cps;
+    double best = 0.;
+    for (int64_t sp = 1; sp <= max_splits; sp++) {
+        const int64_t ctas = sp * cps;
+        const double e = (double)ctas / (double)(((ctas + wave - 1) / wave) * wave);
+        best = e > best ? e : best;
+    }
+    int64_t splits = 1;
+    while (splits < max_splits) {
+        const int64_t ctas = splits * cps;
+        if ((double)ctas / (double)(((ctas + wave - 1) / wave) * wave) >= 0.95 * best)
+            break;
+        splits++;
+    }
+    return splits;
+}
+
+/* The split count at d <= 64 on tensor cores: a warp's stage holds half the bytes of d = 128's,
+ * so the grid needs more CTAs for the bytes in flight the DRAM wants than the wave rule gives
+ * it. The fewest splits that put two CTAs on 15/16 of the SMs (one when a split alone has that
+ * many), within one wave, each reading at least 256 keys. Read flush, H200, against cuDNN in the same call
+ * (bench/LOG.md, 2026-12-01, bench/results/decode_sweep_d64_splits.txt), the wave rule's
+ * choice, then this one's: B = 32 H 32/8 4k 0.88× (3 splits) → 0.97× (1),
+ * B = 1 H 32/32 32k 0.88× (4) → 0.96× (8), B = 8 H 32/8 4k 1.02× (2) → 1.09×
+ * (4), B = 1 H 32/8 4k 0.85× (22) → 0.88× (16); B = 8 H 32/8 32k 0.97× (6) → 0.95× (4);
+ * the other shapes within 1 %.
+ * Where one split is more than a wave of CTAs: two splits if one would fill its waves less
+ * than 70 % (CTAs / (waves rounded up · wave)), else one. Read flush, H200, forced counts
+ * 1 / 2 / 3 / 4 in TB/s (bench/LOG.md, 2026-12-01, decode_sweep_d64_waves.txt), by how full
+ * one split's waves are: 57 % (B = 56 H 32/8 2k) 3.09 / 3.30 / 3.21 / 3.15, 65 % (B = 16
+ * H 32/32 4k) 3.71 / 4.03 / 4.04 / 3.73, 65 % (B = 64 H 32/8 4k) 3.70 / 3.99 / 3.92 / 3.67;
+ * 75 % (B = 28 H 32/32 2k) 3.88 / 3.82 / 3.71 / 3.45, 81 % (B = 20 H 32/32 4k) 4.18 / 3.89 /
+ * 4.12 / 3.82, 86 % (B = 32 H 32/32 4k) 4.33 / 4.20 / 4.27 / 4.25. */
+int64_t fa_plan_decode_splits_d64(int64_t wave, int64_t cps, int sms, int64_t Nk)
+{
+    const int64_t want = 2 * (int64_t)(sms - sms / 16), most = (Nk + 255) / 256;
+    int64_t splits;
+    if (cps <= wave) {
+        splits = (want + cps - 1) / cps;
+        splits = splits * cps > wave ? wave / cps : splits;
+    } else {
+        splits = 100 * cps < 70 * ((cps + wave - 1) / wave) * wave ? 2 : 1;
+    }
+    splits = splits < most ? splits : most;
+    return splits > 1 ? splits : 1;
+}
+

@@ -1,0 +1,62 @@
+/*
+ * plan.h — host planning of the CUDA backend in plain C (plan.c): the choices that depend on the
+ * shapes, the device's numbers and the overrides only. No CUDA header; unit-tested in CI by
+ * tests/c/test_plan.c.
+ */
+#ifndef FA_PLAN_H
+#define FA_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fa.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Under the automatic choice, a non-causal call with fewer 128-row query tiles than the GPU has
+ * SMs and at least this many keys runs the split-KV kernel of fa_forward_kvcache_cuda (no append,
+ * every key valid: the same attention). The forward kernels would leave most SMs idle, each CTA
+ * walking every key in one tensor-core accumulation chain; those adds truncate, and over millions
+ * of keys the chain's bias outgrows bf16's rounding (README, Limits). The split-KV kernel spreads
+ * the keys over the whole GPU and merges the splits in fp32. */
+#define FA_SPLIT_KV_MIN_KEYS 32768
+
+/* 1 when dispatch.cu routes the call to the split-KV kernel, on a device with sms SMs. */
+int fa_plan_split_kv(const fa_params *p, const fa_overrides *o, int sms);
+
+/* A Hopper tile shape (sm90.cu's sm90_tile): D the compiled head-dim width, BN keys per block, BM
+ * query rows, CONSUMERS warpgroups, PINGPONG, splits: whether its last round may split. */
+typedef struct {
+    int D, BN, BM, CONSUMERS, PINGPONG, splits;
+} fa_sm90_shape;
+
+/* A persistent non-causal grid's walk: n_full (tiles before the heads' last query tiles; n_tiles:
+ * none moved) and the split (n_whole whole tiles, then `split` tiles in `parts` parts each). */
+typedef struct {
+    int64_t n_full, n_whole, split;
+    int parts;
+} fa_sm90_walk;
+
+/* 1: a persistent grid (a CTA per SM walking the tiles); 0: one CTA per tile. */
+int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o);
+
+/* Rounds (tile times) a static walk of grid CTAs takes over n1 items of cost 1, then n2 of cost
+ * c2, then n3 of cost c3: what its busiest CTA gets. */
+double fa_plan_walk_rounds(int64_t grid, int64_t n1, int64_t n2, double c2, int64_t n3, double c3);
+
+/* The walk of n_tiles tiles (n_q_tiles per head) of shape C on a persistent grid; *bytes: the
+ * scratch its split needs (0 without one, or with_split == 0). */
+fa_sm90_walk fa_plan_sm90_walk(const fa_params *p, const fa_overrides *o, fa_sm90_shape C, int64_t n_q_tiles,
+                               int64_t n_tiles, int64_t grid, int with_split, size_t *bytes);
+
+/* Decode split counts for a grid of cps CTAs per split, wave CTAs per wave (SMs · CTAs per SM). */
+int64_t fa_plan_decode_splits_by_waves(int64_t wave, int64_t cps, int64_t Nk);
+int64_t fa_plan_decode_splits_d64(int64_t wave, int64_t cps, int sms, int64_t Nk);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA_PLAN_H */

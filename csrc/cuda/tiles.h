@@ -1,0 +1,131 @@
+/*
+ * tiles.h — every tile's compile-time constants, with the measurement that chose it (bench/LOG.md
+ * holds the runs). sm90.cu: the Hopper forward tiles and the switches between them; decode.cu: the
+ * split-KV decode tiles. The sm_80 and fp32 tiles sit beside their kernels (sm80.cu, fp32tc.cu,
+ * fp32.cu), one table each. Tools that build other shapes define the FA_SM90_* macros first
+ * (tools/README.md).
+ */
+#ifndef FA_TILES_H
+#define FA_TILES_H
+
+/* ---- Hopper forward (sm90.cu) ------------------------------------------------------------------- */
+
+/* A tile shape: D the compiled head-dim width (D/64 panels), BN keys per block, STAGES buffers
+ * per K and V ring, CONSUMERS warpgroups of 64 query rows (BM = 64 · CONSUMERS) beside the
+ * producer; PINGPONG: the consumers take turns to issue their wgmmas, so that one's softmax runs
+ * while another's matmuls occupy the tensor cores. The kernel walks a sequence of query tiles
+ * (one per CTA, or a static stride of them on a persistent grid, chosen at launch), its K/V ring
+ * running on from tile to tile, so the next tile's loads start during this one's epilogue. The
+ * 64K registers of the SM are split by setmaxnreg: 240 per consumer thread and 24 per producer
+ * thread with 2 consumers, 160 and 32 with 3. Shared memory: (QBUFS·BM + 2·STAGES·BN) · D · 2
+ * bytes. */
+template <int D_, int BN_, int STAGES_, int CONSUMERS_, int PINGPONG_>
+struct sm90_tile {
+    static constexpr int D = D_, BN = BN_, STAGES = STAGES_, CONSUMERS = CONSUMERS_;
+    static constexpr bool PINGPONG = PINGPONG_;
+    static constexpr int BM = 64 * CONSUMERS_, PANELS = D_ / 64, THREADS = 128 * (CONSUMERS_ + 1);
+    /* Two Q buffers where shared memory allows, so that a persistent CTA loads its next tile's Q
+     * while this one is computed (one CTA per SM either way: the registers allow no more). */
+    static constexpr int QBUFS = (2 * BM + 2 * STAGES_ * BN_) * D_ * 2 + 2048 <= 227 * 1024 ? 2 : 1;
+    static constexpr int CONSUMER_REGS = CONSUMERS_ == 2 ? 240 : 160;
+    /* softmax_done after each block's softmax: d = 256 +5 %, d = 128 even, d = 64 −3 %; the O
+     * rescale skipped when no row's max moved: d = 256 +1 %, d = 128 even, d = 64 −4 % (tune.py,
+     * 2026-11-30, bench/LOG.md). The fence again on 2026-12-01, with the 3-consumer d = 128 tile
+     * from 2k keys: d = 128 −0.2 %, d = 64 −2 % (twice each). The rescale skipped per group of
+     * 8 rows (2) rather than per warp (1), 2026-12-01, seven rounds in three calls: d = 128
+     * −0.3 to +1.5 % (mean +0.6 %), 4k non-causal +0.7 to +6 % (mean +2.7 %); d = 256 +0.2 / +1.0
+     * / +1.8 % but causal 4k −2 to −6 %; d = 64 (with spread tiles) −2 %
+     * (bench/results/sm90_rescale_halves.txt). */
+    static constexpr bool SOFTMAX_FENCE = D_ >= 256;
+    static constexpr int RESCALE_SKIP = D_ == 128 ? 2 : D_ >= 128 ? 1 : 0;
+    static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
+    static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
+                  "tile shape");
+};
+
+/* The production tiles, one per head-dim width: bench/sm90/tune.py on the H200 (bf16, B·N = 16k,
+ * H·d = 2048, N 1k/4k/16k, causal and not; geomean TFLOP/s, 2026-11-30, bench/LOG.md).
+ * bench/sm90/tune.py builds other shapes by defining FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG}. */
+#ifndef FA_SM90_D64_BN              /* 3 consumers, ping-pong: 401; 2 cons. 359, 3 without p-p 377 */
+#define FA_SM90_D64_BN 128
+#define FA_SM90_D64_STAGES 2
+#define FA_SM90_D64_CONSUMERS 3     /* 88 KB */
+#define FA_SM90_D64_PINGPONG 1
+#endif
+#ifndef FA_SM90_D128_BN             /* ping-pong: 522; without 496, BN 160/176 513/514 */
+#define FA_SM90_D128_BN 128
+#define FA_SM90_D128_STAGES 2
+#define FA_SM90_D128_CONSUMERS 2    /* 160 KB */
+#define FA_SM90_D128_PINGPONG 1
+#endif
+#ifndef FA_SM90_D256_BN             /* BN 80, ping-pong: 568; BN 64 526, BN 64 p-p 540 */
+#define FA_SM90_D256_BN 80
+#define FA_SM90_D256_STAGES 2
+#define FA_SM90_D256_CONSUMERS 2    /* 224 KB */
+#define FA_SM90_D256_PINGPONG 1
+#endif
+typedef sm90_tile< 64, FA_SM90_D64_BN, FA_SM90_D64_STAGES, FA_SM90_D64_CONSUMERS, FA_SM90_D64_PINGPONG>
+    sm90_tile_d64;
+typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUMERS, FA_SM90_D128_PINGPONG>
+    sm90_tile_d128;
+typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
+    sm90_tile_d256;
+/* d = 128, non-causal, from FA_SM90_LONG_NK keys: three consumer warpgroups (BM = 192) on 80-key
+ * blocks, 160 registers each. tune.py, bf16, non-causal (2026-11-30, bench/LOG.md): 2k 577, 4k
+ * 592, 16k 635 TFLOP/s against the 2-consumer tiles' 567 (BN 128), 575 and 609 (BN 176); behind
+ * at 1k (508 against 537) and on causal runs up to 4k. */
+#ifndef FA_SM90_LONG_NK
+#define FA_SM90_LONG_NK 2048
+#endif
+#ifndef FA_SM90_D128L_BN             /* tune.py variants define both; 3 stages: within noise */
+#define FA_SM90_D128L_BN 80
+#define FA_SM90_D128L_STAGES 2
+#endif
+/* Not taken: pairs of CTAs on 384-row tiles, each loading half of every K and V block for both
+ * (TMA multicast), 460-484 TFLOP/s against 598-639 at 4k-16k keys (bench/LOG.md, 2026-12-01;
+ * the code is at 1307b1f). */
+typedef sm90_tile<128, FA_SM90_D128L_BN, FA_SM90_D128L_STAGES, 3, 1> sm90_tile_d128_long;
+/* d = 64, causal, up to FA_SM90_D64_SHORT_CAUSAL query rows: 2 consumers (BM = 128). tune.py,
+ * bf16, causal: 1k +13 % over the 3-consumer tile, 2k −4 % (bench/LOG.md, 2026-11-30). */
+#ifndef FA_SM90_D64_SHORT_CAUSAL
+#define FA_SM90_D64_SHORT_CAUSAL 1024
+#endif
+typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
+
+/* The online softmax's lazy max (sm90_softmax), in log2 units; 0: off. tune.py, d = 128 with 8:
+ * +4 %, but the largest P of a block is then no longer exactly 1 and the bf16 errors grow
+ * 1.5-2x, past the accuracy rule on some shapes: off. */
+#ifndef FA_SM90_LAZY
+#define FA_SM90_LAZY 0
+#endif
+
+/* With two Q buffers, a tile's O store is waited for (the TMA done reading the shared memory it
+ * is staged in, so that the producer may load a later Q there) in the next tile, once that
+ * tile's first Q Kᵀ is issued, instead of at the end of the tile. tune.py, d = 128, bf16, three
+ * calls: geomean +0.7 to +1.3 %, causal 2k up to +3.5 % (bench/LOG.md, 2026-12-01); 0: off. */
+#ifndef FA_SM90_STORE_DEFER
+#define FA_SM90_STORE_DEFER 1
+#endif
+
+/* ---- Split-KV decode (decode.cu) ------------------------------------------------------------- */
+
+/* D: compiled head-dim width (d padded up to it); STAGES: buffers in each warp's K and V ring;
+ * MIN_CTAS: CTAs per SM the registers must allow. Shared memory: 32·D + WARPS · STAGES · 64·D bytes.
+ * While a warp computes one block, STAGES − 1 more are in flight: 64·D bytes each. At d = 128 the
+ * rule picks the stages by how many warps stream at once (make_plan). d = 64: 3 stages against 4,
+ * same call, read flush, H200 (bench/LOG.md, 2026-11-30, bench/results/decode_sweep_d64.txt):
+ * B = 1 H 32/8 4k 0.50 → 0.57 TB/s, B = 8 H 32/8 1k 0.96 → 1.10, B = 32 4k 3.49 → 3.58, B = 64
+ * H 32/32 2k 4.34 → 4.38, no shape slower (2 stages lost up to 17 %). d = 256 is not yet tuned. */
+template <int D_, int STAGES_, int MIN_CTAS_, int WARPS_ = 4>
+struct decode_tile {
+    static constexpr int D = D_, STAGES = STAGES_, MIN_CTAS = MIN_CTAS_, WARPS = WARPS_, THREADS = 32 * WARPS_;
+    static_assert(D % 64 == 0 && D <= 256 && STAGES >= 2 && (WARPS == 4 || WARPS == 8), "tile shape");
+};
+typedef decode_tile< 64, 3, 3> decode_tile_d64;    /*  50 KB: 3 CTAs/SM on sm_90 */
+typedef decode_tile<128, 3, 2> decode_tile_d128;   /* 100 KB: 2 CTAs/SM on sm_90 */
+typedef decode_tile<128, 3, 1, 8> decode_tile_d128_w8;   /* 196 KB, 8 warps: 1 CTA/SM on sm_90 */
+typedef decode_tile<256, 2, 1> decode_tile_d256;   /* 136 KB: fits sm_80's 163 KB */
+typedef decode_tile<128, 2, 2> decode_tile_d128_s2;      /*  68 KB: 2 CTAs/SM (200 registers) */
+typedef decode_tile<128, 2, 1, 8> decode_tile_d128_w8_s2;   /* 132 KB, 8 warps: 1 CTA/SM */
+
+#endif /* FA_TILES_H */

@@ -1,0 +1,226 @@
+/*
+ * test_plan.c — unit tests of the CUDA backend's host planning (csrc/cuda/plan.c), no GPU needed.
+ * Built and run by tests/test_c_api.py:
+ *
+ *     gcc -std=c11 -Icsrc -Icsrc/cuda tests/c/test_plan.c csrc/cuda/plan.c csrc/fa_common.c -lm
+ *
+ * Checks the walk model against a brute-force walk, the Hopper grid and walk choices on shapes the
+ * H200 measurements chose them for (bench/LOG.md), the decode split rules against the counts the
+ * decode tests document for an H200 (132 SMs, 3 CTAs per SM of the d = 64 tile), and the
+ * overrides. Prints one "ok" or "FAIL" line per check; exits 1 on a failure.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fa.h"
+#include "plan.h"
+
+static int failures, checks;
+
+static void check(int cond, const char *what)
+{
+    checks++;
+    failures += !cond;
+    printf("%s %s\n", cond ? "ok  " : "FAIL", what);
+}
+
+/* The busiest CTA's load of a static walk, item by item. */
+static double brute_rounds(int64_t grid, int64_t n1, int64_t n2, double c2, int64_t n3, double c3)
+{
+    double worst = 0.0;
+    for (int64_t c = 0; c < grid; c++) {
+        double load = 0.0;
+        for (int64_t x = c; x < n1 + n2 + n3; x += grid)
+            load += x < n1 ? 1.0 : x < n1 + n2 ? c2 : c3;
+        worst = load > worst ? load : worst;
+    }
+    return worst;
+}
+
+static fa_params shape(int64_t B, int64_t H, int64_t Nq, int64_t Nk, int64_t d, int causal)
+{
+    fa_params p;
+    memset(&p, 0, sizeof p);
+    p.B = B; p.Hq = H; p.Hkv = H; p.Nq = Nq; p.Nk = Nk; p.d = d; p.causal = causal;
+    p.dtype = FA_BFLOAT16;
+    p.scale = 1.0f;
+    return p;
+}
+
+static void test_walk_rounds(void)
+{
+    int same = 1;
+    unsigned seed = 1;
+    for (int t = 0; t < 2000; t++) {
+        seed = seed * 1103515245u + 12345u;
+        const int64_t grid = 1 + seed % 17, n1 = (seed >> 5) % 60, n2 = (seed >> 11) % 40, n3 = (seed >> 17) % 30;
+        const double c2 = 0.25 * (1 + (seed >> 23) % 4), c3 = 0.5;
+        same &= fabs(fa_plan_walk_rounds(grid, n1, n2, c2, n3, c3) - brute_rounds(grid, n1, n2, c2, n3, c3)) < 1e-9;
+    }
+    check(same, "walk_rounds equals a brute-force walk on 2000 random walks");
+}
+
+static void test_sm90_grid(void)
+{
+    fa_overrides o;
+    memset(&o, 0, sizeof o);
+    fa_params p = shape(4, 16, 4096, 4096, 128, 0);
+    check(fa_plan_sm90_persistent(&p, &o) == 1, "sm90: non-causal runs a persistent grid");
+    p = shape(4, 16, 4096, 4096, 128, 1);
+    check(fa_plan_sm90_persistent(&p, &o) == 1, "sm90: causal up to 4k keys runs a persistent grid");
+    p = shape(2, 16, 8192, 8192, 128, 1);
+    check(fa_plan_sm90_persistent(&p, &o) == 0, "sm90: causal past 4k keys runs one CTA per tile");
+    o.sm90_grid = 2;
+    check(fa_plan_sm90_persistent(&p, &o) == 1, "sm90: sm90_grid = 2 forces the persistent grid");
+    o.sm90_grid = 1;
+    p = shape(4, 16, 4096, 4096, 128, 0);
+    check(fa_plan_sm90_persistent(&p, &o) == 0, "sm90: sm90_grid = 1 forces one CTA per tile");
+}
+
+static void test_sm90_walk(void)
+{
+    fa_overrides o;
+    memset(&o, 0, sizeof o);
+    const fa_sm90_shape d64 = {64, 128, 192, 3, 1, 0}, d128l = {128, 80, 192, 3, 1, 1};
+    size_t bytes = 1;
+
+    /* FlashAttention's grid at d = 64, 1k keys: 3072 tiles of 192 rows, 512 of them (each head's
+     * last, 64 rows) with one busy warpgroup of three, moved last: 22.7 modelled rounds, not 24. */
+    fa_params p = shape(16, 32, 1024, 1024, 64, 0);
+    fa_sm90_walk w = fa_plan_sm90_walk(&p, &o, d64, 6, 3072, 132, 1, &bytes);
+    const double r = fa_plan_walk_rounds(132, w.n_full, 0, 0.0, 3072 - w.n_full, 2.0 / 3.0);
+    check(w.n_full == 2560 && w.parts == 1 && bytes == 0, "sm90 walk d=64 1k: the 512 light tiles move last");
+    check(fabs(r - 22.67) < 0.01 && fa_plan_walk_rounds(132, 3072, 0, 0.0, 0, 0.0) == 24.0,
+          "sm90 walk d=64 1k: 22.7 rounds against 24");
+
+    /* Causal walks and grids of fewer tiles than CTAs are never rearranged. */
+    p = shape(16, 32, 1024, 1024, 64, 1);
+    w = fa_plan_sm90_walk(&p, &o, d64, 6, 3072, 132, 1, &bytes);
+    check(w.n_full == 3072 && w.parts == 1, "sm90 walk: causal walks stay in order");
+
+    /* d = 128 from 2k keys (the three-consumer tile that may split): 16k keys, B = 1, H = 16:
+     * 86 query tiles per head. The split, when chosen, saves a tenth of a round and its scratch
+     * holds each part's O and lse. */
+    p = shape(1, 16, 16384, 16384, 128, 0);
+    const int64_t n_tiles = 86 * 16;
+    w = fa_plan_sm90_walk(&p, &o, d128l, 86, n_tiles, 132, 1, &bytes);
+    const double whole = fa_plan_walk_rounds(132, w.n_full, 0, 0.0, n_tiles - w.n_full, 2.0 / 3.0);
+    int ok = w.parts >= 1 && w.parts <= 4;
+    if (w.parts > 1) {
+        const double split = fa_plan_walk_rounds(132, w.n_whole, w.split * w.parts, 1.0 / w.parts,
+                                                 n_tiles - w.n_full, 2.0 / 3.0);
+        ok &= bytes == (size_t)(w.split * w.parts * 192) * 129 * sizeof(float) && split < whole;
+    }
+    check(ok && w.parts == 2, "sm90 walk d=128 16k: the last round in 2 parts, scratch for each");
+    fa_sm90_walk nosplit = fa_plan_sm90_walk(&p, &o, d128l, 86, n_tiles, 132, 0, &bytes);
+    check(nosplit.parts == 1 && bytes == 0, "sm90 walk: without scratch nothing splits");
+
+    /* Overrides: sm90_tail = 1 splits nothing; 3 forces three parts where there is a tail, on the
+     * tile that splits only. */
+    o.sm90_tail = 1;
+    w = fa_plan_sm90_walk(&p, &o, d128l, 86, n_tiles, 132, 1, &bytes);
+    check(w.parts == 1 && bytes == 0, "sm90 walk: sm90_tail = 1 splits nothing");
+    o.sm90_tail = 3;
+    w = fa_plan_sm90_walk(&p, &o, d128l, 86, n_tiles, 132, 1, &bytes);
+    check(w.parts == 3 && bytes > 0, "sm90 walk: sm90_tail = 3 forces three parts");
+    p = shape(16, 32, 1024, 1024, 64, 0);
+    w = fa_plan_sm90_walk(&p, &o, d64, 6, 3072, 132, 1, &bytes);
+    check(w.parts == 1, "sm90 walk: a tile that does not split ignores sm90_tail");
+}
+
+static void test_split_kv(void)
+{
+    fa_overrides o;
+    memset(&o, 0, sizeof o);
+    fa_params p = shape(1, 16, 1, 1 << 20, 128, 0);
+    check(fa_plan_split_kv(&p, &o, 132) == 1, "split-KV: one query over 1M keys takes the split-KV kernel");
+    p.Nk = FA_SPLIT_KV_MIN_KEYS - 1;
+    check(fa_plan_split_kv(&p, &o, 132) == 0, "split-KV: below 32k keys, the forward kernels");
+    p = shape(2, 64, 128, 1 << 16, 128, 0);            /* 128 query tiles: most of the GPU */
+    check(fa_plan_split_kv(&p, &o, 132) == 1, "split-KV: 128 query tiles on 132 SMs");
+    p.Hq = p.Hkv = 66;                                  /* 132 query tiles fill the GPU */
+    check(fa_plan_split_kv(&p, &o, 132) == 0, "split-KV: a full GPU of query tiles stays");
+    p = shape(1, 16, 1, 1 << 20, 128, 1);
+    check(fa_plan_split_kv(&p, &o, 132) == 0, "split-KV: causal calls stay on the forward kernels");
+    p.causal = 0;
+    o.family = FA_FAMILY_SM80;
+    check(fa_plan_split_kv(&p, &o, 132) == 0, "split-KV: a forced family runs itself");
+}
+
+/* cps: attend CTAs per split = row tiles (ceil(Nq · G / 16)) · B · Hkv. */
+static int64_t cps_of(int64_t B, int64_t Hq, int64_t Hkv)
+{
+    return (Hq / Hkv + 15) / 16 * B * Hkv;
+}
+
+static void test_decode_splits(void)
+{
+    /* d = 64, one query: the counts tests/test_kvcache.py documents for an H200 (132 SMs, the
+     * d = 64 tile at 3 CTAs per SM). */
+    const int64_t wave = 132 * 3;
+    check(fa_plan_decode_splits_d64(wave, cps_of(1, 32, 8), 132, 131072) == 31, "decode d=64 B=1 H32/8 128k: 31 splits");
+    check(fa_plan_decode_splits_d64(wave, cps_of(1, 32, 32), 132, 32768) == 8, "decode d=64 B=1 H32/32 32k: 8 splits");
+    check(fa_plan_decode_splits_d64(wave, cps_of(8, 32, 8), 132, 4096) == 4, "decode d=64 B=8 H32/8 4k: 4 splits");
+    check(fa_plan_decode_splits_d64(wave, cps_of(32, 32, 8), 132, 4096) == 1, "decode d=64 B=32 H32/8 4k: 1 split");
+    check(fa_plan_decode_splits_d64(wave, cps_of(16, 32, 32), 132, 4096) == 2, "decode d=64 B=16 H32/32 4k: 2 splits");
+    check(fa_plan_decode_splits_d64(wave, cps_of(56, 32, 8), 132, 2048) == 2, "decode d=64 B=56 H32/8 2k: 2 splits");
+    check(fa_plan_decode_splits_d64(wave, cps_of(1, 32, 8), 132, 256) == 1
+          && fa_plan_decode_splits_d64(wave, cps_of(1, 32, 8), 132, 600) == 3,
+          "decode d=64: at most one split per 256 keys, rounded up");
+
+    /* The wave rule: the fewest splits whose wave efficiency is within 5 % of the best, up to one
+     * split per 128 keys and four waves; checked against its definition. */
+    int same = 1;
+    for (int64_t w = 64; w <= 528; w += 66)
+        for (int64_t cps = 1; cps <= 700; cps += 37)
+            for (int64_t nk = 1; nk <= 40000; nk += 4999) {
+                int64_t most = (nk + 127) / 128, four = (4 * w + cps - 1) / cps;
+                most = most < four ? most : four;
+                double best = 0.0;
+                for (int64_t s = 1; s <= most; s++) {
+                    const double e = (double)(s * cps) / (double)(((s * cps + w - 1) / w) * w);
+                    best = e > best ? e : best;
+                }
+                int64_t want = 1;
+                while (want < most && (double)(want * cps) / (double)(((want * cps + w - 1) / w) * w) < 0.95 * best)
+                    want++;
+                same &= fa_plan_decode_splits_by_waves(w, cps, nk) == want;
+            }
+    check(same, "decode wave rule equals its definition");
+}
+
+static void test_overrides(void)
+{
+    fa_overrides o, got;
+    memset(&o, 0, sizeof o);
+    o.family = FA_FAMILY_SIMT;
+    o.decode_splits = 7;
+    check(fa_set_overrides(&o) == FA_OK, "overrides: a valid set is taken");
+    fa_get_overrides(&got);
+    check(memcmp(&o, &got, sizeof o) == 0, "overrides: read back as set");
+    o.decode_warps = 5;
+    check(fa_set_overrides(&o) == FA_ERR_OVERRIDE, "overrides: decode_warps = 5 is refused");
+    o.decode_warps = 0;
+    o.family = FA_NUM_FAMILIES;
+    check(fa_set_overrides(&o) == FA_ERR_KERNEL_CHOICE, "overrides: an unknown family is refused");
+    fa_get_overrides(&got);
+    check(got.family == FA_FAMILY_SIMT && got.decode_splits == 7, "overrides: a refused set changes nothing");
+    check(fa_set_overrides(NULL) == FA_OK, "overrides: NULL resets");
+    fa_get_overrides(&got);
+    memset(&o, 0, sizeof o);
+    check(memcmp(&o, &got, sizeof o) == 0, "overrides: all automatic after the reset");
+    check(strcmp(fa_last_cuda_error(), "") == 0, "no CUDA error recorded");
+}
+
+int main(void)
+{
+    test_walk_rounds();
+    test_sm90_grid();
+    test_sm90_walk();
+    test_split_kv();
+    test_decode_splits();
+    test_overrides();
+    printf("%d checks, %d failed\n", checks, failures);
+    return failures != 0;
+}
