@@ -1,13 +1,15 @@
-# Regenerates the README's benchmark tables from committed results, so no table is typed by hand.
-# For bench/results/<name>.json it rewrites the text between the markers
-#   <!-- bench:<name>:start -->
-#   <!-- bench:<name>:end -->
-# in README.md with the table bench/attention.py wrote beside that JSON (bench/report.py renders both;
-# bench/model_report.py renders bench/model.py's results).
+# Regenerates the benchmark tables of README.md and docs/*.md from committed results, so no table is
+# typed by hand. For bench/results/<name>.json it rewrites, in every file that has them, the text
+# between the markers
+#   <!-- bench:<name>:start -->          ...  <!-- bench:<name>:end -->           the full table
+#   <!-- bench:<name>:summary:start -->  ...  <!-- bench:<name>:summary:end -->   the short summary
+# with the table bench/attention.py wrote beside that JSON (bench/report.py renders both;
+# bench/model_report.py renders bench/model.py's results). A markdown result (bench/memory.py,
+# tools/ptxas.py, the .md bench/decode.py writes beside its JSON) is taken as it is.
 #
-#   python3 -m bench.readme_table bench/results/cpu.json            # rewrite the section
-#   python3 -m bench.readme_table bench/results/model.json          # the "Model-level benchmark" one
-#   python3 -m bench.readme_table bench/results/*.json --check     # exit 1 if the README is stale
+#   python3 -m bench.readme_table bench/results/cpu.json            # rewrite that result's sections
+#   python3 -m bench.readme_table bench/results/model.json          # the model benchmark's
+#   python3 -m bench.readme_table bench/results/*.json bench/results/*.md --check   # exit 1 if stale
 import argparse
 import json
 import sys
@@ -18,60 +20,67 @@ from bench import model_report, report
 REPO = Path(__file__).resolve().parent.parent
 
 
-def rewrite(text, name, table):
-    """text with the section between the markers of `name` replaced by `table`."""
-    start, end = f"<!-- bench:{name}:start -->", f"<!-- bench:{name}:end -->"
+def rewrite(text, marker, table):
+    """text with the section between the markers `marker` replaced by `table` (unchanged if absent)."""
+    start, end = f"<!-- bench:{marker}:start -->", f"<!-- bench:{marker}:end -->"
     i = text.find(start)
+    if i < 0:
+        return text
     j = text.find(end, i + 1)
-    if i < 0 or j < 0:
-        raise SystemExit(f"README has no section {start} ... {end}: add the two markers where the table goes")
+    if j < 0:
+        raise SystemExit(f"{start} without {end}")
     return text[:i + len(start)] + "\n" + table + text[j:]
+
+
+def tables(path):
+    """{marker: table} for one result file."""
+    if path.suffix == ".md":
+        return {path.stem: path.read_text()}
+    result = json.loads(path.read_text())
+    if result.get("kind") == "model":
+        return {path.stem: model_report.markdown(result)}
+    if "providers" in result:
+        return {path.stem: report.markdown(result), f"{path.stem}:summary": report.summary_markdown(result)}
+    if path.with_suffix(".md").exists():
+        return {path.stem: path.with_suffix(".md").read_text()}
+    sys.exit(f"{path}: not a bench/attention.py or bench/model.py result, and no "
+             f"{path.with_suffix('.md').name} beside it")
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m bench.readme_table",
-                                 description="Rewrite README sections from benchmark JSON results.")
+                                 description="Rewrite the benchmark sections of README.md and docs/*.md "
+                                             "from committed results.")
     ap.add_argument("results", nargs="+", type=Path, help="bench/results/<name>.json (or .md) files")
-    ap.add_argument("--readme", type=Path, default=REPO / "README.md")
+    ap.add_argument("--files", nargs="+", type=Path, help="files to rewrite (default: README.md, docs/*.md)")
     ap.add_argument("--check", action="store_true", help="change nothing; exit 1 if a section is out of date")
     args = ap.parse_args(argv)
 
-    if not args.readme.exists():
-        sys.exit(f"{args.readme} does not exist")
-    old = args.readme.read_text()
-    new = old
-    absent = []
+    files = args.files or [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+    old = {f: f.read_text() for f in files if f.exists()}
+    new = dict(old)
+    shown = set()
     for path in args.results:
-        if args.check and f"<!-- bench:{path.stem}:start -->" not in old:
-            absent.append(path.stem)             # --check over a glob: results the README does not show
-            continue
-        # A JSON result is rendered by bench/report.py (bench/model_report.py for bench/model.py's);
-        # a markdown result (bench/memory.py, tools/ptxas.py) is taken as it is, and so is the
-        # markdown bench/decode.py writes beside its JSON.
-        if path.suffix == ".md":
-            table = path.read_text()
-        else:
-            result = json.loads(path.read_text())
-            if result.get("kind") == "model":
-                table = model_report.markdown(result)
-            elif "providers" in result:
-                table = report.markdown(result)
-            elif path.with_suffix(".md").exists():
-                table = path.with_suffix(".md").read_text()
-            else:
-                sys.exit(f"{path}: not a bench/attention.py or bench/model.py result, and no "
-                         f"{path.with_suffix('.md').name} beside it")
-        new = rewrite(new, path.stem, table)
+        for marker, table in tables(path).items():
+            for f in new:
+                text = rewrite(new[f], marker, table)
+                if f"<!-- bench:{marker}:start -->" in new[f]:
+                    shown.add(path)
+                new[f] = text
+    absent = [p.stem for p in args.results if p not in shown]
+    if absent and not args.check:
+        sys.exit(f"no section for {', '.join(absent)} in {', '.join(str(f) for f in new)}: add the markers "
+                 "<!-- bench:<name>:start --> <!-- bench:<name>:end --> where the table goes")
+    stale = [f for f in new if new[f] != old[f]]
     if args.check:
-        if new != old:
-            sys.exit(f"{args.readme} is out of date: run python3 -m bench.readme_table "
+        if stale:
+            sys.exit(f"out of date: {', '.join(str(f) for f in stale)}: run python3 -m bench.readme_table "
                      + " ".join(str(p) for p in args.results if p.stem not in absent))
-        print(f"{args.readme} is up to date" + (f" (not shown there: {', '.join(absent)})" if absent else ""))
-    elif new != old:
-        args.readme.write_text(new)
-        print(f"rewrote {args.readme}: " + ", ".join(p.stem for p in args.results))
-    else:
-        print(f"{args.readme} already up to date")
+        print("up to date" + (f" (not shown: {', '.join(absent)})" if absent else ""))
+        return
+    for f in stale:
+        f.write_text(new[f])
+    print("rewrote " + ", ".join(str(f) for f in stale) if stale else "already up to date")
 
 
 if __name__ == "__main__":

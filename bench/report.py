@@ -1,6 +1,7 @@
-# Renders a benchmark result (the JSON written by bench/attention.py) as a markdown table and a PNG
-# plot. Used by bench/attention.py after a run and by bench/readme_table.py for the README, so the
-# table in the README and the one beside the JSON are the same text. No command line of its own.
+# Renders a benchmark result (the JSON written by bench/attention.py) as a markdown table, a short
+# summary table and a PNG plot. Used by bench/attention.py after a run and by bench/readme_table.py
+# for the README and docs/, so the tables there and the one beside the JSON are the same text. No
+# command line of its own.
 
 
 def _n(n):
@@ -72,6 +73,60 @@ def markdown(result):
           for (a, b), (g, lo, hi, n) in summary(result).items()),
     ]
     lines += notes(result, names, footnotes)
+    return "\n".join(lines) + "\n"
+
+
+def summary_markdown(result, split_n=2048):
+    """A short table: for each head dim, mask and length band (N below split_n, and from it), the
+    range of fa's TFLOP/s and the geometric mean (min–max) of fa's speed ratio to each SDPA
+    baseline, over every dtype of the result; then the same over all points."""
+    import math
+    names = result["providers"]
+    baselines = [n for n in names if n.startswith("sdpa")]
+    points = [p for p in result["points"] if "tflops" in p["results"].get("fa", {})]
+
+    def band(p):
+        return p["N"] >= split_n
+
+    def row(label, pts, bold=False):
+        ns = sorted({p["N"] for p in pts})
+        tf = [p["results"]["fa"]["tflops"] for p in pts]
+        cells = list(label) + [f"{_n(ns[0])}–{_n(ns[-1])}" if len(ns) > 1 else _n(ns[0]),
+                               f"{_num(min(tf))}–{_num(max(tf))}"]
+        for b in baselines:
+            rs = [p["results"]["fa"]["tflops"] / p["results"][b]["tflops"] for p in pts
+                  if "tflops" in p["results"].get(b, {})]
+            if not rs:
+                cells.append("–")
+                continue
+            geo = math.exp(sum(map(math.log, rs)) / len(rs))
+            mean = f"**{geo:.2f}×**" if bold else f"{geo:.2f}×"
+            cells.append(f"{mean} ({min(rs):.2f}–{max(rs):.2f})")
+        return "| " + " | ".join(cells) + " |"
+
+    header = ["d", "causal", "N", "fa TFLOP/s"] + [f"fa/{b}" for b in baselines]
+    groups = {}
+    for p in points:
+        groups.setdefault((p["d"], p["causal"], band(p)), []).append(p)
+    dtypes = sorted({p["dtype"] for p in points})
+    tokens = {p["B"] * p["N"] for p in points}
+    hidden = {p["Hq"] * p["d"] for p in points}
+    grid = (f", B·N = {_n(tokens.pop())} tokens, H·d = {hidden.pop()}" if len(tokens) == 1 and len(hidden) == 1
+            else "")
+    commit = (result.get("git_commit") or "unknown")[:12]
+    lines = [
+        f"Attention forward on {result['device']}, torch {result['torch']}, {result['date'][:10]}, "
+        f"commit {commit}; {' and '.join(dtypes)}{grid}. TFLOP/s = 4·B·H·N²·d / time, halved when causal; "
+        "`fa/x`: geometric mean of the speed ratio over the dtypes and lengths of the row, above 1 when fa "
+        "is faster, (min–max).",
+        "",
+        "| " + " | ".join(header) + " |",
+        "| " + " | ".join("---" for _ in header) + " |",
+        *(row((str(d), "yes" if c else "no"), pts) for (d, c, _), pts in sorted(groups.items())),
+        row(("all", ""), points, bold=True),
+        "",
+        *(f"- `{n}`: {result['provider_notes'][n]}" for n in names),
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -48,7 +48,7 @@ echo "build: $(( $(date +%s) - start )) s, $N_VARIANTS variants"
 for log in "$BUILD"/main.log "$BUILD"/part*.log; do
     awk -v f="$(basename "$log" .log)" '
         /Compiling entry function/ { match($0, /function .[^'"'"']*/); name = substr($0, RSTART + 10, RLENGTH - 10)
-                                     sub(/^_Z14fa_sm80_kernelI/, "", name) }
+                                     sub(/^_Z[0-9]+fa_sm80_[a-z_]*kernelI/, "", name) }
         /spill stores/ { spill = $5 " B spill stores, " $9 " B spill loads" }
         /Used [0-9]+ registers/ { match($0, /Used [0-9]+ registers/); print f ": " name ": " substr($0, RSTART, RLENGTH) ", " spill }
     ' "$log"

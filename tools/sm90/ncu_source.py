@@ -4,9 +4,9 @@ stall samples fall, by instruction and by opcode, and the consumer loop's share.
     ncu -i report.ncu-rep --page source --csv --print-source sass > sass.csv
     python3 -m tools.sm90.ncu_source sass.csv
 """
+import argparse
 import csv
 import re
-import sys
 from collections import Counter
 
 
@@ -51,4 +51,7 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    ap = argparse.ArgumentParser(prog="python3 -m tools.sm90.ncu_source",
+                                 description="where an Nsight Compute source page's stall samples fall")
+    ap.add_argument("csv", help="ncu -i report.ncu-rep --page source --csv --print-source sass > sass.csv")
+    main(ap.parse_args().csv)
