@@ -10,7 +10,7 @@ source tools/ncu_env.sh
 set -- ${NCU_SHAPE:-4 8 4096 256 0}
 shape="B=$1 H=$2 N=$3 d=$4 causal=$5"
 for who in fa sdpa; do
-    if [ $who = fa ]; then regex="regex:fa_sm80_"; else regex="regex:flash_fwd"; fi
+    if [ $who = fa ]; then regex="regex:fa_sm80_forward_kernel"; else regex="regex:flash_fwd"; fi
     FA_KERNEL=sm80 timeout 200 "$NCU" --kernel-name "$regex" --launch-skip 2 --launch-count 1 \
         --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \
         --section WarpStateStats --section MemoryWorkloadAnalysis_Tables --section SourceCounters \

@@ -10,7 +10,7 @@ IFS=';' read -r -a shapes <<< "${NCU_SHAPES:-2 16 8192 128 0;32 32 512 64 1}"
 for shape in "${shapes[@]}"; do
     set -- $shape
     tag="d$4_n$3_c$5${NCU_TAG:-}"
-    FA_KERNEL=sm90 timeout 120 "$NCU" --kernel-name regex:fa_sm90_ --launch-skip 2 --launch-count 1 --set full \
+    FA_KERNEL=sm90 timeout 120 "$NCU" --kernel-name regex:fa_sm90_forward_kernel --launch-skip 2 --launch-count 1 --set full \
         python3 -c "
 import torch, torch_flashattn
 q, k, v = (torch.randn($1, $2, $3, $4, dtype=torch.bfloat16, device='cuda') for _ in range(3))

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 source tools/ncu_env.sh
 set -- ${NCU_SHAPE:-1 16 16384 128 0}
 tag="d$4_n$3_c$5${NCU_TAG:-}"
-FA_KERNEL=sm90 timeout 200 "$NCU" --kernel-name regex:fa_sm90_ --launch-skip 2 --launch-count 1 \
+FA_KERNEL=sm90 timeout 200 "$NCU" --kernel-name regex:fa_sm90_forward_kernel --launch-skip 2 --launch-count 1 \
     --section SpeedOfLight --section WarpStateStats --section SourceCounters --section ComputeWorkloadAnalysis \
     -f -o "$OUT/ncu_src_$tag" python3 -c "
 import torch, torch_flashattn
