@@ -144,7 +144,7 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
 
 #ifdef FA_DECODE_TRACE
 /* Built with FA_DECODE_TRACE=1 (setup.py) only: per-CTA timestamps of the attend kernel, printed
- * by thread 0 of every CTA on every call (bench/decode_trace.py reads them). */
+ * by thread 0 of every CTA on every call (tools/decode_trace.py reads them). */
 #include <stdio.h>
 __device__ unsigned long long g_decode_trace_seq;
 static __device__ __forceinline__ uint64_t trace_gt()
@@ -670,7 +670,7 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, con
     const int can_cluster = pl->mma && major >= 9 && !cl_off;
     /* Where the rule splits and each split is short, fewer splits merged in clusters beat more
      * splits and the combine launch: the fewest (2..MAX_CLUSTER) whose CTAs cover 15/16 of the
-     * SMs in one wave of clusters, if each then reads at most 2 MB of K and V. bench/decode_sweep.py,
+     * SMs in one wave of clusters, if each then reads at most 2 MB of K and V. tools/decode_sweep.py,
      * read flush, H200 (bench/LOG.md, 2026-11-30): B = 1 H 32/32 4k 2.18 → 2.54 TB/s (4 splits in
      * clusters against 8 combined), B = 8 H 32/8 8k 3.52 → 3.68 (2 against 4); with long chunks
      * fewer splits lost up to 10 % (B = 8 32k ragged: 2 in clusters 3.30, 4 combined 3.68).
@@ -745,7 +745,7 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
          * flush, H200 (bench/LOG.md, 2026-11-30): 8 warps B = 8 H 32/8 8k 71.4 → 69.0 µs, 32k
          * 246.2 → 240.0, 32k ragged 170.9 → 150.4; lost where 8 warps took two waves (B = 32 4k
          * 124.9 → 128.8) or had short splits (B = 1 H 32/32 4k, 1024 keys: 26.4 → 29.6). With
-         * 2048-key splits (bench/results/decode_sweep_spec.txt): B = 8 H 32/8 4k 3.06 → 3.24 TB/s,
+         * 2048-key splits (bench/log/2026-11-30-decode-readahead-claim/decode_sweep_spec.txt): B = 8 H 32/8 4k 3.06 → 3.24 TB/s,
          * B = 2 H 32/32 4k 3.17 → 3.26, B = 16 4k 3.78 → 3.86; lost at B = 1 H 32/32 8k 3.18 →
          * 3.10. fa_overrides.decode_warps forces one tile (8 needs sm_90's shared memory; elsewhere
          * it falls back to 4). */
@@ -778,7 +778,7 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
      * another) where the grid's first wave holds at least 6 warps per SM, else three. Bytes in
      * flight past what the DRAM's bandwidth-latency product needs (~8 MB on the H200) cost time:
      * same call, read flush, 2 against 3 stages (bench/LOG.md, 2026-11-30,
-     * bench/results/decode_sweep_stages.txt): B = 1 H 32/32 32k 4.07 → 4.14 TB/s, B = 8 H 32/8 8k
+     * bench/log/2026-11-30-decode-stages-runs/decode_sweep_stages.txt): B = 1 H 32/32 32k 4.07 → 4.14 TB/s, B = 8 H 32/8 8k
      * 3.74 → 3.87, B = 32 4k 4.19 → 4.26, B = 8 32k ragged 3.71 → 3.92, B = 16 H 32/32 4k
      * 4.30 → 4.42. Where half the SMs stream (the 8-warp clusters of 8 at B = 1, 512 warps) three
      * stages win: B = 1 H 32/8 128k 4.11 against 3.91, 64k 3.74 against 3.62.
@@ -805,7 +805,7 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
      * and the whole caches (B · Hkv · Nmax rows of each) are at most 4× the L2: such a short stream
      * would otherwise push out most of what the L2 held, and when that was written by the kernels
      * before (as after bench.decode's zero fill) the write-backs share the stream's DRAM time.
-     * H200, 50 MB L2, zero fill (bench/LOG.md, 2026-11-30, bench/results/decode_sweep_evict.txt):
+     * H200, 50 MB L2, zero fill (bench/LOG.md, 2026-11-30, bench/log/2026-11-30-decode-evict-warps/decode_sweep_evict.txt):
      * B = 1 H 32/32 4k 2.11–2.23 → 2.42–2.43 TB/s, 8k 2.73–2.78 → 2.92–2.94, B = 8 H 32/8 4k
      * 2.69–2.81 → 2.97–2.99; even at 268 MB; 2–5 % lost at 537 MB (B = 8 H 32/8 32k 4.16 → 3.97).
      * Read flush: within 1 % everywhere. fa_overrides.decode_evict forces it off (1) or on (2). */

@@ -22,7 +22,7 @@
 
 /* Each warp of the tensor-core attend kernel takes runs of this many adjacent 16-key blocks (run r
  * of the chunk to warp r % WARPS): 64 keys, 16 KB of K and V at d = 128. Same call, H200
- * (bench/LOG.md, 2026-11-30, decode_sweep_run.txt), 4 against 1: zero fill B = 1 H 32/32 4k
+ * (bench/LOG.md, 2026-11-30, bench/log/2026-11-30-decode-stages-runs/decode_sweep_run.txt), 4 against 1: zero fill B = 1 H 32/32 4k
  * 2.35 → 2.47 TB/s, 1k 1.03 → 1.17, B = 8 H 32/8 4k 3.06 → 3.11; read flush B = 8 H 32/8 4k
  * 3.38 → 3.44; the table's larger caches within ±1 % either way. */
 #define DECODE_RUN 4

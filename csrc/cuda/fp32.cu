@@ -47,12 +47,12 @@
  *   d=128: BM=64,  BN=64, TM=4, 116 KB, 1 CTA/SM. BM=128 (161 KB, 254 registers and spills
  *          on sm_90a) ran at 14-17 TFLOP/s on the H200, this tile at 30-34 (bench/LOG.md).
  *   d=256: BM=64,  BN=32, TM=4, 137 KB, 1 CTA/SM; BN=64 would need 214 KB (> sm_80).
- * On the H200 (bench/fp32/run.sh, 2026-11-30): 36 TFLOP/s at d=64, 27-29 at d=128. */
+ * On the H200 (tools/fp32/run.sh, 2026-11-30): 36 TFLOP/s at d=64, 27-29 at d=128. */
 enum { NT = 256 };
 
 /* CTAs per SM for d ≤ 64: 2 (128 registers, S loop not unrolled) or 1 (255 registers, unrolled).
- * bench/fp32/run.sh times both; the library keeps the default. */
-#ifndef FA_FP32_D128_BM            /* the d=128 tile; bench/fp32/run.sh also times others */
+ * tools/fp32/run.sh times both; the library keeps the default. */
+#ifndef FA_FP32_D128_BM            /* the d=128 tile; tools/fp32/run.sh also times others */
 #define FA_FP32_D128_BM 64
 #define FA_FP32_D128_BN 64
 #define FA_FP32_D128_MIN_CTAS 1

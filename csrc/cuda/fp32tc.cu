@@ -49,7 +49,7 @@
  *
  * Reached through fa_fp32tc_forward(); includes CUDA headers and fa.h only:
  *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -c csrc/cuda/fp32tc.cu -Icsrc
- * bench/fp32/run.sh checks and times it.
+ * tools/fp32/run.sh checks and times it.
  */
 #include <cuda_runtime.h>
 #include <float.h>
@@ -75,11 +75,11 @@ struct tc_tile {
  *   d=128: BN=32, 1 stage, 99 KB: 2 CTAs per SM on sm_90. 254 / 255 registers and 32 / 16 bytes
  *          of spill stores (64-bit values).
  * On the H200 (bench/results/gpu_fp32.md): d=64 42.5-46.0 TFLOP/s non-causal, d=128 41.5-45.3;
- * bench/fp32/run.sh at d=128, N 1k-16k non-causal: two stages with Q split (one CTA per SM)
+ * tools/fp32/run.sh at d=128, N 1k-16k non-causal: two stages with Q split (one CTA per SM)
  * 29-31; the previous tile (Q split per key block, two stages, big truncated) 41-42.
  * d > 128 is declined: O alone is 128 registers there, and every tile tried spilled (BN=32 with
  * one stage, BN=16 with two: 255 registers and 48-80 bytes of spill); fp32.cu runs it. */
-#ifndef FA_FP32TC_D128_BN            /* bench/fp32/run.sh also times other tiles */
+#ifndef FA_FP32TC_D128_BN            /* tools/fp32/run.sh also times other tiles */
 #define FA_FP32TC_D128_BN 32
 #endif
 #ifndef FA_FP32TC_D128_STAGES

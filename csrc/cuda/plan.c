@@ -67,14 +67,14 @@ double fa_plan_walk_rounds(int64_t grid, int64_t n1, int64_t n2, double c2, int6
  *   - When a head's last query tile has rows for fewer warpgroups than the tile has (Nq mod BM in
  *     1..BM − 64), the others compute nothing (ping-pong tiles). With b busy warpgroups such a
  *     tile costs about (b + 1) / CONSUMERS of a whole one: one busy of three took 0.64 of a whole
- *     tile's time at d = 128, 4k keys, and 0.71 at d = 64, 1k keys (bench/sm90/trace.py, H200,
+ *     tile's time at d = 128, 4k keys, and 0.71 at d = 64, 1k keys (tools/sm90/trace.py, H200,
  *     2026-12-01). If that saves rounds, those tiles go to the end of the walk, where they fill
  *     what the whole tiles leave of the last round. FlashAttention's grid at d = 64 and 1k keys:
  *     3072 tiles of 192 rows, 512 of them with one busy warpgroup: 22.7 modeled rounds, not 24.
  *   - The last round's t tiles split along their keys into s parts (s ≤ 4, each at least 2 key
  *     blocks), which take ceil(t · s / grid) / s of a round, plus about 7 / Nk of a round per part
  *     for its scratch round trip and merge (H200, d = 128, bench/LOG.md,
- *     bench/results/sm90_quant.txt: 16k and 8k keys in 2 parts and 4k with 44 tiles in 3 parts
+ *     bench/log/2026-11-30-sm90-quant/sm90_quant.txt: 16k and 8k keys in 2 parts and 4k with 44 tiles in 3 parts
  *     gain, 88 tiles in 3 parts lose 1.2 % where the rounds alone say +3 %). Only the d = 128
  *     three-consumer tile (at d = 64, 44 tiles in 3 parts lost 2.3 %), only with the scratch
  *     (with_split), and only if it saves a tenth of a round. With the last query tiles moved, the
@@ -158,14 +158,14 @@ int64_t fa_plan_decode_splits_by_waves(int64_t wave, int64_t cps, int64_t Nk)
  * so the grid needs more CTAs for the bytes in flight the DRAM wants than the wave rule gives
  * it. The fewest splits that put two CTAs on 15/16 of the SMs (one when a split alone has that
  * many), within one wave, each reading at least 256 keys. Read flush, H200, against cuDNN in the same call
- * (bench/LOG.md, 2026-12-01, bench/results/decode_sweep_d64_splits.txt), the wave rule's
+ * (bench/LOG.md, 2026-12-01, bench/log/2026-12-01-decode-d64-splits/decode_sweep_d64_splits.txt), the wave rule's
  * choice, then this one's: B = 32 H 32/8 4k 0.88× (3 splits) → 0.97× (1),
  * B = 1 H 32/32 32k 0.88× (4) → 0.96× (8), B = 8 H 32/8 4k 1.02× (2) → 1.09×
  * (4), B = 1 H 32/8 4k 0.85× (22) → 0.88× (16); B = 8 H 32/8 32k 0.97× (6) → 0.95× (4);
  * the other shapes within 1 %.
  * Where one split is more than a wave of CTAs: two splits if one would fill its waves less
  * than 70 % (CTAs / (waves rounded up · wave)), else one. Read flush, H200, forced counts
- * 1 / 2 / 3 / 4 in TB/s (bench/LOG.md, 2026-12-01, decode_sweep_d64_waves.txt), by how full
+ * 1 / 2 / 3 / 4 in TB/s (bench/LOG.md, 2026-12-01, bench/log/2026-12-01-decode-d64-splits/decode_sweep_d64_waves.txt), by how full
  * one split's waves are: 57 % (B = 56 H 32/8 2k) 3.09 / 3.30 / 3.21 / 3.15, 65 % (B = 16
  * H 32/32 4k) 3.71 / 4.03 / 4.04 / 3.73, 65 % (B = 64 H 32/8 4k) 3.70 / 3.99 / 3.92 / 3.67;
  * 75 % (B = 28 H 32/32 2k) 3.88 / 3.82 / 3.71 / 3.45, 81 % (B = 20 H 32/32 4k) 4.18 / 3.89 /

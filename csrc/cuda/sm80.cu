@@ -25,7 +25,7 @@
  * Reached through fa_sm80_forward() (called by the CUDA dispatcher after fa_check_params). Builds
  * with plain nvcc; includes CUDA headers and fa.h only:
  *     nvcc -std=c++17 -O3 -gencode arch=compute_80,code=sm_80 -c csrc/cuda/sm80.cu -Icsrc
- * bench/sm80/tune.cu includes this file to build, check and time other tile shapes.
+ * tools/sm80/tune.cu includes this file to build, check and time other tile shapes.
  */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -41,7 +41,7 @@
  * CTAs per SM that the registers must allow (__launch_bounds__); Q_IN_REGS: each warp keeps its
  * Q fragments in registers for the whole key loop instead of re-reading them from shared memory;
  * WHOLE: whole tiles take load_tile's one-pointer path (d = 256: 23 → 3 instructions per chunk in
- * SASS). bench/sm80/tune.cu, bf16, against the per-chunk path: d = 64 +7 %, d = 128 +6 % (though
+ * SASS). tools/sm80/tune.cu, bf16, against the per-chunk path: d = 64 +7 %, d = 128 +6 % (though
  * ptxas spills one 64-bit value there), d = 256 +11 % (2026-11-30, bench/LOG.md).
  * Shared memory: (BM + 2·STAGES·BN) · D · 2 bytes. */
 template <int D_, int BM_, int BN_, int WARPS_, int STAGES_, int MIN_CTAS_, bool Q_IN_REGS_,
@@ -54,7 +54,7 @@ struct sm80_tile {
                   "tile shape");
 };
 
-/* The production tiles, one per head-dim width, from bench/sm80/tune.cu on the H200 (bf16,
+/* The production tiles, one per head-dim width, from tools/sm80/tune.cu on the H200 (bf16,
  * B·N = 16k, H·d = 2048, N 1k..16k, causal and not; geomean TFLOP/s, 2026-11-30, bench/LOG.md).
  * 4 warps of 32 rows for d <= 128; d = 256 keeps 16 rows per warp (its O alone is 128 registers).
  * All fit sm_86/89's 99 KB. */
@@ -508,7 +508,7 @@ static int sm80_launch(sm80_args *a, cudaStream_t stream)
     return fa_tc_launch_tiles(kernel, a, C::BM, C::THREADS, smem, stream);
 }
 
-#ifndef FA_SM80_NO_ENTRY    /* bench/sm80/tune.cu: tile variants built without the entry point */
+#ifndef FA_SM80_NO_ENTRY    /* tools/sm80/tune.cu: tile variants built without the entry point */
 extern "C" int fa_sm80_forward(const fa_params *p, cudaStream_t stream)
 {
     sm80_args a;

@@ -48,7 +48,7 @@
 
 /* ---- Kernel arguments and trace hooks ------------------------------------------------------ */
 
-/* FA_SM90_TRACE (bench/sm90/trace.py): stamps per CTA, tile and warpgroup into the buffer
+/* FA_SM90_TRACE (tools/sm90/trace.py): stamps per CTA, tile and warpgroup into the buffer
  * fa_sm90_trace_set gives, [CTA][tile < FA_SM90_TRACE_TILES][warpgroup][16]: clock64 at points of
  * the tile, %globaltimer once, the cycles a consumer spent in its main loop's waits (slots 8-11),
  * issuing its wgmmas and in its softmax (14, 15), and the tile's first row (slot 13). Off (no
@@ -97,7 +97,7 @@ __device__ __forceinline__ long long sm90_globaltimer(void)
 /* Division by a divisor fixed at launch, for the tile positions (tile_pos): for 0 <= n < 2³¹,
  * n / d = umulhi(n, mul) >> shift with mul = ceil(2^(31 + l) / d) < 2³², l = ceil(log2 d),
  * shift = l − 1 (d = 1: n itself). Granlund and Montgomery's method; with the 64-bit divisions it
- * replaces, finding the next tile took each consumer 0.55 µs, now 0.25-0.30 (bench/sm90/trace.py,
+ * replaces, finding the next tile took each consumer 0.55 µs, now 0.25-0.30 (tools/sm90/trace.py,
  * H200). */
 typedef struct {
     uint32_t d, mul, shift;

@@ -35,7 +35,7 @@ struct sm90_tile {
      * 8 rows (2) rather than per warp (1), 2026-12-01, seven rounds in three calls: d = 128
      * −0.3 to +1.5 % (mean +0.6 %), 4k non-causal +0.7 to +6 % (mean +2.7 %); d = 256 +0.2 / +1.0
      * / +1.8 % but causal 4k −2 to −6 %; d = 64 (with spread tiles) −2 %
-     * (bench/results/sm90_rescale_halves.txt). */
+     * (bench/log/2026-12-01-sm90-spread-rescale/sm90_rescale_halves.txt). */
     static constexpr bool SOFTMAX_FENCE = D_ >= 256;
     static constexpr int RESCALE_SKIP = D_ == 128 ? 2 : D_ >= 128 ? 1 : 0;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
@@ -43,9 +43,9 @@ struct sm90_tile {
                   "tile shape");
 };
 
-/* The production tiles, one per head-dim width: bench/sm90/tune.py on the H200 (bf16, B·N = 16k,
+/* The production tiles, one per head-dim width: tools/sm90/tune.py on the H200 (bf16, B·N = 16k,
  * H·d = 2048, N 1k/4k/16k, causal and not; geomean TFLOP/s, 2026-11-30, bench/LOG.md).
- * bench/sm90/tune.py builds other shapes by defining FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG}. */
+ * tools/sm90/tune.py builds other shapes by defining FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG}. */
 #ifndef FA_SM90_D64_BN              /* 3 consumers, ping-pong: 401; 2 cons. 359, 3 without p-p 377 */
 #define FA_SM90_D64_BN 128
 #define FA_SM90_D64_STAGES 2
@@ -113,7 +113,7 @@ typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
  * MIN_CTAS: CTAs per SM the registers must allow. Shared memory: 32·D + WARPS · STAGES · 64·D bytes.
  * While a warp computes one block, STAGES − 1 more are in flight: 64·D bytes each. At d = 128 the
  * rule picks the stages by how many warps stream at once (make_plan). d = 64: 3 stages against 4,
- * same call, read flush, H200 (bench/LOG.md, 2026-11-30, bench/results/decode_sweep_d64.txt):
+ * same call, read flush, H200 (bench/LOG.md, 2026-11-30, bench/log/2026-11-30-decode-stages-runs/decode_sweep_d64.txt):
  * B = 1 H 32/8 4k 0.50 → 0.57 TB/s, B = 8 H 32/8 1k 0.96 → 1.10, B = 32 4k 3.49 → 3.58, B = 64
  * H 32/32 2k 4.34 → 4.38, no shape slower (2 stages lost up to 17 %). d = 256 is not yet tuned. */
 template <int D_, int STAGES_, int MIN_CTAS_, int WARPS_ = 4>
