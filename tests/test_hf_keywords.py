@@ -143,6 +143,18 @@ def test_position_bias_matches_transformers_sdpa(with_mask, causal):
     assert torch_flashattn.stats()["fallback_reasons"] == {"keyword position_bias": 1}
 
 
+def bare_attention(cls):
+    """An attention module of a transformers class, without its weights: what attention_forward reads
+    of it (the class, for its eager function, and the GQA group, head dim and causal flag)."""
+    m = cls.__new__(cls)
+    torch.nn.Module.__init__(m)
+    m.num_key_value_groups, m.head_dim, m.is_causal = 2, 16, True
+    return m
+
+
+CAUSAL = torch.ones(13, 13, dtype=torch.bool).tril()[None, None]
+
+
 def eager_reference(m, q, k, v, mask, scaling, softcap=None, sinks=None):
     """softmax(softcap(q kᵀ · scale) + mask, with a sink column) v in float64."""
     g = q.shape[1] // k.shape[1]
@@ -164,13 +176,10 @@ def test_softcap_goes_to_the_models_eager(with_mask):
     from transformers.models.gemma2 import modeling_gemma2
     torch.manual_seed(4)
     q, k, v = qkv()
-    m = modeling_gemma2.Gemma2Attention.__new__(modeling_gemma2.Gemma2Attention)
-    torch.nn.Module.__init__(m)
-    m.num_key_value_groups, m.head_dim, m.is_causal = 2, 16, True
+    m = bare_attention(modeling_gemma2.Gemma2Attention)
     mask = padding_mask(2, 13, 13) if with_mask else None
     ours, weights = hf.attention_forward(m, q, k, v, mask, scaling=0.25, softcap=5.0)
-    causal = torch.ones(13, 13, dtype=torch.bool).tril()[None, None]
-    ref = eager_reference(m, q, k, v, mask if with_mask else causal, 0.25, softcap=5.0)
+    ref = eager_reference(m, q, k, v, mask if with_mask else CAUSAL, 0.25, softcap=5.0)
     torch.testing.assert_close(ours.double(), ref, atol=1e-5, rtol=1e-5)
     assert weights is not None
     assert torch_flashattn.stats()["eager"] == 1
@@ -181,13 +190,10 @@ def test_sinks_go_to_the_models_eager():
     from transformers.models.gpt_oss import modeling_gpt_oss
     torch.manual_seed(5)
     q, k, v = qkv()
-    m = modeling_gpt_oss.GptOssAttention.__new__(modeling_gpt_oss.GptOssAttention)
-    torch.nn.Module.__init__(m)
-    m.num_key_value_groups, m.head_dim, m.is_causal = 2, 16, True
+    m = bare_attention(modeling_gpt_oss.GptOssAttention)
     m.sinks = torch.nn.Parameter(randn(4))
     ours, _ = hf.attention_forward(m, q, k, v, None, scaling=0.25, s_aux=m.sinks)
-    causal = torch.ones(13, 13, dtype=torch.bool).tril()[None, None]
-    torch.testing.assert_close(ours.double(), eager_reference(m, q, k, v, causal, 0.25, sinks=m.sinks.detach()),
+    torch.testing.assert_close(ours.double(), eager_reference(m, q, k, v, CAUSAL, 0.25, sinks=m.sinks.detach()),
                                atol=1e-5, rtol=1e-5)
     assert torch_flashattn.stats()["fallback_reasons"] == {"keyword s_aux": 1}
 
@@ -196,9 +202,7 @@ def test_unknown_keyword_goes_to_eager_and_is_named():
     from transformers.models.llama import modeling_llama
     torch.manual_seed(6)
     q, k, v = qkv()
-    m = modeling_llama.LlamaAttention.__new__(modeling_llama.LlamaAttention)
-    torch.nn.Module.__init__(m)
-    m.num_key_value_groups, m.head_dim, m.is_causal = 2, 16, True
+    m = bare_attention(modeling_llama.LlamaAttention)
     ours, _ = hf.attention_forward(m, q, k, v, padding_mask(2, 13, 13), scaling=0.25, new_feature=torch.ones(1))
     torch.testing.assert_close(ours.double(), eager_reference(m, q, k, v, padding_mask(2, 13, 13), 0.25),
                                atol=1e-5, rtol=1e-5)
