@@ -136,7 +136,7 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
         from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + col,
                    valid ? (l > 0.f ? o / l : 0.f) : NAN);
         if (col == 0 && p.lse != NULL)
-            p.lse[(b * p.Hq + h) * Nq + i] = valid ? (l > 0.f ? (M + log2f(l)) * 0.69314718055994531f : -INFINITY) : NAN;
+            p.lse[(b * p.Hq + h) * Nq + i] = fa_split_lse(M, l, valid);
     }
     /* Cluster barrier: no CTA leaves (and frees its shared memory) while another may read it. */
     cluster_sync();
@@ -725,7 +725,7 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
     a->R = (int)(p->Nq * a->G);
     a->row_tiles = (a->R + 15) / 16;
     a->rows = p->B * p->Hq * p->Nq;
-    a->scale_log2 = p->scale * 1.4426950408889634f;
+    a->scale_log2 = p->scale * FA_LOG2E;
 
     int dev;
     fa_device info;

@@ -19,6 +19,7 @@
 #include "plan.h"
 #include "dtype.cuh"
 #include "ptx.cuh"
+#include "softmax.cuh"
 
 /* Each warp of the tensor-core attend kernel takes runs of this many adjacent 16-key blocks (run r
  * of the chunk to warp r % WARPS): 64 keys, 16 KB of K and V at d = 128. Same call, H200
@@ -124,7 +125,7 @@ __device__ __forceinline__ void store_result(const decode_args &a, int64_t split
     if (a.splits == 1) {
         from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + c, val);
         if (c == 0 && p.lse != NULL)
-            p.lse[row] = lse2 * 0.69314718055994531f;
+            p.lse[row] = lse2 * FA_LN2;
     } else {
         a.o_part[(split * a.rows + row) * p.d + c] = val;
         if (c == 0)

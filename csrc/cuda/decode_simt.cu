@@ -206,7 +206,8 @@ __global__ void __launch_bounds__(128) fa_decode_combine_kernel(const __grid_con
     if (two)
         from_float(g_o + tpr, valid ? acc1 * inv_l : NAN);
     if (p.lse != NULL && col == 0)
-        p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * 0.69314718055994531f : -INFINITY) : NAN;
+        /* fa_split_lse written out: through the function this kernel's PTX changes (not yet timed). */
+        p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * FA_LN2 : -INFINITY) : NAN;
 }
 
 /* Many splits (more than 24): four warps per output row, one row per CTA. Lane j reads the lse of
@@ -308,7 +309,8 @@ __global__ void __launch_bounds__(128, 1) fa_decode_combine_wide_kernel(const __
         if (lane + 32 * e < d)
             from_float(g_o + lane + 32 * e, valid ? (l > 0.f ? r_o[e] / l : 0.f) : NAN);
     if (p.lse != NULL && lane == 0)
-        p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * 0.69314718055994531f : -INFINITY) : NAN;
+        /* as in fa_decode_combine_kernel: fa_split_lse written out */
+        p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * FA_LN2 : -INFINITY) : NAN;
 }
 
 /* ---- Kernel pointers for decode.cu ----------------------------------------------------------- */

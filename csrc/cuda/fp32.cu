@@ -40,6 +40,7 @@
 
 #include "families.h"
 #include "ptx.cuh"
+#include "softmax.cuh"
 
 /* Tile choices per compiled head-dim width; all NT = 256 threads. Shared memory in bytes:
  * 4·(BM·D + BN·(D+4) + BN·D + BM·BN).
@@ -326,7 +327,7 @@ static int launch(const fa_params *p, cudaStream_t stream)
                     (vec_ok(p->o, p->o_batch_stride, p->o_head_stride, p->o_row_stride) ? VEC_O : 0);
     const int64_t n_tiles = (p->Nq + BM - 1) / BM * p->B * p->Hq;
     const unsigned grid = (unsigned)(n_tiles < (int64_t)INT32_MAX ? n_tiles : INT32_MAX);
-    const float scale_log2 = p->scale * 1.4426950408889634f;
+    const float scale_log2 = p->scale * FA_LOG2E;
     fa_fp32_forward_kernel<D, BM, BN, MIN_CTAS><<<grid, NT, smem, stream>>>(*p, scale_log2, vec);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;

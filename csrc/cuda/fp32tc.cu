@@ -58,6 +58,7 @@
 
 #include "families.h"
 #include "ptx.cuh"
+#include "softmax.cuh"
 
 /* A tile shape: D the compiled head-dim width, BN keys per block, STAGES buffers per K and V
  * ring, MIN_CTAS CTAs per SM that the registers must allow, QS whether Q is kept split (big and
@@ -555,7 +556,7 @@ fa_fp32tc_forward_kernel(const __grid_constant__ tc_args a)
             continue;
         /* lse = ln Σ exp(scaled scores) = (m_i + log2 l) · ln 2; lse: (B, Hq, Nq). */
         if (p.lse != NULL && t == 0)
-            p.lse[bh * Nq + row] = (m_i[r] + log2f(l)) * 0.69314718055994531f;
+            p.lse[bh * Nq + row] = fa_lse(m_i[r], l);
         /* O row, columns 32·grp + 8t .. +7: c(2r) of tiles 0-3, then c(2r+1) of tiles 0-3. */
         float *dst = g_o + (int64_t)row * p.o_row_stride;
 #pragma unroll
@@ -611,7 +612,7 @@ extern "C" int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream)
 
     tc_args a = tc_args{};
     a.p = *p;
-    a.scale_log2 = p->scale * 1.4426950408889634f;
+    a.scale_log2 = p->scale * FA_LOG2E;
     a.q_per_kv = p->Hq / p->Hkv;
     a.vec = (vec_ok(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride) ? VEC_Q : 0) |
             (vec_ok(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride) ? VEC_K : 0) |

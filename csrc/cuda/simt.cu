@@ -22,6 +22,7 @@
 
 #include "dtype.cuh"
 #include "families.h"
+#include "softmax.cuh"
 
 enum {
     WARPS = 4,
@@ -181,7 +182,7 @@ static int launch(const fa_params *p, cudaStream_t stream)
     FA_CUDA_TRY(cudaFuncSetAttribute(fa_simt_forward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const int64_t n_tiles = (p->Nq + BM - 1) / BM * p->B * p->Hq;
     const unsigned grid = (unsigned)(n_tiles < (int64_t)INT32_MAX ? n_tiles : INT32_MAX);
-    const float scale_log2 = p->scale * 1.4426950408889634f;
+    const float scale_log2 = p->scale * FA_LOG2E;
     fa_simt_forward_kernel<T><<<grid, WARPS * 32, smem, stream>>>(*p, scale_log2);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;

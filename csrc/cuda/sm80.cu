@@ -35,6 +35,7 @@
 
 #include "families.h"
 #include "ptx.cuh"
+#include "softmax.cuh"
 
 /* A tile shape: D the compiled head-dim width; BM query rows per CTA over WARPS warps (WM = BM /
  * 16 / WARPS m16 tiles per warp); BN keys per block; STAGES buffers per K and V ring; MIN_CTAS
@@ -422,7 +423,7 @@ fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
             /* lse = ln Σ exp(scaled scores) = (m_i·c + log2 l) · ln 2; lse: (B, Hq, Nq). */
             const int row = row0 + 16 * mt + g + 8 * r;
             if (g_lse && t == 0 && row < Nq)
-                g_lse[row] = (m_i[mt][r] * c + log2f(l)) * 0.69314718055994531f;
+                g_lse[row] = fa_lse(m_i[mt][r] * c, l);
         }
 
         /* Stage this warp's O rows in its own Q rows (only this warp ever read them): C
@@ -482,7 +483,7 @@ static int sm80_prepare(const fa_params *p, sm80_args *a)
     a->p = *p;
     /* Scale 0 would give −inf · 0 = NaN for masked keys; FLT_MIN gives the same exp2 terms
      * (|S| · FLT_MIN rounds away against 1). */
-    a->scale_log2 = fmaxf(fabsf(p->scale) * 1.4426950408889634f, FLT_MIN);
+    a->scale_log2 = fmaxf(fabsf(p->scale) * FA_LOG2E, FLT_MIN);
     a->neg_scale = p->scale < 0.f;
     a->q_per_kv = p->Hq / p->Hkv;
     a->vec_load = aligned16(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride)

@@ -45,6 +45,7 @@
 #include "ptx.cuh"
 #include "ptx_sm90.cuh"
 #include "tiles.h"
+#include "softmax.cuh"
 
 /* ---- Kernel arguments and trace hooks ------------------------------------------------------ */
 
@@ -649,7 +650,7 @@ fa_sm90_forward_kernel(const __grid_constant__ sm90_args a)
             if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM) */
                 a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
             else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq) */
-                p.lse[bh * p.Nq + row] = (m_i[r] * c + log2f(l)) * 0.69314718055994531f;
+                p.lse[bh * p.Nq + row] = fa_lse(m_i[r] * c, l);
         }
 
         /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is
@@ -750,7 +751,7 @@ __global__ void __launch_bounds__(32 * MERGE_ROWS) fa_sm90_merge_kernel(const __
         from_float(o + col, x / l);
     }
     if (p.lse && lane == 0)
-        p.lse[tp.bh * p.Nq + row] = (M + log2f(l)) * 0.69314718055994531f;
+        p.lse[tp.bh * p.Nq + row] = fa_lse(M, l);
 #endif /* FA_SM90_DEVICE */
 }
 
@@ -905,7 +906,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         || make_map(&a.tm_o, bf16, p->o, p->B, p->Hq, p->Nq, p->d, p->o_batch_stride, p->o_head_stride,
                     p->o_row_stride, 64))
         return FA_ERR_UNSUPPORTED;
-    a.scale_log2 = fmaxf(p->scale * 1.4426950408889634f, FLT_MIN);
+    a.scale_log2 = fmaxf(p->scale * FA_LOG2E, FLT_MIN);
 
     /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
