@@ -45,6 +45,7 @@
  */
 #include "decode.cuh"
 #include "tiles.h"
+#include "trace.cuh"
 
 /* ---- 2a. Attend on tensor cores (fp16, bf16) ------------------------------------------------ */
 
@@ -141,22 +142,6 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
     /* Cluster barrier: no CTA leaves (and frees its shared memory) while another may read it. */
     cluster_sync();
 }
-
-#ifdef FA_DECODE_TRACE
-/* Built with FA_DECODE_TRACE=1 (setup.py) only: per-CTA timestamps of the attend kernel, printed
- * by thread 0 of every CTA on every call (tools/decode_trace.py reads them). */
-#include <stdio.h>
-__device__ unsigned long long g_decode_trace_seq;
-static __device__ __forceinline__ uint64_t trace_gt()
-{
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-#define TRACE_CLK(v) const long long v = clock64()
-#else
-#define TRACE_CLK(v)
-#endif
 
 /* Grid: 1-D over (row tile, split, b·Hkv + hk), row tile fastest so that the tiles reading the
  * same keys run together and share them in L2; clustered, over (split, row tile, b·Hkv + hk);

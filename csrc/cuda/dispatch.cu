@@ -102,8 +102,11 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
             /* Unsupported shapes, and callers that gave less scratch than it needs, take the
              * forward families below. */
             if (fa_kvcache_scratch_bytes(&kp, &need) == FA_OK && scratch_bytes >= need
-                && (need == 0 || scratch != NULL))
-                return fa_forward_kvcache_cuda(&kp, scratch, scratch_bytes, stream);
+                && (need == 0 || scratch != NULL)) {
+                st = fa_forward_kvcache_cuda(&kp, scratch, scratch_bytes, stream);
+                if (st != FA_ERR_UNSUPPORTED)       /* e.g. grids past 2³¹ CTAs: the families below */
+                    return st;
+            }
         }
         /* fp16/bf16: the Hopper kernel on compute capability 9.0, else (or for what it does not
          * take) the sm_80 kernel; fp32: the 3xTF32 tensor-core kernel (d <= 128, sm_80+), else
