@@ -207,6 +207,9 @@ def test_unknown_keyword_goes_to_eager_and_is_named():
     torch.testing.assert_close(ours.double(), eager_reference(m, q, k, v, padding_mask(2, 13, 13), 0.25),
                                atol=1e-5, rtol=1e-5)
     assert torch_flashattn.stats()["fallback_reasons"] == {"keyword new_feature (unknown)": 1}
+    # A flag the backend does not know is not dropped when it is False either.
+    hf.attention_forward(m, q, k, v, padding_mask(2, 13, 13), scaling=0.25, new_flag=False)
+    assert torch_flashattn.stats()["fallback_reasons"]["keyword new_flag (unknown)"] == 1
 
 
 def test_sparse_indices_mask_unselected_keys():

@@ -159,16 +159,16 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
     """transformers' attention-function protocol: query (B, Hq, L, d), key and value (B, Hkv, S, d);
     returns (attn_output (B, L, Hq, d), attention weights or None)."""
     is_causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
-    # transformers passes None (or False) for a feature that is off.
-    given = {k: v for k, v in kwargs.items() if v is not None and v is not False}
+    # transformers passes None for a feature that is off (and False for output_attentions).
+    given = {k: v for k, v in kwargs.items() if v is not None}
     # The causal flag applies only without a mask (transformers leaves the mask out where it is exact).
     causal = attention_mask is None and query.shape[2] > 1 and is_causal
     if attention_mask is not None and attention_mask.dtype != torch.bool:
         attention_mask = attention_mask.to(query.dtype)
     selection = [k for k in ("indices", "block_indices") if k in given]
 
-    eager = sorted(k if k in KEYWORDS else f"{k} (unknown)" for k in given
-                   if k in _EAGER or k == "output_attentions" or k not in KEYWORDS)
+    eager = sorted(k if k in KEYWORDS else f"{k} (unknown)" for k, v in given.items()
+                   if k in _EAGER or (k == "output_attentions" and v) or k not in KEYWORDS)
     if eager:
         # Eager attention reads only its additive mask: the causal flag and the selection go into it.
         mask = _selection(module, query, key, _bool_mask(query, key, attention_mask, causal), given, kwargs)
