@@ -11,7 +11,6 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_flashattn  # noqa: F401  (registers torch.ops.fa)
-from torch_flashattn import _testing
 from torch_flashattn._testing import overrides
 
 HAS_CUDA = torch.cuda.is_available()
@@ -46,7 +45,7 @@ def fa_overrides():
     csrc/fa.h fa_overrides) until the test ends; later calls add to earlier ones."""
     with contextlib.ExitStack() as stack:
         def force(**fields):
-            stack.enter_context(overrides(**{**_testing.get(), **fields}))
+            stack.enter_context(overrides(**fields))
         yield force
 
 

@@ -106,3 +106,15 @@ def test_unknown_kernel_family():
     with pytest.raises(TypeError, match="unknown field"):
         _testing.set_overrides(decode_pdl=1)
     assert _testing.get() == before
+
+
+def test_overrides_nest_and_restore():
+    """overrides() blocks nest: inner fields add to outer ones, and each exit restores what was set."""
+    before = _testing.get()
+    with _testing.overrides(decode_splits=3):
+        with _testing.overrides(decode_cluster="off"):
+            inner = _testing.get()
+        outer = _testing.get()
+    assert inner["decode_splits"] == 3 and inner["decode_cluster"] == "off"
+    assert outer["decode_splits"] == 3 and outer["decode_cluster"] == "auto"
+    assert _testing.get() == before

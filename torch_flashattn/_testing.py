@@ -61,10 +61,11 @@ def set_overrides(**fields):
 
 @contextlib.contextmanager
 def overrides(**fields):
-    """Inside the block, the given fields are forced (the family set by FA_KERNEL is kept unless
-    ``family`` is given); the previous overrides come back on exit, also on an exception."""
+    """Inside the block, the given fields are forced and the others keep their current values (so
+    blocks nest, and the family set by FA_KERNEL stays unless ``family`` is given); the previous
+    overrides come back on exit, also on an exception."""
     previous = get()
-    set_overrides(**{**{"family": previous["family"]}, **fields})
+    set_overrides(**{**previous, **fields})
     try:
         yield
     finally:
