@@ -16,8 +16,8 @@
  *               (cluster_merge): no partials in global memory and no third launch.
  *
  * Attend, fp16/bf16 (tensor cores): each of the WARPS warps (4, or 8 for long splits at d ≤ 128)
- * walks its own blocks of 16 keys (runs of `run` adjacent blocks, run r of the chunk to warp
- * r % WARPS) through a private cp.async ring of STAGES buffers, so the key loop has no CTA
+ * walks its own blocks of 16 keys (runs of DECODE_RUN = 4 adjacent blocks, run r of the chunk to
+ * warp r % WARPS) through a private cp.async ring of STAGES buffers, so the key loop has no CTA
  * barrier. Q and the first STAGES − 1 blocks are requested before cache_seqlens is read (from the
  * chunk's rows in the cache; a block that turns out to hold rows past the valid length is loaded
  * again with zeros there), so the CTA's first memory latency is not spent waiting for L_b.
@@ -29,7 +29,7 @@
  *     l = l · exp2(m − m_new) + rowsum(P),  O = O · exp2(m − m_new) + P V
  *
  * and at the end the 4 warps' (m, l, O) are merged through shared memory into O / l and
- * lse = m + log2 l. fp32 (and FA_KERNEL=simt, or a device without room for the tile) runs the
+ * lse = m + log2 l. fp32 (and the simt family, or a device without room for the tile) runs the
  * CUDA-core kernel: one warp per (query row, split), lanes over the head dim, 4 keys at a time.
  *
  * Split count (shapes and the device only, so a CUDA graph replays it): the fewest splits whose
@@ -38,8 +38,10 @@
  * to 64 keys. It never reads cache_seqlens on the host: a bad entry (fa.h) leaves the caches
  * untouched and makes the output NaN, checked by every CTA on the device.
  *
- * This file: the tensor-core attend kernel and the host planner; decode_simt.cu: append, the
- * CUDA-core attend kernel and the combine kernels; decode.cuh: what they share. Builds with plain
+ * This file, in order: the tensor-core attend kernel (2a, with its cluster merge), the host planner
+ * (tile, warps, stages, splits, cluster, evict-first; the split counts themselves in plan.c) and the
+ * launch. decode_simt.cu: append, the CUDA-core attend kernel and the combine kernels; decode.cuh:
+ * what they share; tiles.h: the tiles. Builds with plain
  * nvcc; includes CUDA headers and the project's own headers only:
  *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -Icsrc -Icsrc/cuda -c csrc/cuda/decode.cu
  */
@@ -523,7 +525,7 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
 #endif
 }
 
-/* ---- Host ----------------------------------------------------------------------------------- */
+/* ---- Host: the plan ------------------------------------------------------------------------- */
 
 /* The attend kernel chosen for a call and what the split rule needs of it. */
 typedef struct {
@@ -719,8 +721,6 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
         return st;
     const int sms = info.sms, major = info.major, l2_bytes = info.l2_bytes;
     /* The simt family forces the CUDA-core kernel; the forward families leave the choice here. */
-    if (o->family < 0 || o->family >= FA_NUM_FAMILIES)
-        return FA_ERR_KERNEL_CHOICE;
     const int simt = p->dtype == FA_FLOAT32 || o->family == FA_FAMILY_SIMT;
     st = FA_ERR_UNSUPPORTED;
     if (!simt) {
@@ -804,6 +804,8 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
         a->combine_wide = 1;
     return FA_OK;
 }
+
+/* ---- Host: launch --------------------------------------------------------------------------- */
 
 static int aligned16(const void *ptr, int64_t s0, int64_t s1, int64_t s2, int64_t es)
 {

@@ -18,19 +18,14 @@
 #include "families.h"
 #include "plan.h"
 
-/* The split-KV route (plan.c, fa_plan_split_kv) on the current device. */
+/* The split-KV route (plan.c, fa_plan_split_kv) on the current device (its info is cached). */
 static int use_split_kv(const fa_params *p, const fa_overrides *o, int *yes)
 {
-    *yes = 0;
-    if (o->family != FA_FAMILY_AUTO || p->causal || p->Nk < FA_SPLIT_KV_MIN_KEYS)
-        return FA_OK;
     int dev;
     fa_device info;
     const int st = fa_device_current(&dev, &info);
-    if (st != FA_OK)
-        return st;
-    *yes = fa_plan_split_kv(p, o, info.sms);
-    return FA_OK;
+    *yes = st == FA_OK && fa_plan_split_kv(p, o, info.sms);
+    return st;
 }
 
 static fa_kvcache_params as_kvcache(const fa_params *p)
@@ -86,8 +81,6 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
         return st;
     fa_overrides o;
     fa_get_overrides(&o);
-    if (o.family < 0 || o.family >= FA_NUM_FAMILIES)
-        return FA_ERR_KERNEL_CHOICE;
     if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
         return FA_OK;
 

@@ -25,8 +25,14 @@
  * Reached through fa_sm90_forward() (the CUDA dispatcher, after fa_check_params); anything it does
  * not take (negative scale, rows not 16-byte aligned, zero strides) answers FA_ERR_UNSUPPORTED
  * and runs on the sm_80 kernel. The tensor maps are encoded on the host through the driver entry
- * point, so nothing links against libcuda. Builds with plain nvcc:
- *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/cuda/sm90.cu -Icsrc
+ * point, so nothing links against libcuda.
+ *
+ * Where the rest lives: the tile shapes and their measured reasons in tiles.h, the Hopper PTX
+ * wrappers in ptx_sm90.cuh (wgmma instructions: wgmma.cuh, generated), the grid and walk rules in
+ * plan.c, the tools' timing hooks in trace.cuh. This file, in order: kernel arguments and shared
+ * memory, consumer steps, the kernel (producer, consumers, split-tile merge), host launch.
+ * Builds with plain nvcc:
+ *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/cuda/sm90.cu -Icsrc -Icsrc/cuda
  */
 #include <cuda.h>
 #include <cudaTypedefs.h>
@@ -48,7 +54,7 @@
 #include "softmax.cuh"
 #include "trace.cuh"
 
-/* ---- Kernel arguments and trace hooks ------------------------------------------------------ */
+/* ---- Kernel arguments and shared memory ---------------------------------------------------- */
 
 /* Division by a divisor fixed at launch, for the tile positions (tile_pos): for 0 <= n < 2³¹,
  * n / d = umulhi(n, mul) >> shift with mul = ceil(2^(31 + l) / d) < 2³², l = ceil(log2 d),
