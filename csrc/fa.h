@@ -59,6 +59,10 @@ typedef enum {
     FA_ERR_SEQLEN,           /* a cache_seqlens entry (plus the appended keys) is outside 0..Nmax */
     FA_ERR_SCRATCH,          /* the scratch buffer is smaller than fa_kvcache_scratch_bytes says */
     FA_ERR_OVERRIDE,         /* an fa_overrides field is outside its range */
+    FA_ERR_VARIANT,          /* a variant field is out of range: align, window < −1, softcap <= 0 or
+                                not finite, mask_kind, a negative variant stride */
+    FA_ERR_CU_SEQLENS,       /* cu_seqlens do not start at 0, decrease, pass max_seqlen or the rows
+                                of the packed tensors (checked where they are host memory) */
     FA_NUM_STATUS
 } fa_status;
 
@@ -80,10 +84,56 @@ typedef struct {
     int64_t B, Hq, Hkv, Nq, Nk, d;
 
     float scale;             /* multiplies Q Kᵀ; usually 1/sqrt(d) */
-    int causal;              /* nonzero: query i sees keys j <= i (top-left) */
+    int causal;              /* nonzero: query i sees keys j <= i + δ (top-left: δ = 0) */
     fa_dtype dtype;          /* of q, k, v and o */
     int num_threads;         /* CPU backend: OpenMP threads; 0 = OpenMP's default */
+
+    /* Variants. Zero / NULL in every field below is plain attention, so a zeroed struct filled
+     * as above is unchanged. For query i and key j of one sequence (Nq_b queries, Nk_b keys),
+     * δ = 0 (FA_ALIGN_TOP_LEFT) or Nk_b − Nq_b (FA_ALIGN_BOTTOM_RIGHT):
+     *   s = scale · q_i · k_j;  softcap c: s = c · tanh(s / c);  ALiBi: s −= slope · |i + δ − j|;
+     *   a float mask: s += mask[b, h, i, j];
+     *   key j is visible when j >= i + δ − window_left (window_left >= 0), j <= i + δ + window_right
+     *   (window_right >= 0; causal makes it 0), key_mask[b, j] != 0 and a bool mask[b, h, i, j] != 0;
+     *   softmax over the visible keys, plus exp(sinks[h]) in the denominator when sinks is given;
+     *   lse = ln of that denominator. A row with no visible key and no sink: O = 0, lse = −inf. */
+    int align;               /* fa_align */
+    int window;              /* nonzero: window_left / window_right apply (−1: that side unbounded) */
+    int64_t window_left, window_right;
+    float softcap;           /* > 0: the tanh cap; 0: none */
+    const float *alibi_slopes;          /* (Hq), or (B, Hq) with alibi_batch_stride > 0 */
+    int64_t alibi_batch_stride;
+    const float *sinks;                 /* (Hq) */
+    const uint8_t *key_mask;            /* (B, Nk) bytes, nonzero: the key takes part */
+    int64_t key_mask_batch_stride;
+    const void *mask;                   /* SDPA's attn_mask seen as (B, Hq, Nq, Nk) through its strides */
+    int mask_kind;                      /* fa_mask_kind */
+    int64_t mask_batch_stride, mask_head_stride, mask_row_stride, mask_col_stride;   /* 0: broadcast */
+
+    /* Varlen (packed sequences): when cu_seqlens_q is given, B sequences lie along the rows of q,
+     * o (cu_seqlens_q[b] .. cu_seqlens_q[b + 1]) and k, v (cu_seqlens_k); the batch strides are
+     * unused, Nq and Nk are the longest lengths (max_seqlen), total_q and total_k the rows of the
+     * packed tensors, and lse is (Hq, total_q). cu_seqlens are int32, B + 1 entries, host memory
+     * for the CPU backend, device memory for CUDA (never read on the host there: a bad entry makes
+     * its sequence's output NaN). key_mask and mask do not apply to varlen calls. */
+    const int32_t *cu_seqlens_q, *cu_seqlens_k;
+    int64_t total_q, total_k;
 } fa_params;
+
+typedef enum {
+    FA_ALIGN_TOP_LEFT = 0,       /* δ = 0, as SDPA's is_causal */
+    FA_ALIGN_BOTTOM_RIGHT = 1,   /* δ = Nk − Nq: the queries are the last Nq tokens of the sequence */
+} fa_align;
+
+typedef enum {
+    FA_MASK_NONE = 0,
+    FA_MASK_BOOL = 1,            /* bytes, nonzero: the pair takes part */
+    FA_MASK_ADD = 2,             /* added to the scores, in the dtype of q */
+    FA_MASK_ADD_F32 = 3,         /* added to the scores, fp32 */
+} fa_mask_kind;
+
+/* Nonzero when p asks for any variant above (families that take none of them decline these). */
+int fa_has_variants(const fa_params *p);
 
 /* A short English description of a status; never NULL. */
 const char *fa_strerror(int status);
@@ -151,7 +201,9 @@ int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t scratch_by
  * p.v, (B, Hkv, Nmax, d) with p.Nk = Nmax; sequence b holds cache_seqlens[b]
  * valid keys. When k_new / v_new are given, their Nnew rows are first written
  * into the caches in place at rows cache_seqlens[b] .. + Nnew, and attention
- * then covers L_b = cache_seqlens[b] + Nnew keys. causal is bottom-right
+ * then covers L_b = cache_seqlens[b] + Nnew keys. Window, softcap, ALiBi and sinks apply as in
+ * fa_params with δ = L_b − Nq (align is ignored); key_mask, mask and varlen do not apply (they
+ * answer FA_ERR_VARIANT). causal is bottom-right
  * aligned here: query i of Nq sees keys j <= L_b − Nq + i. A query that sees
  * no key (L_b = 0, or L_b < Nq when causal) gets O = 0 and lse = −inf. */
 typedef struct {

@@ -32,6 +32,8 @@ const char *fa_strerror(int status)
     case FA_ERR_SEQLEN:        return "cache_seqlens[b] + Nnew must be in 0..Nmax";
     case FA_ERR_SCRATCH:       return "scratch buffer smaller than fa_kvcache_scratch_bytes";
     case FA_ERR_OVERRIDE:      return "an override is outside its range";
+    case FA_ERR_VARIANT:       return "a variant parameter is out of range";
+    case FA_ERR_CU_SEQLENS:    return "cu_seqlens must start at 0, not decrease, and stay within max_seqlen and the packed rows";
     default:                   return "unknown status";
     }
 }
@@ -102,8 +104,25 @@ int fa_check_params(const fa_params *p)
     /* Inputs may repeat rows (stride 0, as expand() makes); output rows must not overlap, or
      * threads would race on them. */
     if ((p->Nq > 1 && p->o_row_stride < p->d) || (p->Hq > 1 && p->o_head_stride < p->d) ||
-        (p->B > 1 && p->o_batch_stride < p->d))
+        (p->B > 1 && p->cu_seqlens_q == NULL && p->o_batch_stride < p->d))
         return FA_ERR_BAD_STRIDE;
+    if (p->align != FA_ALIGN_TOP_LEFT && p->align != FA_ALIGN_BOTTOM_RIGHT)
+        return FA_ERR_VARIANT;
+    if (p->window && (p->window_left < -1 || p->window_right < -1))
+        return FA_ERR_VARIANT;
+    if (p->softcap != 0.0f && !(p->softcap > 0.0f && isfinite(p->softcap)))
+        return FA_ERR_VARIANT;
+    if (p->mask_kind < FA_MASK_NONE || p->mask_kind > FA_MASK_ADD_F32 || (p->mask_kind != FA_MASK_NONE) != (p->mask != NULL))
+        return FA_ERR_VARIANT;
+    if (p->alibi_batch_stride < 0 || p->key_mask_batch_stride < 0 || p->mask_batch_stride < 0
+        || p->mask_head_stride < 0 || p->mask_row_stride < 0 || p->mask_col_stride < 0)
+        return FA_ERR_VARIANT;
+    if ((p->cu_seqlens_q == NULL) != (p->cu_seqlens_k == NULL))
+        return FA_ERR_NULL_POINTER;
+    if (p->cu_seqlens_q != NULL && (p->key_mask != NULL || p->mask != NULL))
+        return FA_ERR_VARIANT;
+    if (p->cu_seqlens_q != NULL && (p->total_q < 0 || p->total_k < 0))
+        return FA_ERR_BAD_SIZE;
     /* Pointers are only dereferenced when there is something to read/write. */
     const int has_output = p->B > 0 && p->Hq > 0 && p->Nq > 0;
     if (has_output && p->o == NULL)
@@ -115,6 +134,24 @@ int fa_check_params(const fa_params *p)
     return FA_OK;
 }
 
+int fa_has_variants(const fa_params *p)
+{
+    return p->align != FA_ALIGN_TOP_LEFT || p->window || p->softcap != 0.0f || p->alibi_slopes != NULL
+        || p->sinks != NULL || p->key_mask != NULL || p->mask != NULL || p->cu_seqlens_q != NULL;
+}
+
+/* Host cu_seqlens (the CPU backend): 0 first, never decreasing, each length within max_seqlen,
+ * the last entry within the packed rows. */
+int fa_check_cu_seqlens(const int32_t *cu, int64_t B, int64_t max_len, int64_t total)
+{
+    if (cu[0] != 0)
+        return FA_ERR_CU_SEQLENS;
+    for (int64_t b = 0; b < B; b++)
+        if (cu[b + 1] < cu[b] || cu[b + 1] - cu[b] > max_len)
+            return FA_ERR_CU_SEQLENS;
+    return cu[B] <= total ? FA_OK : FA_ERR_CU_SEQLENS;
+}
+
 int fa_check_kvcache_params(const fa_kvcache_params *kp)
 {
     if (kp == NULL)
@@ -122,6 +159,8 @@ int fa_check_kvcache_params(const fa_kvcache_params *kp)
     const int status = fa_check_params(&kp->p);
     if (status != FA_OK)
         return status;
+    if (kp->p.key_mask != NULL || kp->p.mask != NULL || kp->p.cu_seqlens_q != NULL)
+        return FA_ERR_VARIANT;
     if (kp->Nnew < 0)
         return FA_ERR_BAD_SIZE;
     if ((kp->k_new == NULL) != (kp->v_new == NULL) || (kp->Nnew > 0 && kp->k_new == NULL))

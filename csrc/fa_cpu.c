@@ -33,6 +33,8 @@
 #endif
 
 #include "fa.h"
+#include "fa_internal.h"
+#include "fa_variant.h"
 
 enum {
     BM = 64,   /* query rows per work item (a multiple of NR) */
@@ -231,29 +233,78 @@ static int scratch_alloc(scratch *t, int64_t dp)
 
 enum { QV = BM / 16 };  /* vectors per row of BM queries */
 
-/* Attention for query rows [i0, i0 + bm) of head h in batch b, over the first n_keys keys of its
- * K/V. When causal, row i sees keys j <= i + diag: diag = 0 is SDPA's top-left mask, diag =
- * n_keys − Nq the bottom-right one of a KV cache. Rows that see no key get O = 0, lse = −inf. */
-FA_MULTIVERSION
-static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64_t b, int64_t h, int64_t i0,
-                         int64_t n_keys, int64_t diag)
+/* One (sequence, head): its rows' addresses and lengths. Plain batches and packed (varlen)
+ * sequences differ only here. */
+typedef struct {
+    const char *q, *k, *v;   /* row 0 of this sequence and head (k, v NULL when nk == 0) */
+    char *o;
+    float *lse;              /* row 0's lse; rows are consecutive; NULL: not written */
+    int64_t b, h;            /* for the masks, slopes and sinks */
+    int64_t nq, nk, delta;   /* delta: where the diagonals sit (fa_delta) */
+} seq_view;
+
+static float mask_value(const fa_params *p, int64_t b, int64_t h, int64_t i, int64_t j)
 {
-    const int64_t d = p->d, Nk = n_keys;
-    const int bm = (int)(p->Nq - i0 < BM ? p->Nq - i0 : BM);
+    const int64_t at = b * p->mask_batch_stride + h * p->mask_head_stride + i * p->mask_row_stride
+                     + j * p->mask_col_stride;
+    switch (p->mask_kind) {
+    case FA_MASK_BOOL:    return ((const uint8_t *)p->mask)[at] ? 0.0f : -INFINITY;
+    case FA_MASK_ADD_F32: return ((const float *)p->mask)[at];
+    default:
+        return p->dtype == FA_FLOAT32 ? ((const float *)p->mask)[at]
+             : p->dtype == FA_FLOAT16 ? half_to_float(((const uint16_t *)p->mask)[at])
+                                      : bf16_to_float(((const uint16_t *)p->mask)[at]);
+    }
+}
+
+/* The variants on one block of scores Sᵀ (keys j0 .. j0 + bn of rows i0 .. i0 + bm, log2 units):
+ * softcap, ALiBi and a float mask change a visible score; a key outside the row's range, or
+ * masked out, becomes −inf (fa_variant.h). */
+static void apply_variants(const fa_params *p, const seq_view *sv, float *st, int64_t i0, int bm, int64_t j0,
+                           int bn)
+{
+    const float c2 = p->softcap * FA_VARIANT_LOG2E, slope2 = fa_alibi_slope2(p, sv->b, sv->h);
+    for (int q = 0; q < bm; q++) {
+        const int64_t i = i0 + q;
+        int64_t lo, hi;
+        fa_key_range(p, i, sv->delta, sv->nk, &lo, &hi);
+        for (int k = 0; k < bn; k++) {
+            const int64_t j = j0 + k;
+            float *s = &st[k * BM + q];
+            int visible = j >= lo && j < hi;
+            if (visible && p->key_mask != NULL)
+                visible = p->key_mask[sv->b * p->key_mask_batch_stride + j] != 0;
+            if (!visible) {
+                *s = -INFINITY;
+                continue;
+            }
+            *s = fa_score_mod(*s, c2, slope2, i + sv->delta - j);
+            if (p->mask != NULL)
+                *s += mask_value(p, sv->b, sv->h, i, j) * FA_VARIANT_LOG2E;
+        }
+    }
+}
+
+/* Attention for query rows [i0, i0 + bm) of one (sequence, head). Row i sees the keys causal and
+ * the window leave it (fa_key_range; without variants that is keys j <= i + delta when causal:
+ * delta = 0 is SDPA's top-left mask, nk − nq the bottom-right one of a KV cache). Rows that see no
+ * key get O = 0, lse = −inf. */
+FA_MULTIVERSION
+static void attend_block(const fa_params *p, const scratch *t, int64_t dp, const seq_view *sv, int64_t i0)
+{
+    const int64_t d = p->d, Nk = sv->nk;
+    const int bm = (int)(sv->nq - i0 < BM ? sv->nq - i0 : BM);
     const size_t es = dtype_size(p->dtype);
-    const int64_t hk = h / (p->Hq / p->Hkv);          /* GQA: the kv head of query head h */
-    const char *g_q = (const char *)p->q + (b * p->q_batch_stride + h * p->q_head_stride) * es;
-    /* k, v may be NULL when there are no keys at all. */
-    const char *g_k = Nk > 0 ? (const char *)p->k + (b * p->k_batch_stride + hk * p->k_head_stride) * es : NULL;
-    const char *g_v = Nk > 0 ? (const char *)p->v + (b * p->v_batch_stride + hk * p->v_head_stride) * es : NULL;
-    char *g_o = (char *)p->o + (b * p->o_batch_stride + h * p->o_head_stride) * es;
+    /* The per-score variants (alignment and packing live in sv). */
+    const int variants = p->window || p->softcap != 0.0f || p->alibi_slopes != NULL || p->sinks != NULL
+                      || p->key_mask != NULL || p->mask != NULL;
 
     /* Qᵀ = (Q[i0 : i0+bm] · scale · log2(e))ᵀ; columns bm..BM are zero. */
     const float scale_log2 = p->scale * 1.4426950408889634f;
     for (int r = 0; r < BM; r++) {
         float row[FA_MAX_HEAD_DIM] = {0};
         if (r < bm)
-            load_row(row, g_q + (i0 + r) * p->q_row_stride * es, d, p->dtype, scale_log2);
+            load_row(row, sv->q + (i0 + r) * p->q_row_stride * es, d, p->dtype, scale_log2);
         for (int64_t c = 0; c < d; c++)
             t->qt[c * BM + r] = row[c];
     }
@@ -264,23 +315,27 @@ static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64
     }
     memset(t->o, 0, (size_t)BM * dp * sizeof(float));
 
-    /* Causal: row i sees keys j <= i + diag, so this block needs keys < i0 + bm + diag. */
-    int64_t j_end = p->causal && i0 + bm + diag < Nk ? i0 + bm + diag : Nk;
-    j_end = j_end < 0 ? 0 : j_end;
-    for (int64_t j0 = 0; j0 < j_end; j0 += BN) {
-        const int bn = (int)(Nk - j0 < BN ? Nk - j0 : BN);
+    /* The keys any row of the block may see: from the first row's range start to the last row's
+     * range end (both move right with the row). */
+    int64_t j_begin, j_end, unused;
+    fa_key_range(p, i0, sv->delta, Nk, &j_begin, &unused);
+    fa_key_range(p, i0 + bm - 1, sv->delta, Nk, &unused, &j_end);
+    for (int64_t j0 = j_begin; j0 < j_end; j0 += BN) {
+        const int bn = (int)(j_end - j0 < BN ? j_end - j0 : BN);
         for (int j = 0; j < bn; j++) {
-            load_row(t->k + j * dp, g_k + (j0 + j) * p->k_row_stride * es, d, p->dtype, 1.0f);
-            load_row(t->v + j * dp, g_v + (j0 + j) * p->v_row_stride * es, d, p->dtype, 1.0f);
+            load_row(t->k + j * dp, sv->k + (j0 + j) * p->k_row_stride * es, d, p->dtype, 1.0f);
+            load_row(t->v + j * dp, sv->v + (j0 + j) * p->v_row_stride * es, d, p->dtype, 1.0f);
         }
 
         /* Sᵀ = K_j Q_iᵀ   (rows past bn are computed from stale K rows and never read) */
         gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, BM, d, NULL);
 
-        /* Causal: query i0 + q does not see key j0 + k > i0 + q + diag. */
-        if (p->causal && j0 + bn - 1 > i0 + diag)
+        if (variants)
+            apply_variants(p, sv, t->st, i0, bm, j0, bn);
+        else if (p->causal && j0 + bn - 1 > i0 + sv->delta)
+            /* Causal: query i0 + q does not see key j0 + k > i0 + q + delta. */
             for (int k = 0; k < bn; k++)
-                for (int64_t q = 0; q < j0 + k - i0 - diag && q < BM; q++)
+                for (int64_t q = 0; q < j0 + k - i0 - sv->delta && q < BM; q++)
                     t->st[k * BM + q] = -INFINITY;
 
         /* m_new = max(m_i, rowmax(S)) — a column max of Sᵀ */
@@ -314,19 +369,25 @@ static void attend_block(const fa_params *p, const scratch *t, int64_t dp, int64
         gemm(t->o, dp, t->st, 1, BM, t->v, dp, BM, (int)dp, bn, (const float *)alpha);
     }
 
-    /* O = O_i / l_i,  lse = (m_i + log2 l_i) · ln 2 */
+    /* O = O_i / l_i,  lse = (m_i + log2 l_i) · ln 2; with variants, fa_row_end (sinks, rows that
+     * see nothing). */
+    const int has_sink = p->sinks != NULL;
+    const float sink2 = has_sink ? p->sinks[sv->h] * FA_VARIANT_LOG2E : 0.0f;
     for (int r = 0; r < bm; r++) {
-        const int sees_none = Nk == 0 || (p->causal && i0 + r + diag < 0);
-        store_row(g_o + (i0 + r) * p->o_row_stride * es, t->o + r * dp, d, p->dtype,
-                  sees_none ? 0.0f : 1.0f / t->l[r]);
-        if (p->lse != NULL)
-            p->lse[(b * p->Hq + h) * p->Nq + i0 + r] =
-                sees_none ? -INFINITY : (t->m[r] + log2f(t->l[r])) * 0.6931471805599453f;
+        float mul, lse2;
+        if (variants) {
+            fa_row_end(t->m[r], t->l[r], has_sink, sink2, &mul, &lse2);
+        } else {
+            const int sees_none = Nk == 0 || (p->causal && i0 + r + sv->delta < 0);
+            mul = sees_none ? 0.0f : 1.0f / t->l[r];
+            lse2 = sees_none ? -INFINITY : t->m[r] + log2f(t->l[r]);
+        }
+        store_row(sv->o + (i0 + r) * p->o_row_stride * es, t->o + r * dp, d, p->dtype, mul);
+        if (sv->lse != NULL)
+            sv->lse[i0 + r] = lse2 * 0.6931471805599453f;
     }
 }
 
-/* Runs attend_block over every (batch, head, query block) in parallel. n_keys[b] (NULL: p->Nk for
- * all) and diag_of(b) = n_keys − Nq when bottom_right, else 0. */
 static int threads_for(const fa_params *p)
 {
 #ifdef _OPENMP
@@ -337,7 +398,44 @@ static int threads_for(const fa_params *p)
 #endif
 }
 
-static int run_blocks(const fa_params *p, const int64_t *n_keys, int bottom_right)
+/* Sequence b, head h of p. n_keys (NULL: p->Nk, or the varlen lengths) is a KV cache's per-batch
+ * key count. */
+static seq_view seq_of(const fa_params *p, const int64_t *n_keys, int64_t b, int64_t h)
+{
+    const size_t es = dtype_size(p->dtype);
+    const int64_t hk = h / (p->Hq / p->Hkv);          /* GQA: the kv head of query head h */
+    seq_view sv;
+    sv.b = b;
+    sv.h = h;
+    int64_t q_off, k_off, lse_off;
+    if (p->cu_seqlens_q != NULL) {
+        const int64_t q0 = p->cu_seqlens_q[b], k0 = p->cu_seqlens_k[b];
+        sv.nq = p->cu_seqlens_q[b + 1] - q0;
+        sv.nk = p->cu_seqlens_k[b + 1] - k0;
+        q_off = q0 * p->q_row_stride;
+        k_off = k0;                                    /* rows; k and v strides differ */
+        lse_off = h * p->total_q + q0;
+        sv.q = (const char *)p->q + (q_off + h * p->q_head_stride) * es;
+        sv.o = (char *)p->o + (q0 * p->o_row_stride + h * p->o_head_stride) * es;
+        sv.k = sv.nk > 0 ? (const char *)p->k + (k_off * p->k_row_stride + hk * p->k_head_stride) * es : NULL;
+        sv.v = sv.nk > 0 ? (const char *)p->v + (k_off * p->v_row_stride + hk * p->v_head_stride) * es : NULL;
+    } else {
+        sv.nq = p->Nq;
+        sv.nk = n_keys != NULL ? n_keys[b] : p->Nk;
+        lse_off = (b * p->Hq + h) * p->Nq;
+        sv.q = (const char *)p->q + (b * p->q_batch_stride + h * p->q_head_stride) * es;
+        sv.o = (char *)p->o + (b * p->o_batch_stride + h * p->o_head_stride) * es;
+        /* k, v may be NULL when there are no keys at all. */
+        sv.k = p->Nk > 0 ? (const char *)p->k + (b * p->k_batch_stride + hk * p->k_head_stride) * es : NULL;
+        sv.v = p->Nk > 0 ? (const char *)p->v + (b * p->v_batch_stride + hk * p->v_head_stride) * es : NULL;
+    }
+    sv.lse = p->lse != NULL ? p->lse + lse_off : NULL;
+    sv.delta = fa_delta(p, sv.nq, sv.nk);
+    return sv;
+}
+
+/* Runs attend_block over every (sequence, head, query block) in parallel. */
+static int run_blocks(const fa_params *p, const int64_t *n_keys)
 {
     const int64_t dp = (p->d + NR - 1) / NR * NR;     /* d padded for the micro-kernel */
     const int64_t n_qblocks = (p->Nq + BM - 1) / BM;
@@ -358,9 +456,10 @@ static int run_blocks(const fa_params *p, const int64_t *n_keys, int bottom_righ
             if (!ok)
                 continue;
             const int64_t qb = n_qblocks - 1 - w % n_qblocks;
-            const int64_t bh = w / n_qblocks, b = bh / p->Hq;
-            const int64_t nk = n_keys != NULL ? n_keys[b] : p->Nk;
-            attend_block(p, &t, dp, b, bh % p->Hq, qb * BM, nk, bottom_right ? nk - p->Nq : 0);
+            const int64_t bh = w / n_qblocks;
+            const seq_view sv = seq_of(p, n_keys, bh / p->Hq, bh % p->Hq);
+            if (qb * BM < sv.nq)                      /* a packed sequence shorter than Nq */
+                attend_block(p, &t, dp, &sv, qb * BM);
         }
         if (ok)
             free(t.base);
@@ -370,12 +469,16 @@ static int run_blocks(const fa_params *p, const int64_t *n_keys, int bottom_righ
 
 int fa_forward_cpu(const fa_params *p)
 {
-    const int status = fa_check_params(p);
+    int status = fa_check_params(p);
     if (status != FA_OK)
+        return status;
+    if (p->cu_seqlens_q != NULL &&
+        ((status = fa_check_cu_seqlens(p->cu_seqlens_q, p->B, p->Nq, p->total_q)) != FA_OK ||
+         (status = fa_check_cu_seqlens(p->cu_seqlens_k, p->B, p->Nk, p->total_k)) != FA_OK))
         return status;
     if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
         return FA_OK;
-    return run_blocks(p, NULL, 0);
+    return run_blocks(p, NULL);
 }
 
 int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
@@ -418,7 +521,10 @@ int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
                        row_bytes);
             }
 
-    status = p->Hq == 0 || p->Nq == 0 ? FA_OK : run_blocks(p, n_keys, 1);
+    /* The queries are the last Nq of each sequence: bottom-right. */
+    fa_params pb = *p;
+    pb.align = FA_ALIGN_BOTTOM_RIGHT;
+    status = p->Hq == 0 || p->Nq == 0 ? FA_OK : run_blocks(&pb, n_keys);
     free(n_keys);
     return status;
 }

@@ -4,6 +4,8 @@
 #ifndef FA_INTERNAL_H
 #define FA_INTERNAL_H
 
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -11,6 +13,10 @@ extern "C" {
 /* Records a failed CUDA call's error name and text for fa_last_cuda_error (this thread) and
  * returns FA_ERR_CUDA. */
 int fa_record_cuda_error(const char *name, const char *text);
+
+/* Host cu_seqlens (B + 1 entries): FA_OK, or FA_ERR_CU_SEQLENS when they do not start at 0,
+ * decrease, hold a length over max_len or end past total. */
+int fa_check_cu_seqlens(const int32_t *cu, int64_t B, int64_t max_len, int64_t total);
 
 #ifdef __cplusplus
 }

@@ -3,22 +3,33 @@
 //   fa::forward(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> Tensor
 //   fa::forward_lse(...same...) -> (Tensor out, Tensor lse)
 //   fa::naive_forward(...same...) -> Tensor        (CUDA only: the benchmark's N×N baseline)
-//   fa::forward_kvcache(q, k_cache!, v_cache!, cache_seqlens?, k_new?, v_new?, scale?, causal) -> Tensor
+//   fa::forward_variants(q, k, v, scale?, causal, align, window_left, window_right, softcap?,
+//                        alibi_slopes?, sinks?, key_mask?, attn_mask?) -> (Tensor out, Tensor lse)
+//   fa::forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale?,
+//                      causal, align, window_left, window_right, softcap?, alibi_slopes?, sinks?)
+//                                                   -> (Tensor out, Tensor lse)   (packed sequences)
+//   fa::forward_kvcache(q, k_cache!, v_cache!, cache_seqlens?, k_new?, v_new?, scale?, causal,
+//                       window_left, window_right, softcap?, alibi_slopes?, sinks?) -> Tensor
 //                                                   (attention over a KV cache; CUDA: split-KV)
+//   fa::_forward_exact, _forward_varlen_exact, _forward_kvcache_exact (same schemas): the exact
+//                                                   path CUDA takes for variants, on any device (tests)
+//   fa::_exact_calls(bool reset=False) -> int        (calls the exact path computed)
 //   fa::_set_overrides(int[] fields), fa::_get_overrides() -> int[]   (tests and tools: fa_overrides)
 //
 // Same semantics as F.scaled_dot_product_attention(q, k, v, is_causal=causal,
-// scale=scale, enable_gqa=True). This file validates the tensors (messages
-// name the argument and what was expected), allocates the outputs, fills the
-// fa_params struct of fa.h and calls the C backend (CPU) or the CUDA launcher
-// on the current stream under a device guard. Fake (meta) kernels live in
-// torch_flashattn/_ops.py.
+// scale=scale, enable_gqa=True), plus the variants of fa.h. This file validates the tensors
+// (messages name the argument and what was expected), allocates the outputs, fills the fa_params
+// struct of fa.h and calls the C backend (CPU) or the CUDA launcher on the current stream under a
+// device guard. The CUDA kernels do not take the variants yet: on CUDA those calls are computed
+// exactly through PyTorch (exact_attention below, in fp32, no host synchronisation) and counted.
+// Fake (meta) kernels live in torch_flashattn/_ops.py.
 #include <Python.h>
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -166,6 +177,406 @@ void check_status(const char *op, int status)
     FA_CHECK(false, "%s: %s (status %d)", op, fa_strerror(status), status);
 }
 
+// ---- Variants -------------------------------------------------------------------------------
+
+// The variant arguments of one call, checked, with the tensors fa_params will point into.
+struct Variants {
+    int align = FA_ALIGN_TOP_LEFT;
+    int64_t window_left = -1, window_right = -1;
+    double softcap = 0.0;                       // 0: none
+    at::Tensor alibi;                           // (B, Hq) or (Hq) fp32, contiguous
+    at::Tensor sinks;                           // (Hq) fp32, contiguous
+    at::Tensor key_mask;                        // (B, Nk) uint8 / bool, contiguous
+    at::Tensor mask;                            // expanded to (B, Hq, Nq, Nk): strides, no copy
+    bool any() const
+    {
+        return align != FA_ALIGN_TOP_LEFT || window_left >= 0 || window_right >= 0 || softcap != 0.0 ||
+               alibi.defined() || sinks.defined() || key_mask.defined() || mask.defined();
+    }
+};
+
+const char *dtype_name(const at::Tensor &t) { return c10::toString(t.scalar_type()); }
+
+// Checks every variant argument against the problem's sizes (B sequences, Hq heads, Nq × Nk) and
+// device. Nothing reads device memory.
+Variants check_variants(const char *op, const at::Tensor &q, int64_t B, int64_t Hq, int64_t Nq, int64_t Nk,
+                        int64_t align, int64_t window_left, int64_t window_right, std::optional<double> softcap,
+                        const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks,
+                        const std::optional<at::Tensor> &key_mask, const std::optional<at::Tensor> &attn_mask)
+{
+    Variants va;
+    FA_CHECK(align == FA_ALIGN_TOP_LEFT || align == FA_ALIGN_BOTTOM_RIGHT,
+             "%s: causal_align must be 0 (top_left) or 1 (bottom_right), got %lld", op, (long long)align);
+    FA_CHECK(window_left >= -1 && window_right >= -1,
+             "%s: window entries must be -1 (unbounded) or >= 0, got (%lld, %lld)", op, (long long)window_left,
+             (long long)window_right);
+    va.align = (int)align;
+    va.window_left = window_left;
+    va.window_right = window_right;
+    if (softcap.has_value()) {
+        FA_CHECK(std::isfinite(*softcap) && *softcap > 0.0 && std::isfinite(static_cast<float>(*softcap)),
+                 "%s: softcap must be a finite number > 0, got %g", op, *softcap);
+        va.softcap = *softcap;
+    }
+    if (alibi_slopes.has_value()) {
+        const at::Tensor &a = *alibi_slopes;
+        FA_CHECK(a.scalar_type() == at::kFloat && a.device() == q.device() &&
+                     ((a.dim() == 1 && a.size(0) == Hq) || (a.dim() == 2 && a.size(0) == B && a.size(1) == Hq)),
+                 "%s: alibi_slopes must be a float32 tensor of shape (Hq,) = (%lld,) or (B, Hq) = (%lld, %lld) on "
+                 "%s, got %s %s on %s", op, (long long)Hq, (long long)B, (long long)Hq, q.device().str().c_str(),
+                 dtype_name(a), shape(a).c_str(), a.device().str().c_str());
+        va.alibi = a.contiguous();
+    }
+    if (sinks.has_value()) {
+        const at::Tensor &t = *sinks;
+        FA_CHECK(t.scalar_type() == at::kFloat && t.device() == q.device() && t.dim() == 1 && t.size(0) == Hq,
+                 "%s: sinks must be a float32 tensor of shape (Hq,) = (%lld,) on %s, got %s %s on %s", op,
+                 (long long)Hq, q.device().str().c_str(), dtype_name(t), shape(t).c_str(), t.device().str().c_str());
+        va.sinks = t.contiguous();
+    }
+    if (key_mask.has_value()) {
+        const at::Tensor &m = *key_mask;
+        FA_CHECK(m.dim() == 2 && m.size(0) == B && m.size(1) == Nk && m.device() == q.device() &&
+                     (m.scalar_type() == at::kBool || at::isIntegralType(m.scalar_type(), false)),
+                 "%s: key_mask must be a bool or integer tensor of shape (B, Nk) = (%lld, %lld) on %s, got %s %s "
+                 "on %s", op, (long long)B, (long long)Nk, q.device().str().c_str(), dtype_name(m),
+                 shape(m).c_str(), m.device().str().c_str());
+        va.key_mask = (m.scalar_type() == at::kBool ? m : m.ne(0)).contiguous();
+    }
+    if (attn_mask.has_value()) {
+        const at::Tensor &m = *attn_mask;
+        FA_CHECK(m.device() == q.device(), "%s: attn_mask must be on q's device %s, got %s", op,
+                 q.device().str().c_str(), m.device().str().c_str());
+        FA_CHECK(m.scalar_type() == at::kBool || m.scalar_type() == q.scalar_type() || m.scalar_type() == at::kFloat,
+                 "%s: attn_mask must be bool, float32 or q's dtype %s, got %s", op, dtype_name(q), dtype_name(m));
+        const int64_t target[4] = {B, Hq, Nq, Nk};
+        bool ok = m.dim() <= 4;
+        for (int64_t i = 0; ok && i < m.dim(); i++) {
+            const int64_t size = m.size(m.dim() - 1 - i), want = target[3 - i];
+            ok = size == want || size == 1;
+        }
+        FA_CHECK(ok, "%s: attn_mask of shape %s does not broadcast to (B, Hq, Nq, Nk) = (%lld, %lld, %lld, %lld)",
+                 op, shape(m).c_str(), (long long)B, (long long)Hq, (long long)Nq, (long long)Nk);
+        va.mask = m.expand({B, Hq, Nq, Nk});
+    }
+    return va;
+}
+
+// Points p's variant fields at va's tensors.
+void set_variants(fa_params &p, const Variants &va, at::ScalarType q_dtype)
+{
+    p.align = va.align;
+    p.window = va.window_left >= 0 || va.window_right >= 0;
+    p.window_left = va.window_left;
+    p.window_right = va.window_right;
+    p.softcap = static_cast<float>(va.softcap);
+    if (va.alibi.defined()) {
+        p.alibi_slopes = va.alibi.data_ptr<float>();
+        p.alibi_batch_stride = va.alibi.dim() == 2 ? va.alibi.stride(0) : 0;
+    }
+    if (va.sinks.defined())
+        p.sinks = va.sinks.data_ptr<float>();
+    if (va.key_mask.defined()) {
+        p.key_mask = static_cast<const uint8_t *>(va.key_mask.data_ptr());
+        p.key_mask_batch_stride = va.key_mask.stride(0);
+    }
+    if (va.mask.defined()) {
+        const at::Tensor &m = va.mask;
+        p.mask = m.data_ptr();
+        p.mask_kind = m.scalar_type() == at::kBool ? FA_MASK_BOOL
+                    : m.scalar_type() == at::kFloat && q_dtype != at::kFloat ? FA_MASK_ADD_F32 : FA_MASK_ADD;
+        p.mask_batch_stride = m.stride(0); p.mask_head_stride = m.stride(1);
+        p.mask_row_stride = m.stride(2); p.mask_col_stride = m.stride(3);
+    }
+}
+
+// Calls the exact path computed (torch_flashattn.stats()["exact"]).
+std::atomic<int64_t> g_exact_calls{0};
+
+// The variants computed exactly through PyTorch, in fp32: scores, the visibility of each pair and
+// the softmax written out from fa.h's semantics, a block of query rows at a time (at most 2^26
+// scores in flight). q (B, Hq, Nq, d), k, v (B, Hkv, Nk, d). q_len, k_len (B,) int64 or undefined:
+// each sequence's real lengths (rows past them are padding: keys invisible, rows discarded by the
+// caller), which also set a bottom-right δ. No host synchronisation. Returns out in q's dtype and
+// lse (B, Hq, Nq) fp32; a row with no visible key and no sink gets 0 and −inf.
+std::tuple<at::Tensor, at::Tensor> exact_attention(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                                                   double scale, bool causal, const Variants &va,
+                                                   const at::Tensor &q_len, const at::Tensor &k_len)
+{
+    g_exact_calls++;
+    const int64_t B = q.size(0), Hq = q.size(1), Nq = q.size(2), d = q.size(3), Hkv = k.size(1), Nk = k.size(2);
+    const int64_t G = Hkv > 0 ? Hq / Hkv : 1;
+    const auto f32 = q.options().dtype(at::kFloat), i64 = q.options().dtype(at::kLong);
+    at::Tensor out = at::zeros({B, Hq, Nq, d}, f32);
+    at::Tensor lse = at::full({B, Hq, Nq}, -INFINITY, f32);
+    if (B == 0 || Hq == 0 || Nq == 0 || Nk == 0) {
+        if (va.sinks.defined() && B * Hq * Nq > 0)
+            lse.copy_(va.sinks.view({1, Hq, 1}).expand({B, Hq, Nq}));
+        return {out.to(q.scalar_type()), lse};
+    }
+    const at::Tensor k32 = k.to(at::kFloat), v32 = v.to(at::kFloat);
+    const at::Tensor j = at::arange(Nk, i64).view({1, 1, 1, Nk});
+    // δ per sequence: (B, 1, 1, 1).
+    at::Tensor delta = at::zeros({B, 1, 1, 1}, i64);
+    if (va.align == FA_ALIGN_BOTTOM_RIGHT) {
+        const at::Tensor nq = q_len.defined() ? q_len : at::full({B}, Nq, i64);
+        const at::Tensor nk = k_len.defined() ? k_len : at::full({B}, Nk, i64);
+        delta = (nk - nq).view({B, 1, 1, 1});
+    }
+    const int64_t right = causal ? 0 : va.window_right;
+    const int64_t per_row = B * Hq * Nk;
+    const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(Nq, (int64_t(1) << 26) / std::max<int64_t>(per_row, 1)));
+    for (int64_t r0 = 0; r0 < Nq; r0 += rows) {
+        const int64_t rc = std::min(rows, Nq - r0);
+        const at::Tensor qc = q.narrow(2, r0, rc).to(at::kFloat);
+        // (B, Hkv, G·rc, d) · (B, Hkv, d, Nk): the G query heads of a kv head together.
+        at::Tensor sc = at::matmul(qc.reshape({B, Hkv, G * rc, d}), k32.transpose(2, 3)).view({B, Hq, rc, Nk}) * scale;
+        if (va.softcap != 0.0)
+            sc = at::tanh(sc / va.softcap) * va.softcap;
+        const at::Tensor i = (at::arange(r0, r0 + rc, i64).view({1, 1, rc, 1}) + delta);   // i + δ
+        if (va.alibi.defined()) {
+            const at::Tensor slope = (va.alibi.dim() == 2 ? va.alibi : va.alibi.view({1, Hq}).expand({B, Hq}))
+                                         .view({B, Hq, 1, 1});
+            sc = sc - slope * (i - j).abs().to(at::kFloat);
+        }
+        if (va.mask.defined() && va.mask.scalar_type() != at::kBool)
+            sc = sc + va.mask.narrow(2, r0, rc).to(at::kFloat);
+        at::Tensor visible = at::ones({1, 1, 1, 1}, q.options().dtype(at::kBool));
+        if (va.window_left >= 0)
+            visible = visible & (j >= i - va.window_left);
+        if (right >= 0)
+            visible = visible & (j <= i + right);
+        if (k_len.defined())
+            visible = visible & (j < k_len.view({B, 1, 1, 1}));
+        if (va.key_mask.defined())
+            visible = visible & va.key_mask.ne(0).view({B, 1, 1, Nk});
+        if (va.mask.defined() && va.mask.scalar_type() == at::kBool)
+            visible = visible & va.mask.narrow(2, r0, rc);
+        sc = at::where(visible, sc, -INFINITY);
+        // lse over the visible scores and the sink; weights exp(s − lse).
+        at::Tensor l = at::logsumexp(sc, {3}, true);
+        if (va.sinks.defined())
+            l = at::logaddexp(l, va.sinks.view({1, Hq, 1, 1}).expand_as(l));
+        const at::Tensor none = l.isneginf();
+        const at::Tensor w = at::where(none, 0.0, at::exp(sc - l));
+        const at::Tensor oc = at::matmul(w.reshape({B, Hkv, G * rc, Nk}), v32).view({B, Hq, rc, d});
+        out.narrow(2, r0, rc).copy_(oc);
+        lse.narrow(2, r0, rc).copy_(l.squeeze(3));
+    }
+    return {out.to(q.scalar_type()), lse};
+}
+
+// Scratch for the split-KV route or the Hopper kernel's split last round, sized from the shapes and
+// the device only (no synchronisation; a CUDA graph can capture the call), then the CUDA launcher.
+#ifdef FA_WITH_CUDA
+int run_cuda(const fa_params &p, const at::Tensor &q)
+{
+    const c10::cuda::CUDAGuard guard(q.device());
+    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+    size_t bytes = 0;
+    int status = fa_forward_scratch_bytes(&p, &bytes);
+    if (status == FA_OK) {
+        const at::Tensor scratch = bytes ? at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte))
+                                         : at::Tensor();
+        status = fa_forward_cuda_scratch(&p, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
+    }
+    return status;
+}
+#endif
+
+std::tuple<at::Tensor, at::Tensor> variants_call(const char *op, bool exact, const at::Tensor &q, const at::Tensor &k,
+                                                 const at::Tensor &v, std::optional<double> scale, bool causal,
+                                                 int64_t align, int64_t window_left, int64_t window_right,
+                                                 std::optional<double> softcap,
+                                                 const std::optional<at::Tensor> &alibi_slopes,
+                                                 const std::optional<at::Tensor> &sinks,
+                                                 const std::optional<at::Tensor> &key_mask,
+                                                 const std::optional<at::Tensor> &attn_mask)
+{
+    Call c = prepare(op, q, k, v, scale, causal, true);
+    const Variants va = check_variants(op, q, c.p.B, c.p.Hq, c.p.Nq, c.p.Nk, align, window_left, window_right,
+                                       softcap, alibi_slopes, sinks, key_mask, attn_mask);
+    set_variants(c.p, va, q.scalar_type());
+    if (exact || c.q.is_cuda()) {
+#ifdef FA_WITH_CUDA
+        std::optional<c10::cuda::CUDAGuard> guard;
+        if (c.q.is_cuda())
+            guard.emplace(c.q.device());
+        if (c.q.is_cuda() && !va.any()) {       // no variant: the kernels
+            check_status(op, run_cuda(c.p, c.q));
+            return {c.o, c.lse};
+        }
+#endif
+        return exact_attention(c.q, c.k, c.v, c.p.scale, causal, va, at::Tensor(), at::Tensor());
+    }
+    check_status(op, fa_forward_cpu(&c.p));
+    return {c.o, c.lse};
+}
+
+std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                                                    std::optional<double> scale, bool causal, int64_t align,
+                                                    int64_t window_left, int64_t window_right,
+                                                    std::optional<double> softcap,
+                                                    const std::optional<at::Tensor> &alibi_slopes,
+                                                    const std::optional<at::Tensor> &sinks,
+                                                    const std::optional<at::Tensor> &key_mask,
+                                                    const std::optional<at::Tensor> &attn_mask)
+{
+    return variants_call("fa.forward_variants", false, q, k, v, scale, causal, align, window_left, window_right,
+                         softcap, alibi_slopes, sinks, key_mask, attn_mask);
+}
+
+std::tuple<at::Tensor, at::Tensor> forward_exact(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                                                 std::optional<double> scale, bool causal, int64_t align,
+                                                 int64_t window_left, int64_t window_right,
+                                                 std::optional<double> softcap,
+                                                 const std::optional<at::Tensor> &alibi_slopes,
+                                                 const std::optional<at::Tensor> &sinks,
+                                                 const std::optional<at::Tensor> &key_mask,
+                                                 const std::optional<at::Tensor> &attn_mask)
+{
+    return variants_call("fa._forward_exact", true, q, k, v, scale, causal, align, window_left, window_right,
+                         softcap, alibi_slopes, sinks, key_mask, attn_mask);
+}
+
+// Packed sequences: q (total_q, Hq, d), k, v (total_k, Hkv, d), cu_seqlens int32 (B + 1,) on q's
+// device. The CPU checks the cu_seqlens values (they are host memory); CUDA never reads them on the
+// host: it computes through PyTorch on sequences padded to max_seqlen, and a bad cu_seqlens makes
+// the whole output NaN.
+std::tuple<at::Tensor, at::Tensor> varlen_call(const char *op, bool exact, const at::Tensor &q_in,
+                                               const at::Tensor &k_in, const at::Tensor &v_in,
+                                               const at::Tensor &cu_q, const at::Tensor &cu_k, int64_t max_q,
+                                               int64_t max_k, std::optional<double> scale, bool causal,
+                                               int64_t align, int64_t window_left, int64_t window_right,
+                                               std::optional<double> softcap,
+                                               const std::optional<at::Tensor> &alibi_slopes,
+                                               const std::optional<at::Tensor> &sinks)
+{
+    const std::pair<const char *, const at::Tensor *> args[] = {{"q", &q_in}, {"k", &k_in}, {"v", &v_in}};
+    for (const auto &[name, t] : args)
+        FA_CHECK(t->dim() == 3, "%s: %s must be a 3-D tensor (total, H, d), got %d-D with shape %s", op, name,
+                 (int)t->dim(), shape(*t).c_str());
+    // The shared checks on 4-D views (1, H, total, d).
+    const at::Tensor q4 = q_in.transpose(0, 1).unsqueeze(0), k4 = k_in.transpose(0, 1).unsqueeze(0),
+                     v4 = v_in.transpose(0, 1).unsqueeze(0);
+    check_inputs(op, q4, k4, v4, scale);
+    const std::pair<const char *, const at::Tensor *> cus[] = {{"cu_seqlens_q", &cu_q}, {"cu_seqlens_k", &cu_k}};
+    for (const auto &[name, t] : cus)
+        FA_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) >= 1 && t->device() == q_in.device(),
+                 "%s: %s must be a 1-D int32 tensor of B + 1 offsets on %s, got %s %s on %s", op, name,
+                 q_in.device().str().c_str(), dtype_name(*t), shape(*t).c_str(), t->device().str().c_str());
+    FA_CHECK(cu_q.size(0) == cu_k.size(0), "%s: cu_seqlens_q and cu_seqlens_k must have the same length B + 1, got %lld "
+             "and %lld", op, (long long)cu_q.size(0), (long long)cu_k.size(0));
+    FA_CHECK(max_q >= 0 && max_k >= 0, "%s: max_seqlen_q and max_seqlen_k must be >= 0, got %lld and %lld", op,
+             (long long)max_q, (long long)max_k);
+    const int64_t B = cu_q.size(0) - 1, total_q = q_in.size(0), total_k = k_in.size(0);
+    const int64_t Hq = q_in.size(1), d = q_in.size(2);
+    const at::Tensor cq = cu_q.contiguous(), ck = cu_k.contiguous();
+    if (!q_in.is_cuda() && !exact) {            // the exact path keeps CUDA's contract (no host reads)
+        for (const auto &[name, t, max_len, total] :
+             {std::tuple<const char *, const at::Tensor *, int64_t, int64_t>{"cu_seqlens_q", &cq, max_q, total_q},
+              std::tuple<const char *, const at::Tensor *, int64_t, int64_t>{"cu_seqlens_k", &ck, max_k, total_k}}) {
+            const int32_t *c = t->data_ptr<int32_t>();
+            FA_CHECK(c[0] == 0, "%s: %s must start at 0, got %d", op, name, (int)c[0]);
+            for (int64_t b = 0; b < B; b++) {
+                FA_CHECK(c[b + 1] >= c[b], "%s: %s must not decrease, got %d after %d at index %lld", op, name,
+                         (int)c[b + 1], (int)c[b], (long long)(b + 1));
+                FA_CHECK(c[b + 1] - c[b] <= max_len, "%s: sequence %lld has length %d, more than the %s %lld given",
+                         op, (long long)b, (int)(c[b + 1] - c[b]), name == std::string("cu_seqlens_q") ? "max_seqlen_q"
+                         : "max_seqlen_k", (long long)max_len);
+            }
+            FA_CHECK(c[B] <= total, "%s: %s ends at %d, past the %lld rows of %s", op, name, (int)c[B],
+                     (long long)total, name == std::string("cu_seqlens_q") ? "q" : "k and v");
+        }
+    }
+    const Variants va = check_variants(op, q_in, B, Hq, max_q, max_k, align, window_left, window_right, softcap,
+                                       alibi_slopes, sinks, std::nullopt, std::nullopt);
+    const at::Tensor q = q_in.stride(2) == 1 ? q_in : q_in.contiguous();
+    const at::Tensor k = k_in.stride(2) == 1 ? k_in : k_in.contiguous();
+    const at::Tensor v = v_in.stride(2) == 1 ? v_in : v_in.contiguous();
+    const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
+
+    if (exact || q.is_cuda()) {
+        // Pad to (B, H, max, d) by gathering rows (indices clamped: a bad cu_seqlens reads inside
+        // the tensors), attend with the real lengths, scatter the real rows back.
+        const auto i64 = q.options().dtype(at::kLong);
+        const at::Tensor cq64 = cq.to(at::kLong), ck64 = ck.to(at::kLong);
+        const at::Tensor len_q = cq64.narrow(0, 1, B) - cq64.narrow(0, 0, B);
+        const at::Tensor len_k = ck64.narrow(0, 1, B) - ck64.narrow(0, 0, B);
+        at::Tensor ok = (cq64[0] == 0) & (ck64[0] == 0) & (cq64[B] <= total_q) & (ck64[B] <= total_k);
+        if (B > 0)
+            ok = ok & (len_q >= 0).all() & (len_k >= 0).all() & (len_q <= max_q).all() & (len_k <= max_k).all();
+        const at::Tensor rq = at::arange(max_q, i64).view({1, max_q}), rk = at::arange(max_k, i64).view({1, max_k});
+        const at::Tensor iq = (cq64.narrow(0, 0, B).view({B, 1}) + rq).clamp(0, std::max<int64_t>(total_q - 1, 0));
+        const at::Tensor ik = (ck64.narrow(0, 0, B).view({B, 1}) + rk).clamp(0, std::max<int64_t>(total_k - 1, 0));
+        auto gather = [&](const at::Tensor &x, const at::Tensor &idx, int64_t n) {
+            return x.numel() == 0 ? at::zeros({B, x.size(1), n, x.size(2)}, x.options())
+                                  : x.index_select(0, idx.reshape(-1)).view({B, n, x.size(1), x.size(2)}).transpose(1, 2);
+        };
+        const at::Tensor qp = gather(q, iq, max_q), kp = gather(k, ik, max_k), vp = gather(v, ik, max_k);
+        auto [op_, lp] = exact_attention(qp, kp, vp, sc, causal, va, len_q, len_k);
+        // Row (b, i) of the padding goes to q row cu_q[b] + i when i < len_q[b], else to a spare row.
+        const at::Tensor dst = at::where(rq < len_q.view({B, 1}), cq64.narrow(0, 0, B).view({B, 1}) + rq, total_q)
+                                 .clamp(0, total_q).reshape(-1);
+        at::Tensor out = at::full({total_q + 1, Hq, d}, NAN, q.options());
+        at::Tensor lse = at::full({Hq, total_q + 1}, NAN, q.options().dtype(at::kFloat));
+        out.index_copy_(0, dst, op_.transpose(1, 2).reshape({B * max_q, Hq, d}));
+        lse.index_copy_(1, dst, lp.permute({1, 0, 2}).reshape({Hq, B * max_q}));
+        return {at::where(ok, out.narrow(0, 0, total_q), NAN), at::where(ok, lse.narrow(1, 0, total_q), NAN)};
+    }
+
+    at::Tensor o = at::empty({total_q, Hq, d}, q.options());
+    at::Tensor lse = at::empty({Hq, total_q}, q.options().dtype(at::kFloat));
+    fa_params p;
+    std::memset(&p, 0, sizeof(p));
+    p.q = q.data_ptr(); p.k = k.data_ptr(); p.v = v.data_ptr(); p.o = o.data_ptr(); p.lse = lse.data_ptr<float>();
+    p.q_head_stride = q.stride(1); p.q_row_stride = q.stride(0);
+    p.k_head_stride = k.stride(1); p.k_row_stride = k.stride(0);
+    p.v_head_stride = v.stride(1); p.v_row_stride = v.stride(0);
+    p.o_head_stride = o.stride(1); p.o_row_stride = o.stride(0);
+    p.B = B; p.Hq = Hq; p.Hkv = k.size(1); p.Nq = max_q; p.Nk = max_k; p.d = d;
+    p.scale = sc;
+    p.causal = causal ? 1 : 0;
+    p.dtype = to_fa_dtype(q.scalar_type());
+    p.num_threads = at::get_num_threads();
+    p.cu_seqlens_q = cq.data_ptr<int32_t>();
+    p.cu_seqlens_k = ck.data_ptr<int32_t>();
+    p.total_q = total_q;
+    p.total_k = total_k;
+    set_variants(p, va, q.scalar_type());
+    check_status(op, fa_forward_cpu(&p));
+    return {o, lse};
+}
+
+std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                                                  const at::Tensor &cu_q, const at::Tensor &cu_k, int64_t max_q,
+                                                  int64_t max_k, std::optional<double> scale, bool causal,
+                                                  int64_t align, int64_t window_left, int64_t window_right,
+                                                  std::optional<double> softcap,
+                                                  const std::optional<at::Tensor> &alibi_slopes,
+                                                  const std::optional<at::Tensor> &sinks)
+{
+    return varlen_call("fa.forward_varlen", false, q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, align,
+                       window_left, window_right, softcap, alibi_slopes, sinks);
+}
+
+std::tuple<at::Tensor, at::Tensor> forward_varlen_exact(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                                                        const at::Tensor &cu_q, const at::Tensor &cu_k, int64_t max_q,
+                                                        int64_t max_k, std::optional<double> scale, bool causal,
+                                                        int64_t align, int64_t window_left, int64_t window_right,
+                                                        std::optional<double> softcap,
+                                                        const std::optional<at::Tensor> &alibi_slopes,
+                                                        const std::optional<at::Tensor> &sinks)
+{
+    return varlen_call("fa._forward_varlen_exact", true, q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, align,
+                       window_left, window_right, softcap, alibi_slopes, sinks);
+}
+
+int64_t exact_calls(bool reset)
+{
+    return reset ? g_exact_calls.exchange(0) : g_exact_calls.load();
+}
+
 std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q, const at::Tensor &k,
                                        const at::Tensor &v, std::optional<double> scale, bool causal,
                                        bool want_lse)
@@ -174,17 +585,7 @@ std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q, cons
     int status;
     if (c.q.is_cuda()) {
 #ifdef FA_WITH_CUDA
-        const c10::cuda::CUDAGuard guard(c.q.device());
-        const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-        // Scratch for the split-KV route or the Hopper kernel's split last round, sized from the
-        // shapes and the device only (no synchronisation; a CUDA graph can capture the call).
-        size_t bytes = 0;
-        status = fa_forward_scratch_bytes(&c.p, &bytes);
-        if (status == FA_OK) {
-            const at::Tensor scratch = bytes ? at::empty({static_cast<int64_t>(bytes)}, c.q.options().dtype(at::kByte))
-                                             : at::Tensor();
-            status = fa_forward_cuda_scratch(&c.p, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
-        }
+        status = run_cuda(c.p, c.q);
 #else
         status = FA_ERR_NO_CUDA;
 #endif
@@ -207,14 +608,45 @@ std::tuple<at::Tensor, at::Tensor> forward_lse(const at::Tensor &q, const at::Te
     return run("fa.forward_lse", q, k, v, scale, causal, true);
 }
 
+// A KV cache call with variants, computed exactly through PyTorch (the decode kernels take no
+// variant yet) with the CUDA kernels' contract: no host synchronisation, and when any
+// cache_seqlens[b] + Nnew leaves 0..Nmax the caches stay untouched and the output is NaN.
+at::Tensor kvcache_exact(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
+                         const at::Tensor &seqlens, const at::Tensor &kn, const at::Tensor &vn, double scale,
+                         bool causal, const Variants &va_in)
+{
+    const int64_t B = q.size(0), Nmax = k_cache.size(2), nnew = kn.defined() ? kn.size(2) : 0;
+    const auto i64 = q.options().dtype(at::kLong);
+    const at::Tensor start = seqlens.defined() ? seqlens.to(at::kLong) : at::full({B}, Nmax - nnew, i64);
+    const at::Tensor ok = ((start >= 0) & (start + nnew <= Nmax)).all();
+    if (nnew > 0 && Nmax > 0) {
+        // Rows start .. start + Nnew (clamped into the cache); a bad call writes back what is there.
+        const at::Tensor rows = (start.view({B, 1}) + at::arange(nnew, i64).view({1, nnew})).clamp(0, Nmax - 1);
+        for (const auto &[cache, fresh] : {std::pair<const at::Tensor *, const at::Tensor *>{&k_cache, &kn},
+                                           std::pair<const at::Tensor *, const at::Tensor *>{&v_cache, &vn}}) {
+            const at::Tensor idx = rows.view({B, 1, nnew, 1}).expand({B, cache->size(1), nnew, cache->size(3)});
+            at::Tensor dst = *cache;
+            dst.scatter_(2, idx, at::where(ok, *fresh, dst.gather(2, idx)));
+        }
+    }
+    Variants va = va_in;
+    va.align = FA_ALIGN_BOTTOM_RIGHT;          // the queries are each sequence's last Nq tokens
+    const at::Tensor k_len = (start + nnew).clamp(0, Nmax);
+    const at::Tensor q_len = at::full({B}, q.size(2), i64);
+    at::Tensor out = std::get<0>(exact_attention(q, k_cache, v_cache, scale, causal, va, q_len, k_len));
+    return at::where(ok, out, NAN);
+}
+
 // Attention over a KV cache, appending k_new / v_new into it first (fa.h: fa_kvcache_params). On
 // CUDA, cache_seqlens stays on the device: a bad entry gives NaN output and untouched caches
 // instead of an error (fa.h, fa_forward_kvcache_cuda).
-at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
-                           const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
-                           const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal)
+at::Tensor kvcache_call(const char *op, bool exact, const at::Tensor &q, const at::Tensor &k_cache,
+                        const at::Tensor &v_cache, const std::optional<at::Tensor> &cache_seqlens,
+                        const std::optional<at::Tensor> &k_new, const std::optional<at::Tensor> &v_new,
+                        std::optional<double> scale, bool causal, int64_t window_left, int64_t window_right,
+                        std::optional<double> softcap, const std::optional<at::Tensor> &alibi_slopes,
+                        const std::optional<at::Tensor> &sinks)
 {
-    const char *op = "fa.forward_kvcache";
     check_inputs(op, q, k_cache, v_cache, scale);
     FA_CHECK(k_cache.stride(3) == 1 && v_cache.stride(3) == 1,
              "%s: k_cache and v_cache must have a contiguous last dimension (they are written in place)", op);
@@ -241,6 +673,9 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
     }
 
     Call c = prepare(op, q, k_cache, v_cache, scale, causal, false);
+    const Variants va = check_variants(op, q, B, q.size(1), q.size(2), k_cache.size(2), FA_ALIGN_TOP_LEFT, window_left,
+                                       window_right, softcap, alibi_slopes, sinks, std::nullopt, std::nullopt);
+    set_variants(c.p, va, q.scalar_type());
     fa_kvcache_params kp;
     std::memset(&kp, 0, sizeof(kp));
     kp.p = c.p;
@@ -253,12 +688,16 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
         kp.vn_batch_stride = vn.stride(0); kp.vn_head_stride = vn.stride(1); kp.vn_row_stride = vn.stride(2);
         kp.Nnew = kn.size(2);
     }
+    if (exact)                                  // tests: the path CUDA takes for variants, on any device
+        return kvcache_exact(q, k_cache, v_cache, seqlens, kn, vn, c.p.scale, causal, va);
     int status;
     if (q.is_cuda()) {
 #ifdef FA_WITH_CUDA
+        const c10::cuda::CUDAGuard guard(q.device());
+        if (va.any())
+            return kvcache_exact(q, k_cache, v_cache, seqlens, kn, vn, c.p.scale, causal, va);
         // Split-KV scratch (partial O and lse) sized from the shapes and the device only, so the
         // call never synchronises and a CUDA graph can capture it.
-        const c10::cuda::CUDAGuard guard(q.device());
         size_t bytes = 0;
         status = fa_kvcache_scratch_bytes(&kp, &bytes);
         check_status(op, status);
@@ -273,6 +712,26 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
     }
     check_status(op, status);
     return c.o;
+}
+
+at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
+                           const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
+                           const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal,
+                           int64_t window_left, int64_t window_right, std::optional<double> softcap,
+                           const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks)
+{
+    return kvcache_call("fa.forward_kvcache", false, q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale, causal,
+                        window_left, window_right, softcap, alibi_slopes, sinks);
+}
+
+at::Tensor forward_kvcache_exact(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
+                                 const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
+                                 const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal,
+                                 int64_t window_left, int64_t window_right, std::optional<double> softcap,
+                                 const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks)
+{
+    return kvcache_call("fa._forward_kvcache_exact", true, q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale,
+                        causal, window_left, window_right, softcap, alibi_slopes, sinks);
 }
 
 #ifdef FA_WITH_CUDA
@@ -322,8 +781,24 @@ TORCH_LIBRARY(fa, m)
     m.def("forward(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> Tensor");
     m.def("forward_lse(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> (Tensor, Tensor)");
     m.def("naive_forward(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False) -> Tensor");
-    m.def("forward_kvcache(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor? cache_seqlens=None, "
-          "Tensor? k_new=None, Tensor? v_new=None, float? scale=None, bool causal=False) -> Tensor");
+    const char *kvcache = "(Tensor q, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor? cache_seqlens=None, "
+                          "Tensor? k_new=None, Tensor? v_new=None, float? scale=None, bool causal=False, "
+                          "int window_left=-1, int window_right=-1, float? softcap=None, Tensor? alibi_slopes=None, "
+                          "Tensor? sinks=None) -> Tensor";
+    m.def((std::string("forward_kvcache") + kvcache).c_str());
+    m.def((std::string("_forward_kvcache_exact") + kvcache).c_str());
+    const char *variants = "(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False, int align=0, "
+                           "int window_left=-1, int window_right=-1, float? softcap=None, Tensor? alibi_slopes=None, "
+                           "Tensor? sinks=None, Tensor? key_mask=None, Tensor? attn_mask=None) -> (Tensor, Tensor)";
+    m.def((std::string("forward_variants") + variants).c_str());
+    m.def((std::string("_forward_exact") + variants).c_str());
+    const char *varlen = "(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, "
+                         "int max_seqlen_k, float? scale=None, bool causal=False, int align=0, int window_left=-1, "
+                         "int window_right=-1, float? softcap=None, Tensor? alibi_slopes=None, Tensor? sinks=None) "
+                         "-> (Tensor, Tensor)";
+    m.def((std::string("forward_varlen") + varlen).c_str());
+    m.def((std::string("_forward_varlen_exact") + varlen).c_str());
+    m.def("_exact_calls(bool reset=False) -> int", &exact_calls);
     m.def("_set_overrides(int[] fields) -> ()", &set_overrides);
     m.def("_get_overrides() -> int[]", &get_overrides);
 }
@@ -333,6 +808,11 @@ TORCH_LIBRARY_IMPL(fa, CPU, m)
     m.impl("forward", &forward);
     m.impl("forward_lse", &forward_lse);
     m.impl("forward_kvcache", &forward_kvcache);
+    m.impl("_forward_kvcache_exact", &forward_kvcache_exact);
+    m.impl("forward_variants", &forward_variants);
+    m.impl("_forward_exact", &forward_exact);
+    m.impl("forward_varlen", &forward_varlen);
+    m.impl("_forward_varlen_exact", &forward_varlen_exact);
 }
 
 #ifdef FA_WITH_CUDA
@@ -342,6 +822,11 @@ TORCH_LIBRARY_IMPL(fa, CUDA, m)
     m.impl("forward_lse", &forward_lse);
     m.impl("naive_forward", &naive_forward);
     m.impl("forward_kvcache", &forward_kvcache);
+    m.impl("_forward_kvcache_exact", &forward_kvcache_exact);
+    m.impl("forward_variants", &forward_variants);
+    m.impl("_forward_exact", &forward_exact);
+    m.impl("forward_varlen", &forward_varlen);
+    m.impl("_forward_varlen_exact", &forward_varlen_exact);
 }
 #endif
 

@@ -25,7 +25,7 @@ def test_sdpa_signature_runs_fa(device, causal):
     q3, k3, v3 = q[:, 0], k[:, 0], v[:, 0]   # (B, L, E): one head
     out3 = torch_flashattn.scaled_dot_product_attention(q3, k3, v3, is_causal=causal)
     torch.testing.assert_close(out3, F.scaled_dot_product_attention(q3, k3, v3, is_causal=causal))
-    assert torch_flashattn.stats() == {"fa": 2, "fa_decode": 0, "sdpa": 0, "eager": 0, "fallback_reasons": {}}
+    assert torch_flashattn.stats() == {"fa": 2, "fa_decode": 0, "sdpa": 0, "eager": 0, "exact": 0, "fallback_reasons": {}}
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -19,8 +19,8 @@ from . import _testing
 from ._version import __version__
 from .sdpa import patch_sdpa, reset_stats, scaled_dot_product_attention, stats
 
-__all__ = ["attention", "attention_lse", "attention_kvcache", "scaled_dot_product_attention", "patch_sdpa", "stats", "reset_stats",
-           "has_cuda_kernels", "__version__"]
+__all__ = ["attention", "attention_lse", "attention_varlen", "attention_kvcache", "scaled_dot_product_attention",
+           "patch_sdpa", "stats", "reset_stats", "has_cuda_kernels", "__version__"]
 
 
 def _kernel_from_environment():
@@ -35,43 +35,116 @@ def _kernel_from_environment():
 _kernel_from_environment()
 
 
-def attention(q, k, v, *, causal=False, scale=None):
-    """Exact scaled-dot-product attention, ``softmax(q kᵀ · scale) v``.
+_ALIGN = {"top_left": 0, "bottom_right": 1}
 
-    Same result as ``F.scaled_dot_product_attention(q, k, v, is_causal=causal,
-    scale=scale, enable_gqa=True)``, computed without storing the Nq × Nk
-    score matrix.
+
+def _align(causal_align):
+    if causal_align not in _ALIGN:
+        raise ValueError(f"causal_align must be 'top_left' or 'bottom_right', got {causal_align!r}")
+    return _ALIGN[causal_align]
+
+
+def _window(window):
+    try:
+        left, right = (int(w) for w in window)
+    except (TypeError, ValueError):
+        raise ValueError(f"window must be a pair (left, right) of ints, got {window!r}") from None
+    if left < -1 or right < -1:
+        raise ValueError(f"window entries must be -1 (unbounded) or >= 0, got {window!r}")
+    return left, right
+
+
+def _variants(q, k, v, causal, scale, causal_align, window, softcap, alibi_slopes, sinks, key_mask, attn_mask):
+    """(out, lse) through fa.forward_variants; None when the call asks for no variant."""
+    align = _align(causal_align)
+    left, right = _window(window)
+    if (align == 0 and left < 0 and right < 0 and softcap is None and alibi_slopes is None and sinks is None
+            and key_mask is None and attn_mask is None):
+        return None
+    return torch.ops.fa.forward_variants(q, k, v, scale, causal, align, left, right, softcap, alibi_slopes, sinks,
+                                         key_mask, attn_mask)
+
+
+def attention(q, k, v, *, causal=False, scale=None, causal_align="top_left", window=(-1, -1), softcap=None,
+              alibi_slopes=None, sinks=None, key_mask=None, attn_mask=None):
+    """Exact scaled-dot-product attention, ``softmax(q kᵀ · scale) v``, and its variants.
+
+    Without variants, the same result as ``F.scaled_dot_product_attention(q, k, v, is_causal=causal,
+    scale=scale, enable_gqa=True)``, computed without storing the Nq × Nk score matrix.
 
     Args:
         q: (B, Hq, Nq, d) query, float32, float16 or bfloat16, CPU or CUDA.
         k: (B, Hkv, Nk, d) key; Hkv must divide Hq (grouped-query attention).
         v: (B, Hkv, Nk, d) value.
-        causal: top-left aligned causal mask, as SDPA's ``is_causal``: query
-            row i attends to keys j <= i (also when Nq != Nk).
+        causal: query i attends to keys j <= i + δ (δ from ``causal_align``).
         scale: multiplies q kᵀ; default ``1 / sqrt(d)``.
+        causal_align: ``"top_left"`` (δ = 0, SDPA's ``is_causal``, also when Nq != Nk) or
+            ``"bottom_right"`` (δ = Nk − Nq: the queries are the last Nq tokens), for ``causal``,
+            ``window`` and ALiBi distances.
+        window: (left, right): query i sees keys i + δ − left .. i + δ + right; −1 leaves a side
+            unbounded. ``causal`` sets right to 0.
+        softcap: c > 0: each score s becomes c · tanh(s / c).
+        alibi_slopes: float32 (Hq,) or (B, Hq): s −= slope · |i + δ − j|.
+        sinks: float32 (Hq,): exp(sinks[h]) joins each row's softmax denominator with no value.
+        key_mask: (B, Nk) bool or integer: keys where it is 0 take no part (padding).
+        attn_mask: SDPA's mask, broadcastable to (B, Hq, Nq, Nk): bool (True takes part) or a
+            float (q's dtype or float32) added to the scores after softcap and ALiBi.
 
-    Any strides are accepted; only the last dimension must be contiguous
-    (other tensors are copied first). Head dim d is 1..256.
+    A row that sees no key returns zeros. Any strides are accepted; only the last dimension must
+    be contiguous (other tensors are copied first). Head dim d is 1..256. On CUDA the kernels do
+    not run the variants yet: such calls are computed exactly through PyTorch in float32
+    (``stats()["exact"]`` counts them).
 
     Returns:
         (B, Hq, Nq, d) tensor of q's dtype and device, contiguous.
     """
-    return torch.ops.fa.forward(q, k, v, scale, causal)
+    res = _variants(q, k, v, causal, scale, causal_align, window, softcap, alibi_slopes, sinks, key_mask, attn_mask)
+    return torch.ops.fa.forward(q, k, v, scale, causal) if res is None else res[0]
 
 
-def attention_lse(q, k, v, *, causal=False, scale=None):
+def attention_lse(q, k, v, *, causal=False, scale=None, causal_align="top_left", window=(-1, -1), softcap=None,
+                  alibi_slopes=None, sinks=None, key_mask=None, attn_mask=None):
     """Like :func:`attention`, and also returns the softmax log-sum-exp.
 
     Returns:
-        ``(out, lse)``: out as in :func:`attention`; lse (B, Hq, Nq) float32,
-        ``lse[b, h, i] = log(sum_j exp(scale · q_i · k_j))`` over the keys row i
-        sees (natural log; ``-inf`` when Nk == 0).
+        ``(out, lse)``: out as in :func:`attention`; lse (B, Hq, Nq) float32, the natural log of
+        row i's softmax denominator, ``log(sum_j exp(s_ij))`` over the keys it sees, plus
+        ``exp(sinks[h])`` with sinks; ``-inf`` for a row that sees no key and has no sink.
     """
-    return torch.ops.fa.forward_lse(q, k, v, scale, causal)
+    res = _variants(q, k, v, causal, scale, causal_align, window, softcap, alibi_slopes, sinks, key_mask, attn_mask)
+    return torch.ops.fa.forward_lse(q, k, v, scale, causal) if res is None else res
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False, scale=None,
+                     causal_align="top_left", window=(-1, -1), softcap=None, alibi_slopes=None, sinks=None,
+                     return_lse=False):
+    """Attention over packed sequences of different lengths, each on its own.
+
+    Args:
+        q: (total_q, Hq, d): the B sequences' queries one after another.
+        k, v: (total_k, Hkv, d).
+        cu_seqlens_q, cu_seqlens_k: int32 (B + 1,) on q's device: sequence b is rows
+            cu_seqlens[b] .. cu_seqlens[b + 1].
+        max_seqlen_q, max_seqlen_k: the longest sequence's lengths (ints).
+        causal, scale, causal_align, window, softcap, alibi_slopes ((Hq,) or (B, Hq)), sinks: as in
+            :func:`attention`, per sequence (δ from that sequence's own lengths).
+        return_lse: also return lse, (Hq, total_q) float32.
+
+    On the CPU, cu_seqlens that do not start at 0, decrease, exceed max_seqlen or the rows of the
+    tensors raise. On CUDA they are never read on the host (no synchronisation): such a call
+    returns NaN everywhere. Rows of q past the last sequence are NaN on CUDA.
+
+    Returns:
+        (total_q, Hq, d), or ``(out, lse)`` with ``return_lse``.
+    """
+    left, right = _window(window)
+    out, lse = torch.ops.fa.forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale,
+                                           causal, _align(causal_align), left, right, softcap, alibi_slopes, sinks)
+    return (out, lse) if return_lse else out
 
 
 def attention_kvcache(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None, v_new=None, causal=False,
-                      scale=None):
+                      scale=None, window=(-1, -1), softcap=None, alibi_slopes=None, sinks=None):
     """Attention of a few new queries over a KV cache, appending new keys first (CPU or CUDA).
 
     Args:
@@ -86,11 +159,15 @@ def attention_kvcache(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None, v_
         causal: bottom-right aligned: query i of Nq sees keys j <= L_b − Nq + i, where L_b is the
             valid length after the append (the query tokens are the last Nq of the sequence).
         scale: multiplies q kᵀ; default 1/sqrt(d).
+        window, softcap, alibi_slopes, sinks: as in :func:`attention`, with δ = L_b − Nq. On CUDA
+            these are computed exactly through PyTorch for now (``stats()["exact"]``).
 
     Returns:
         (B, Hq, Nq, d). A query that sees no key returns zeros.
     """
-    return torch.ops.fa.forward_kvcache(q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale, causal)
+    left, right = _window(window)
+    return torch.ops.fa.forward_kvcache(q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale, causal, left, right,
+                                        softcap, alibi_slopes, sinks)
 
 
 def has_cuda_kernels():

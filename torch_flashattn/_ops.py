@@ -31,5 +31,29 @@ def _naive_forward_fake(q, k, v, scale=None, causal=False):
 
 @torch.library.register_fake("fa::forward_kvcache")
 def _forward_kvcache_fake(q, k_cache, v_cache, cache_seqlens=None, k_new=None, v_new=None, scale=None,
-                          causal=False):
+                          causal=False, window_left=-1, window_right=-1, softcap=None, alibi_slopes=None, sinks=None):
     return _out_like(q, k_cache, v_cache)
+
+
+torch.library.register_fake("fa::_forward_kvcache_exact")(_forward_kvcache_fake)
+
+
+def _variants_fake(q, k, v, scale=None, causal=False, align=0, window_left=-1, window_right=-1, softcap=None,
+                   alibi_slopes=None, sinks=None, key_mask=None, attn_mask=None):
+    return _out_like(q, k, v), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+torch.library.register_fake("fa::forward_variants")(_variants_fake)
+torch.library.register_fake("fa::_forward_exact")(_variants_fake)
+
+
+def _varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale=None, causal=False, align=0,
+                 window_left=-1, window_right=-1, softcap=None, alibi_slopes=None, sinks=None):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        torch._check(t.dim() == 3, lambda: f"fa.forward_varlen: {name} must be a 3-D tensor (total, H, d), "
+                     f"got {t.dim()}-D")
+    return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+
+torch.library.register_fake("fa::forward_varlen")(_varlen_fake)
+torch.library.register_fake("fa::_forward_varlen_exact")(_varlen_fake)

@@ -36,17 +36,20 @@ _reasons = collections.Counter()
 
 
 def stats():
-    """Calls served so far: ``{"fa": n, "fa_decode": n, "sdpa": n, "eager": n, "fallback_reasons": {reason: n}}``;
-    ``fa`` counts every call our kernels served, ``fa_decode`` those of them that ran the split-KV
-    decode kernel, ``sdpa`` the calls PyTorch's SDPA computed and ``eager`` those the transformers
-    backend sent to the model's own eager attention (``torch_flashattn.hf``)."""
+    """Calls served so far: ``{"fa": n, "fa_decode": n, "sdpa": n, "eager": n, "exact": n,
+    "fallback_reasons": {reason: n}}``; ``fa`` counts every drop-in call our kernels served,
+    ``fa_decode`` those of them that ran the split-KV decode kernel, ``sdpa`` the calls PyTorch's
+    SDPA computed and ``eager`` those the transformers backend sent to the model's own eager
+    attention (``torch_flashattn.hf``). ``exact`` counts op calls with variants that the CUDA kernels
+    do not run yet, which the op computed exactly through PyTorch (any entry point)."""
     return {"fa": _counts["fa"], "fa_decode": _counts["fa_decode"], "sdpa": _counts["sdpa"],
-            "eager": _counts["eager"], "fallback_reasons": dict(_reasons)}
+            "eager": _counts["eager"], "exact": torch.ops.fa._exact_calls(), "fallback_reasons": dict(_reasons)}
 
 
 def reset_stats():
     _counts.clear()
     _reasons.clear()
+    torch.ops.fa._exact_calls(True)
 
 
 def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa):

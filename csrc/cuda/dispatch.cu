@@ -10,7 +10,8 @@
  *     auto     the fastest family that supports the problem
  *
  * A forced family that cannot run the problem answers FA_ERR_UNSUPPORTED rather than silently
- * running another one. Under the automatic choice, a non-causal call with a long run of keys and
+ * running another one. No family runs fa.h's variants yet: they answer FA_ERR_UNSUPPORTED (the
+ * torch binding computes them through PyTorch on CUDA, torch_flashattn/_exact.py). Under the automatic choice, a non-causal call with a long run of keys and
  * too few query tiles to fill the GPU goes to the split-KV kernel (decode.cu), given its scratch.
  */
 #include <string.h>
@@ -46,7 +47,7 @@ extern "C" int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes)
         return st;
     fa_overrides o;
     fa_get_overrides(&o);
-    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0 || fa_has_variants(p))
         return FA_OK;
     int split_kv;
     if ((st = use_split_kv(p, &o, &split_kv)) != FA_OK)
@@ -81,6 +82,8 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
         return st;
     fa_overrides o;
     fa_get_overrides(&o);
+    if (fa_has_variants(p))
+        return FA_ERR_UNSUPPORTED;
     if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
         return FA_OK;
 

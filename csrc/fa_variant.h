@@ -1,0 +1,76 @@
+/*
+ * fa_variant.h — the variants' semantics (fa.h, "Variants") as small functions every backend
+ * shares: the C backend includes it as plain C, the CUDA kernels as __host__ __device__ code.
+ * Scores here are in log2 units (s · log2 e), as the kernels keep them, so each variant's constant
+ * is scaled by log2 e once.
+ */
+#ifndef FA_VARIANT_H
+#define FA_VARIANT_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "fa.h"
+
+#ifdef __CUDACC__
+#define FA_VARIANT_FN __host__ __device__ __forceinline__
+#else
+#define FA_VARIANT_FN static inline
+#endif
+
+#define FA_VARIANT_LOG2E 1.4426950408889634f
+
+/* δ of a sequence of nq queries over nk keys: where its causal and window diagonals sit. */
+FA_VARIANT_FN int64_t fa_delta(const fa_params *p, int64_t nq, int64_t nk)
+{
+    return p->align == FA_ALIGN_BOTTOM_RIGHT ? nk - nq : 0;
+}
+
+/* The keys [lo, hi) that causal and the window let query i see (before key_mask and a bool mask),
+ * clamped to 0..nk; hi <= lo when none. */
+FA_VARIANT_FN void fa_key_range(const fa_params *p, int64_t i, int64_t delta, int64_t nk, int64_t *lo,
+                                int64_t *hi)
+{
+    const int64_t left = p->window ? p->window_left : -1;
+    const int64_t right = p->causal ? 0 : p->window ? p->window_right : -1;
+    int64_t a = left >= 0 ? i + delta - left : 0, e = right >= 0 ? i + delta + right + 1 : nk;
+    *lo = a < 0 ? 0 : a > nk ? nk : a;
+    *hi = e < 0 ? 0 : e > nk ? nk : e;
+}
+
+/* A score's softcap and ALiBi, log2 units: c2 = softcap · log2 e (0: none), slope2 = slope · log2 e
+ * (0: none), dist = i + δ − j. */
+FA_VARIANT_FN float fa_score_mod(float s, float c2, float slope2, int64_t dist)
+{
+    if (c2 > 0.0f)
+        s = c2 * tanhf(s / c2);
+    if (slope2 != 0.0f)
+        s -= slope2 * (float)(dist < 0 ? -dist : dist);
+    return s;
+}
+
+/* The ALiBi slope of (b, h) in log2 units; 0 without ALiBi. */
+FA_VARIANT_FN float fa_alibi_slope2(const fa_params *p, int64_t b, int64_t h)
+{
+    return p->alibi_slopes != NULL ? p->alibi_slopes[b * p->alibi_batch_stride + h] * FA_VARIANT_LOG2E : 0.0f;
+}
+
+/* A row's end with a sink (log2 units s2 = sinks[h] · log2 e): from the row's max m and sum l
+ * (l = Σ 2^(s − m)), the factor that turns its accumulated O into the output, and its lse in log2
+ * units. Without a sink (has_sink 0) this is 1 / l and m + log2 l; a row with no visible key
+ * (l = 0) gets 0 and −inf, or 0 and s2 with a sink. */
+FA_VARIANT_FN void fa_row_end(float m, float l, int has_sink, float s2, float *o_mul, float *lse2)
+{
+    const int none = l == 0.0f;                      /* NaN scores keep l NaN: the row stays NaN */
+    if (has_sink) {
+        const float M = !none && m > s2 ? m : s2;
+        const float lt = (none ? 0.0f : l * exp2f(m - M)) + exp2f(s2 - M);
+        *o_mul = none ? 0.0f : exp2f(m - M) / lt;
+        *lse2 = M + log2f(lt);
+    } else {
+        *o_mul = none ? 0.0f : 1.0f / l;
+        *lse2 = none ? -INFINITY : m + log2f(l);
+    }
+}
+
+#endif /* FA_VARIANT_H */
