@@ -84,13 +84,16 @@ typedef struct {
     int64_t B, Hq, Hkv, Nq, Nk, d;
 
     float scale;             /* multiplies Q Kᵀ; usually 1/sqrt(d) */
-    int causal;              /* nonzero: query i sees keys j <= i + δ (top-left: δ = 0) */
+    int causal;              /* nonzero: query i sees keys j <= i (top-left; fa_variants moves it) */
     fa_dtype dtype;          /* of q, k, v and o */
     int num_threads;         /* CPU backend: OpenMP threads; 0 = OpenMP's default */
 
-    /* Variants. Zero / NULL in every field below is plain attention, so a zeroed struct filled
-     * as above is unchanged. For query i and key j of one sequence (Nq_b queries, Nk_b keys),
-     * δ = 0 (FA_ALIGN_TOP_LEFT) or Nk_b − Nq_b (FA_ALIGN_BOTTOM_RIGHT):
+} fa_params;
+
+/* The variants of attention, beside an fa_params (fa_forward_variants_*). */
+typedef struct {
+    /* Zero / NULL in every field is plain attention. For query i and key j of one sequence (Nq_b
+     * queries, Nk_b keys), δ = 0 (FA_ALIGN_TOP_LEFT) or Nk_b − Nq_b (FA_ALIGN_BOTTOM_RIGHT):
      *   s = scale · q_i · k_j;  softcap c: s = c · tanh(s / c);  ALiBi: s −= slope · |i + δ − j|;
      *   a float mask: s += mask[b, h, i, j];
      *   key j is visible when j >= i + δ − window_left (window_left >= 0), j <= i + δ + window_right
@@ -112,13 +115,12 @@ typedef struct {
 
     /* Varlen (packed sequences): when cu_seqlens_q is given, B sequences lie along the rows of q,
      * o (cu_seqlens_q[b] .. cu_seqlens_q[b + 1]) and k, v (cu_seqlens_k); the batch strides are
-     * unused, Nq and Nk are the longest lengths (max_seqlen), total_q and total_k the rows of the
-     * packed tensors, and lse is (Hq, total_q). cu_seqlens are int32, B + 1 entries, host memory
-     * for the CPU backend, device memory for CUDA (never read on the host there: a bad entry makes
-     * its sequence's output NaN). key_mask and mask do not apply to varlen calls. */
+     * unused, p.Nq and p.Nk are the longest lengths (max_seqlen), total_q and total_k the rows of
+     * the packed tensors, and lse is (Hq, total_q). cu_seqlens are int32, B + 1 entries, host memory
+     * for the CPU backend, device memory for CUDA. key_mask and mask do not apply to varlen calls. */
     const int32_t *cu_seqlens_q, *cu_seqlens_k;
     int64_t total_q, total_k;
-} fa_params;
+} fa_variants;
 
 typedef enum {
     FA_ALIGN_TOP_LEFT = 0,       /* δ = 0, as SDPA's is_causal */
@@ -132,8 +134,12 @@ typedef enum {
     FA_MASK_ADD_F32 = 3,         /* added to the scores, fp32 */
 } fa_mask_kind;
 
-/* Nonzero when p asks for any variant above (families that take none of them decline these). */
-int fa_has_variants(const fa_params *p);
+/* Nonzero when v (NULL: none) asks for any variant. */
+int fa_has_variants(const fa_variants *v);
+
+/* fa_check_params for p beside v, then v's own fields (FA_ERR_VARIANT, FA_ERR_NULL_POINTER). Host
+ * cu_seqlens are not read here (the CPU backend checks them: FA_ERR_CU_SEQLENS). */
+int fa_check_variants(const fa_params *p, const fa_variants *v);
 
 /* A short English description of a status; never NULL. */
 const char *fa_strerror(int status);
@@ -181,6 +187,13 @@ int fa_check_params(const fa_params *p);
 /* C backend (OpenMP over batch × heads × query blocks). */
 int fa_forward_cpu(const fa_params *p);
 
+/* With the variants of v (NULL: none): the C backend runs every one. The CUDA backend's kernels
+ * take none yet: fa_forward_variants_cuda answers FA_ERR_UNSUPPORTED when v asks for any (the torch
+ * binding then computes the call exactly through PyTorch). */
+int fa_forward_variants_cpu(const fa_params *p, const fa_variants *v);
+struct CUstream_st;
+int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CUstream_st *stream);
+
 /* CUDA backend. stream is a cudaStream_t (struct CUstream_st * is its
  * definition in the CUDA headers; naming the struct keeps this header free of
  * them); NULL is the legacy default stream. Pointers are device pointers.
@@ -201,9 +214,9 @@ int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t scratch_by
  * p.v, (B, Hkv, Nmax, d) with p.Nk = Nmax; sequence b holds cache_seqlens[b]
  * valid keys. When k_new / v_new are given, their Nnew rows are first written
  * into the caches in place at rows cache_seqlens[b] .. + Nnew, and attention
- * then covers L_b = cache_seqlens[b] + Nnew keys. Window, softcap, ALiBi and sinks apply as in
- * fa_params with δ = L_b − Nq (align is ignored); key_mask, mask and varlen do not apply (they
- * answer FA_ERR_VARIANT). causal is bottom-right
+ * then covers L_b = cache_seqlens[b] + Nnew keys. With fa_variants (CPU): window, softcap, ALiBi
+ * and sinks apply with δ = L_b − Nq (align is ignored); key_mask, mask and varlen do not apply
+ * (FA_ERR_VARIANT). causal is bottom-right
  * aligned here: query i of Nq sees keys j <= L_b − Nq + i. A query that sees
  * no key (L_b = 0, or L_b < Nq when causal) gets O = 0 and lse = −inf. */
 typedef struct {
@@ -220,6 +233,7 @@ typedef struct {
 int fa_check_kvcache_params(const fa_kvcache_params *kp);
 
 int fa_forward_kvcache_cpu(const fa_kvcache_params *kp);
+int fa_forward_kvcache_variants_cpu(const fa_kvcache_params *kp, const fa_variants *v);
 
 /* CUDA backend (decode.cu, split-KV "flash-decoding"). Pointers are device pointers, including
  * cache_seqlens. It never reads cache_seqlens on the host (no synchronisation, CUDA-graph

@@ -78,7 +78,8 @@ int fa_record_cuda_error(const char *name, const char *text)
     return FA_ERR_CUDA;
 }
 
-int fa_check_params(const fa_params *p)
+/* fa_check_params; packed (varlen) sequences have no batch stride. */
+static int check_params(const fa_params *p, int packed)
 {
     if (p == NULL)
         return FA_ERR_NULL_POINTER;
@@ -104,25 +105,8 @@ int fa_check_params(const fa_params *p)
     /* Inputs may repeat rows (stride 0, as expand() makes); output rows must not overlap, or
      * threads would race on them. */
     if ((p->Nq > 1 && p->o_row_stride < p->d) || (p->Hq > 1 && p->o_head_stride < p->d) ||
-        (p->B > 1 && p->cu_seqlens_q == NULL && p->o_batch_stride < p->d))
+        (p->B > 1 && !packed && p->o_batch_stride < p->d))
         return FA_ERR_BAD_STRIDE;
-    if (p->align != FA_ALIGN_TOP_LEFT && p->align != FA_ALIGN_BOTTOM_RIGHT)
-        return FA_ERR_VARIANT;
-    if (p->window && (p->window_left < -1 || p->window_right < -1))
-        return FA_ERR_VARIANT;
-    if (p->softcap != 0.0f && !(p->softcap > 0.0f && isfinite(p->softcap)))
-        return FA_ERR_VARIANT;
-    if (p->mask_kind < FA_MASK_NONE || p->mask_kind > FA_MASK_ADD_F32 || (p->mask_kind != FA_MASK_NONE) != (p->mask != NULL))
-        return FA_ERR_VARIANT;
-    if (p->alibi_batch_stride < 0 || p->key_mask_batch_stride < 0 || p->mask_batch_stride < 0
-        || p->mask_head_stride < 0 || p->mask_row_stride < 0 || p->mask_col_stride < 0)
-        return FA_ERR_VARIANT;
-    if ((p->cu_seqlens_q == NULL) != (p->cu_seqlens_k == NULL))
-        return FA_ERR_NULL_POINTER;
-    if (p->cu_seqlens_q != NULL && (p->key_mask != NULL || p->mask != NULL))
-        return FA_ERR_VARIANT;
-    if (p->cu_seqlens_q != NULL && (p->total_q < 0 || p->total_k < 0))
-        return FA_ERR_BAD_SIZE;
     /* Pointers are only dereferenced when there is something to read/write. */
     const int has_output = p->B > 0 && p->Hq > 0 && p->Nq > 0;
     if (has_output && p->o == NULL)
@@ -134,10 +118,42 @@ int fa_check_params(const fa_params *p)
     return FA_OK;
 }
 
-int fa_has_variants(const fa_params *p)
+int fa_check_params(const fa_params *p)
 {
-    return p->align != FA_ALIGN_TOP_LEFT || p->window || p->softcap != 0.0f || p->alibi_slopes != NULL
-        || p->sinks != NULL || p->key_mask != NULL || p->mask != NULL || p->cu_seqlens_q != NULL;
+    return check_params(p, 0);
+}
+
+int fa_has_variants(const fa_variants *v)
+{
+    return v != NULL && (v->align != FA_ALIGN_TOP_LEFT || v->window || v->softcap != 0.0f || v->alibi_slopes != NULL
+                         || v->sinks != NULL || v->key_mask != NULL || v->mask != NULL || v->cu_seqlens_q != NULL);
+}
+
+int fa_check_variants(const fa_params *p, const fa_variants *v)
+{
+    if (p == NULL)
+        return FA_ERR_NULL_POINTER;
+    const int status = check_params(p, v != NULL && v->cu_seqlens_q != NULL);
+    if (status != FA_OK || v == NULL)
+        return status;
+    if (v->align != FA_ALIGN_TOP_LEFT && v->align != FA_ALIGN_BOTTOM_RIGHT)
+        return FA_ERR_VARIANT;
+    if (v->window && (v->window_left < -1 || v->window_right < -1))
+        return FA_ERR_VARIANT;
+    if (v->softcap != 0.0f && !(v->softcap > 0.0f && isfinite(v->softcap)))
+        return FA_ERR_VARIANT;
+    if (v->mask_kind < FA_MASK_NONE || v->mask_kind > FA_MASK_ADD_F32 || (v->mask_kind != FA_MASK_NONE) != (v->mask != NULL))
+        return FA_ERR_VARIANT;
+    if (v->alibi_batch_stride < 0 || v->key_mask_batch_stride < 0 || v->mask_batch_stride < 0
+        || v->mask_head_stride < 0 || v->mask_row_stride < 0 || v->mask_col_stride < 0)
+        return FA_ERR_VARIANT;
+    if ((v->cu_seqlens_q == NULL) != (v->cu_seqlens_k == NULL))
+        return FA_ERR_NULL_POINTER;
+    if (v->cu_seqlens_q != NULL && (v->key_mask != NULL || v->mask != NULL))
+        return FA_ERR_VARIANT;
+    if (v->cu_seqlens_q != NULL && (v->total_q < 0 || v->total_k < 0))
+        return FA_ERR_BAD_SIZE;
+    return FA_OK;
 }
 
 /* Host cu_seqlens (the CPU backend): 0 first, never decreasing, each length within max_seqlen,
@@ -159,8 +175,6 @@ int fa_check_kvcache_params(const fa_kvcache_params *kp)
     const int status = fa_check_params(&kp->p);
     if (status != FA_OK)
         return status;
-    if (kp->p.key_mask != NULL || kp->p.mask != NULL || kp->p.cu_seqlens_q != NULL)
-        return FA_ERR_VARIANT;
     if (kp->Nnew < 0)
         return FA_ERR_BAD_SIZE;
     if ((kp->k_new == NULL) != (kp->v_new == NULL) || (kp->Nnew > 0 && kp->k_new == NULL))
@@ -195,6 +209,14 @@ int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratch, size_t s
 int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
 {
     (void)p;
+    (void)stream;
+    return FA_ERR_NO_CUDA;
+}
+
+int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CUstream_st *stream)
+{
+    (void)p;
+    (void)v;
     (void)stream;
     return FA_ERR_NO_CUDA;
 }

@@ -243,44 +243,44 @@ typedef struct {
     int64_t nq, nk, delta;   /* delta: where the diagonals sit (fa_delta) */
 } seq_view;
 
-static float mask_value(const fa_params *p, int64_t b, int64_t h, int64_t i, int64_t j)
+static float mask_value(const fa_variants *v, fa_dtype dt, int64_t b, int64_t h, int64_t i, int64_t j)
 {
-    const int64_t at = b * p->mask_batch_stride + h * p->mask_head_stride + i * p->mask_row_stride
-                     + j * p->mask_col_stride;
-    switch (p->mask_kind) {
-    case FA_MASK_BOOL:    return ((const uint8_t *)p->mask)[at] ? 0.0f : -INFINITY;
-    case FA_MASK_ADD_F32: return ((const float *)p->mask)[at];
+    const int64_t at = b * v->mask_batch_stride + h * v->mask_head_stride + i * v->mask_row_stride
+                     + j * v->mask_col_stride;
+    switch (v->mask_kind) {
+    case FA_MASK_BOOL:    return ((const uint8_t *)v->mask)[at] ? 0.0f : -INFINITY;
+    case FA_MASK_ADD_F32: return ((const float *)v->mask)[at];
     default:
-        return p->dtype == FA_FLOAT32 ? ((const float *)p->mask)[at]
-             : p->dtype == FA_FLOAT16 ? half_to_float(((const uint16_t *)p->mask)[at])
-                                      : bf16_to_float(((const uint16_t *)p->mask)[at]);
+        return dt == FA_FLOAT32 ? ((const float *)v->mask)[at]
+             : dt == FA_FLOAT16 ? half_to_float(((const uint16_t *)v->mask)[at])
+                                : bf16_to_float(((const uint16_t *)v->mask)[at]);
     }
 }
 
 /* The variants on one block of scores Sᵀ (keys j0 .. j0 + bn of rows i0 .. i0 + bm, log2 units):
  * softcap, ALiBi and a float mask change a visible score; a key outside the row's range, or
  * masked out, becomes −inf (fa_variant.h). */
-static void apply_variants(const fa_params *p, const seq_view *sv, float *st, int64_t i0, int bm, int64_t j0,
+static void apply_variants(const fa_params *p, const fa_variants *v, const seq_view *sv, float *st, int64_t i0, int bm, int64_t j0,
                            int bn)
 {
-    const float c2 = p->softcap * FA_VARIANT_LOG2E, slope2 = fa_alibi_slope2(p, sv->b, sv->h);
+    const float c2 = v->softcap * FA_VARIANT_LOG2E, slope2 = fa_alibi_slope2(v, sv->b, sv->h);
     for (int q = 0; q < bm; q++) {
         const int64_t i = i0 + q;
         int64_t lo, hi;
-        fa_key_range(p, i, sv->delta, sv->nk, &lo, &hi);
+        fa_key_range(v, p->causal, i, sv->delta, sv->nk, &lo, &hi);
         for (int k = 0; k < bn; k++) {
             const int64_t j = j0 + k;
             float *s = &st[k * BM + q];
             int visible = j >= lo && j < hi;
-            if (visible && p->key_mask != NULL)
-                visible = p->key_mask[sv->b * p->key_mask_batch_stride + j] != 0;
+            if (visible && v->key_mask != NULL)
+                visible = v->key_mask[sv->b * v->key_mask_batch_stride + j] != 0;
             if (!visible) {
                 *s = -INFINITY;
                 continue;
             }
             *s = fa_score_mod(*s, c2, slope2, i + sv->delta - j);
-            if (p->mask != NULL)
-                *s += mask_value(p, sv->b, sv->h, i, j) * FA_VARIANT_LOG2E;
+            if (v->mask != NULL)
+                *s += mask_value(v, p->dtype, sv->b, sv->h, i, j) * FA_VARIANT_LOG2E;
         }
     }
 }
@@ -290,14 +290,15 @@ static void apply_variants(const fa_params *p, const seq_view *sv, float *st, in
  * delta = 0 is SDPA's top-left mask, nk − nq the bottom-right one of a KV cache). Rows that see no
  * key get O = 0, lse = −inf. */
 FA_MULTIVERSION
-static void attend_block(const fa_params *p, const scratch *t, int64_t dp, const seq_view *sv, int64_t i0)
+static void attend_block(const fa_params *p, const fa_variants *v, const scratch *t, int64_t dp, const seq_view *sv,
+                         int64_t i0)
 {
     const int64_t d = p->d, Nk = sv->nk;
     const int bm = (int)(sv->nq - i0 < BM ? sv->nq - i0 : BM);
     const size_t es = dtype_size(p->dtype);
     /* The per-score variants (alignment and packing live in sv). */
-    const int variants = p->window || p->softcap != 0.0f || p->alibi_slopes != NULL || p->sinks != NULL
-                      || p->key_mask != NULL || p->mask != NULL;
+    const int variants = v->window || v->softcap != 0.0f || v->alibi_slopes != NULL || v->sinks != NULL
+                      || v->key_mask != NULL || v->mask != NULL;
 
     /* Qᵀ = (Q[i0 : i0+bm] · scale · log2(e))ᵀ; columns bm..BM are zero. */
     const float scale_log2 = p->scale * 1.4426950408889634f;
@@ -318,8 +319,8 @@ static void attend_block(const fa_params *p, const scratch *t, int64_t dp, const
     /* The keys any row of the block may see: from the first row's range start to the last row's
      * range end (both move right with the row). */
     int64_t j_begin, j_end, unused;
-    fa_key_range(p, i0, sv->delta, Nk, &j_begin, &unused);
-    fa_key_range(p, i0 + bm - 1, sv->delta, Nk, &unused, &j_end);
+    fa_key_range(v, p->causal, i0, sv->delta, Nk, &j_begin, &unused);
+    fa_key_range(v, p->causal, i0 + bm - 1, sv->delta, Nk, &unused, &j_end);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += BN) {
         const int bn = (int)(j_end - j0 < BN ? j_end - j0 : BN);
         for (int j = 0; j < bn; j++) {
@@ -331,7 +332,7 @@ static void attend_block(const fa_params *p, const scratch *t, int64_t dp, const
         gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, BM, d, NULL);
 
         if (variants)
-            apply_variants(p, sv, t->st, i0, bm, j0, bn);
+            apply_variants(p, v, sv, t->st, i0, bm, j0, bn);
         else if (p->causal && j0 + bn - 1 > i0 + sv->delta)
             /* Causal: query i0 + q does not see key j0 + k > i0 + q + delta. */
             for (int k = 0; k < bn; k++)
@@ -371,8 +372,8 @@ static void attend_block(const fa_params *p, const scratch *t, int64_t dp, const
 
     /* O = O_i / l_i,  lse = (m_i + log2 l_i) · ln 2; with variants, fa_row_end (sinks, rows that
      * see nothing). */
-    const int has_sink = p->sinks != NULL;
-    const float sink2 = has_sink ? p->sinks[sv->h] * FA_VARIANT_LOG2E : 0.0f;
+    const int has_sink = v->sinks != NULL;
+    const float sink2 = has_sink ? v->sinks[sv->h] * FA_VARIANT_LOG2E : 0.0f;
     for (int r = 0; r < bm; r++) {
         float mul, lse2;
         if (variants) {
@@ -400,7 +401,7 @@ static int threads_for(const fa_params *p)
 
 /* Sequence b, head h of p. n_keys (NULL: p->Nk, or the varlen lengths) is a KV cache's per-batch
  * key count. */
-static seq_view seq_of(const fa_params *p, const int64_t *n_keys, int64_t b, int64_t h)
+static seq_view seq_of(const fa_params *p, const fa_variants *v, const int64_t *n_keys, int64_t b, int64_t h)
 {
     const size_t es = dtype_size(p->dtype);
     const int64_t hk = h / (p->Hq / p->Hkv);          /* GQA: the kv head of query head h */
@@ -408,13 +409,13 @@ static seq_view seq_of(const fa_params *p, const int64_t *n_keys, int64_t b, int
     sv.b = b;
     sv.h = h;
     int64_t q_off, k_off, lse_off;
-    if (p->cu_seqlens_q != NULL) {
-        const int64_t q0 = p->cu_seqlens_q[b], k0 = p->cu_seqlens_k[b];
-        sv.nq = p->cu_seqlens_q[b + 1] - q0;
-        sv.nk = p->cu_seqlens_k[b + 1] - k0;
+    if (v->cu_seqlens_q != NULL) {
+        const int64_t q0 = v->cu_seqlens_q[b], k0 = v->cu_seqlens_k[b];
+        sv.nq = v->cu_seqlens_q[b + 1] - q0;
+        sv.nk = v->cu_seqlens_k[b + 1] - k0;
         q_off = q0 * p->q_row_stride;
         k_off = k0;                                    /* rows; k and v strides differ */
-        lse_off = h * p->total_q + q0;
+        lse_off = h * v->total_q + q0;
         sv.q = (const char *)p->q + (q_off + h * p->q_head_stride) * es;
         sv.o = (char *)p->o + (q0 * p->o_row_stride + h * p->o_head_stride) * es;
         sv.k = sv.nk > 0 ? (const char *)p->k + (k_off * p->k_row_stride + hk * p->k_head_stride) * es : NULL;
@@ -430,12 +431,12 @@ static seq_view seq_of(const fa_params *p, const int64_t *n_keys, int64_t b, int
         sv.v = p->Nk > 0 ? (const char *)p->v + (b * p->v_batch_stride + hk * p->v_head_stride) * es : NULL;
     }
     sv.lse = p->lse != NULL ? p->lse + lse_off : NULL;
-    sv.delta = fa_delta(p, sv.nq, sv.nk);
+    sv.delta = fa_delta(v, sv.nq, sv.nk);
     return sv;
 }
 
 /* Runs attend_block over every (sequence, head, query block) in parallel. */
-static int run_blocks(const fa_params *p, const int64_t *n_keys)
+static int run_blocks(const fa_params *p, const fa_variants *v, const int64_t *n_keys)
 {
     const int64_t dp = (p->d + NR - 1) / NR * NR;     /* d padded for the micro-kernel */
     const int64_t n_qblocks = (p->Nq + BM - 1) / BM;
@@ -457,9 +458,9 @@ static int run_blocks(const fa_params *p, const int64_t *n_keys)
                 continue;
             const int64_t qb = n_qblocks - 1 - w % n_qblocks;
             const int64_t bh = w / n_qblocks;
-            const seq_view sv = seq_of(p, n_keys, bh / p->Hq, bh % p->Hq);
+            const seq_view sv = seq_of(p, v, n_keys, bh / p->Hq, bh % p->Hq);
             if (qb * BM < sv.nq)                      /* a packed sequence shorter than Nq */
-                attend_block(p, &t, dp, &sv, qb * BM);
+                attend_block(p, v, &t, dp, &sv, qb * BM);
         }
         if (ok)
             free(t.base);
@@ -467,24 +468,42 @@ static int run_blocks(const fa_params *p, const int64_t *n_keys)
     return failed ? FA_ERR_OUT_OF_MEMORY : FA_OK;
 }
 
-int fa_forward_cpu(const fa_params *p)
+int fa_forward_variants_cpu(const fa_params *p, const fa_variants *v_in)
 {
-    int status = fa_check_params(p);
+    static const fa_variants none;
+    const fa_variants *v = v_in != NULL ? v_in : &none;
+    int status = fa_check_variants(p, v);
     if (status != FA_OK)
         return status;
-    if (p->cu_seqlens_q != NULL &&
-        ((status = fa_check_cu_seqlens(p->cu_seqlens_q, p->B, p->Nq, p->total_q)) != FA_OK ||
-         (status = fa_check_cu_seqlens(p->cu_seqlens_k, p->B, p->Nk, p->total_k)) != FA_OK))
+    if (v->cu_seqlens_q != NULL &&
+        ((status = fa_check_cu_seqlens(v->cu_seqlens_q, p->B, p->Nq, v->total_q)) != FA_OK ||
+         (status = fa_check_cu_seqlens(v->cu_seqlens_k, p->B, p->Nk, v->total_k)) != FA_OK))
         return status;
     if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
         return FA_OK;
-    return run_blocks(p, NULL);
+    return run_blocks(p, v, NULL);
 }
 
-int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
+int fa_forward_cpu(const fa_params *p)
+{
+    return fa_forward_variants_cpu(p, NULL);
+}
+
+int fa_forward_kvcache_variants_cpu(const fa_kvcache_params *kp, const fa_variants *v_in)
 {
     int status = fa_check_kvcache_params(kp);
     if (status != FA_OK)
+        return status;
+    /* The queries are the last Nq of each sequence: bottom-right; no packing, no masks. */
+    fa_variants v;
+    if (v_in != NULL)
+        v = *v_in;
+    else
+        memset(&v, 0, sizeof v);
+    if (v.key_mask != NULL || v.mask != NULL || v.cu_seqlens_q != NULL)
+        return FA_ERR_VARIANT;
+    v.align = FA_ALIGN_BOTTOM_RIGHT;
+    if ((status = fa_check_variants(&kp->p, &v)) != FA_OK)
         return status;
     const fa_params *p = &kp->p;
     if (p->B == 0)
@@ -521,10 +540,12 @@ int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
                        row_bytes);
             }
 
-    /* The queries are the last Nq of each sequence: bottom-right. */
-    fa_params pb = *p;
-    pb.align = FA_ALIGN_BOTTOM_RIGHT;
-    status = p->Hq == 0 || p->Nq == 0 ? FA_OK : run_blocks(&pb, n_keys);
+    status = p->Hq == 0 || p->Nq == 0 ? FA_OK : run_blocks(p, &v, n_keys);
     free(n_keys);
     return status;
+}
+
+int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
+{
+    return fa_forward_kvcache_variants_cpu(kp, NULL);
 }

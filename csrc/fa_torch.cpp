@@ -19,8 +19,8 @@
 // Same semantics as F.scaled_dot_product_attention(q, k, v, is_causal=causal,
 // scale=scale, enable_gqa=True), plus the variants of fa.h. This file validates the tensors
 // (messages name the argument and what was expected), allocates the outputs, fills the fa_params
-// struct of fa.h and calls the C backend (CPU) or the CUDA launcher on the current stream under a
-// device guard. The CUDA kernels do not take the variants yet: on CUDA those calls are computed
+// and fa_variants structs of fa.h and calls the C backend (CPU) or the CUDA launcher on the current
+// stream under a device guard. The CUDA kernels do not take the variants yet: on CUDA those calls are computed
 // exactly through PyTorch (exact_attention below, in fp32, no host synchronisation) and counted.
 // Fake (meta) kernels live in torch_flashattn/_ops.py.
 #include <Python.h>
@@ -262,9 +262,11 @@ Variants check_variants(const char *op, const at::Tensor &q, int64_t B, int64_t 
     return va;
 }
 
-// Points p's variant fields at va's tensors.
-void set_variants(fa_params &p, const Variants &va, at::ScalarType q_dtype)
+// fa.h's fa_variants pointing into va's tensors.
+fa_variants to_fa_variants(const Variants &va, at::ScalarType q_dtype)
 {
+    fa_variants p;
+    std::memset(&p, 0, sizeof(p));
     p.align = va.align;
     p.window = va.window_left >= 0 || va.window_right >= 0;
     p.window_left = va.window_left;
@@ -288,6 +290,7 @@ void set_variants(fa_params &p, const Variants &va, at::ScalarType q_dtype)
         p.mask_batch_stride = m.stride(0); p.mask_head_stride = m.stride(1);
         p.mask_row_stride = m.stride(2); p.mask_col_stride = m.stride(3);
     }
+    return p;
 }
 
 // Calls the exact path computed (torch_flashattn.stats()["exact"]).
@@ -396,7 +399,7 @@ std::tuple<at::Tensor, at::Tensor> variants_call(const char *op, bool exact, con
     Call c = prepare(op, q, k, v, scale, causal, true);
     const Variants va = check_variants(op, q, c.p.B, c.p.Hq, c.p.Nq, c.p.Nk, align, window_left, window_right,
                                        softcap, alibi_slopes, sinks, key_mask, attn_mask);
-    set_variants(c.p, va, q.scalar_type());
+    const fa_variants fv = to_fa_variants(va, q.scalar_type());
     if (exact || c.q.is_cuda()) {
 #ifdef FA_WITH_CUDA
         std::optional<c10::cuda::CUDAGuard> guard;
@@ -409,7 +412,7 @@ std::tuple<at::Tensor, at::Tensor> variants_call(const char *op, bool exact, con
 #endif
         return exact_attention(c.q, c.k, c.v, c.p.scale, causal, va, at::Tensor(), at::Tensor());
     }
-    check_status(op, fa_forward_cpu(&c.p));
+    check_status(op, fa_forward_variants_cpu(&c.p, &fv));
     return {c.o, c.lse};
 }
 
@@ -539,12 +542,12 @@ std::tuple<at::Tensor, at::Tensor> varlen_call(const char *op, bool exact, const
     p.causal = causal ? 1 : 0;
     p.dtype = to_fa_dtype(q.scalar_type());
     p.num_threads = at::get_num_threads();
-    p.cu_seqlens_q = cq.data_ptr<int32_t>();
-    p.cu_seqlens_k = ck.data_ptr<int32_t>();
-    p.total_q = total_q;
-    p.total_k = total_k;
-    set_variants(p, va, q.scalar_type());
-    check_status(op, fa_forward_cpu(&p));
+    fa_variants fv = to_fa_variants(va, q.scalar_type());
+    fv.cu_seqlens_q = cq.data_ptr<int32_t>();
+    fv.cu_seqlens_k = ck.data_ptr<int32_t>();
+    fv.total_q = total_q;
+    fv.total_k = total_k;
+    check_status(op, fa_forward_variants_cpu(&p, &fv));
     return {o, lse};
 }
 
@@ -675,7 +678,7 @@ at::Tensor kvcache_call(const char *op, bool exact, const at::Tensor &q, const a
     Call c = prepare(op, q, k_cache, v_cache, scale, causal, false);
     const Variants va = check_variants(op, q, B, q.size(1), q.size(2), k_cache.size(2), FA_ALIGN_TOP_LEFT, window_left,
                                        window_right, softcap, alibi_slopes, sinks, std::nullopt, std::nullopt);
-    set_variants(c.p, va, q.scalar_type());
+    const fa_variants fv = to_fa_variants(va, q.scalar_type());
     fa_kvcache_params kp;
     std::memset(&kp, 0, sizeof(kp));
     kp.p = c.p;
@@ -708,7 +711,7 @@ at::Tensor kvcache_call(const char *op, bool exact, const at::Tensor &q, const a
         status = FA_ERR_NO_CUDA;
 #endif
     } else {
-        status = fa_forward_kvcache_cpu(&kp);
+        status = fa_forward_kvcache_variants_cpu(&kp, &fv);
     }
     check_status(op, status);
     return c.o;

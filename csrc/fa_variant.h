@@ -1,5 +1,5 @@
 /*
- * fa_variant.h — the variants' semantics (fa.h, "Variants") as small functions every backend
+ * fa_variant.h — the variants' semantics (fa.h, fa_variants) as small functions every backend
  * shares: the C backend includes it as plain C, the CUDA kernels as __host__ __device__ code.
  * Scores here are in log2 units (s · log2 e), as the kernels keep them, so each variant's constant
  * is scaled by log2 e once.
@@ -21,18 +21,18 @@
 #define FA_VARIANT_LOG2E 1.4426950408889634f
 
 /* δ of a sequence of nq queries over nk keys: where its causal and window diagonals sit. */
-FA_VARIANT_FN int64_t fa_delta(const fa_params *p, int64_t nq, int64_t nk)
+FA_VARIANT_FN int64_t fa_delta(const fa_variants *v, int64_t nq, int64_t nk)
 {
-    return p->align == FA_ALIGN_BOTTOM_RIGHT ? nk - nq : 0;
+    return v->align == FA_ALIGN_BOTTOM_RIGHT ? nk - nq : 0;
 }
 
 /* The keys [lo, hi) that causal and the window let query i see (before key_mask and a bool mask),
  * clamped to 0..nk; hi <= lo when none. */
-FA_VARIANT_FN void fa_key_range(const fa_params *p, int64_t i, int64_t delta, int64_t nk, int64_t *lo,
+FA_VARIANT_FN void fa_key_range(const fa_variants *v, int causal, int64_t i, int64_t delta, int64_t nk, int64_t *lo,
                                 int64_t *hi)
 {
-    const int64_t left = p->window ? p->window_left : -1;
-    const int64_t right = p->causal ? 0 : p->window ? p->window_right : -1;
+    const int64_t left = v->window ? v->window_left : -1;
+    const int64_t right = causal ? 0 : v->window ? v->window_right : -1;
     int64_t a = left >= 0 ? i + delta - left : 0, e = right >= 0 ? i + delta + right + 1 : nk;
     *lo = a < 0 ? 0 : a > nk ? nk : a;
     *hi = e < 0 ? 0 : e > nk ? nk : e;
@@ -50,9 +50,9 @@ FA_VARIANT_FN float fa_score_mod(float s, float c2, float slope2, int64_t dist)
 }
 
 /* The ALiBi slope of (b, h) in log2 units; 0 without ALiBi. */
-FA_VARIANT_FN float fa_alibi_slope2(const fa_params *p, int64_t b, int64_t h)
+FA_VARIANT_FN float fa_alibi_slope2(const fa_variants *v, int64_t b, int64_t h)
 {
-    return p->alibi_slopes != NULL ? p->alibi_slopes[b * p->alibi_batch_stride + h] * FA_VARIANT_LOG2E : 0.0f;
+    return v->alibi_slopes != NULL ? v->alibi_slopes[b * v->alibi_batch_stride + h] * FA_VARIANT_LOG2E : 0.0f;
 }
 
 /* A row's end with a sink (log2 units s2 = sinks[h] · log2 e): from the row's max m and sum l

@@ -817,23 +817,12 @@ static size_t scratch_size(const decode_args *a)
     return a->splits > 1 && !a->cluster ? (size_t)(a->splits * a->rows * (a->kp.p.d + 1)) * sizeof(float) : 0;
 }
 
-/* The decode kernels take no variant yet (align is not one here: a cache's queries are always
- * bottom-right). */
-static int kvcache_variants(const fa_kvcache_params *kp)
-{
-    fa_params p = kp->p;
-    p.align = FA_ALIGN_TOP_LEFT;
-    return fa_has_variants(&p);
-}
-
 extern "C" int fa_kvcache_scratch_bytes(const fa_kvcache_params *kp, size_t *bytes)
 {
     *bytes = 0;
     int st = fa_check_kvcache_params(kp);
     if (st != FA_OK)
         return st;
-    if (kvcache_variants(kp))
-        return FA_ERR_UNSUPPORTED;
     decode_plan pl;
     decode_args a;
     fa_overrides o;
@@ -851,8 +840,6 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
     if (st != FA_OK)
         return st;
     const fa_params *p = &kp->p;
-    if (kvcache_variants(kp))
-        return FA_ERR_UNSUPPORTED;
     if (p->B == 0)
         return FA_OK;
     /* Without cache_seqlens every sequence starts at Nmax − Nnew: checked here, on the host. */

@@ -10,8 +10,8 @@
  *     auto     the fastest family that supports the problem
  *
  * A forced family that cannot run the problem answers FA_ERR_UNSUPPORTED rather than silently
- * running another one. No family runs fa.h's variants yet: they answer FA_ERR_UNSUPPORTED (the
- * torch binding computes them through PyTorch on CUDA, torch_flashattn/_exact.py). Under the automatic choice, a non-causal call with a long run of keys and
+ * running another one. No family takes fa.h's variants yet: fa_forward_variants_cuda answers
+ * FA_ERR_UNSUPPORTED for them. Under the automatic choice, a non-causal call with a long run of keys and
  * too few query tiles to fill the GPU goes to the split-KV kernel (decode.cu), given its scratch.
  */
 #include <string.h>
@@ -47,7 +47,7 @@ extern "C" int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes)
         return st;
     fa_overrides o;
     fa_get_overrides(&o);
-    if (p->B == 0 || p->Hq == 0 || p->Nq == 0 || fa_has_variants(p))
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
         return FA_OK;
     int split_kv;
     if ((st = use_split_kv(p, &o, &split_kv)) != FA_OK)
@@ -82,8 +82,6 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
         return st;
     fa_overrides o;
     fa_get_overrides(&o);
-    if (fa_has_variants(p))
-        return FA_ERR_UNSUPPORTED;
     if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
         return FA_OK;
 
@@ -131,4 +129,12 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
     default:
         return fa_simt_forward(p, stream);
     }
+}
+
+extern "C" int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CUstream_st *stream)
+{
+    const int st = fa_check_variants(p, v);
+    if (st != FA_OK)
+        return st;
+    return fa_has_variants(v) ? FA_ERR_UNSUPPORTED : fa_forward_cuda(p, stream);
 }

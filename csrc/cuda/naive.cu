@@ -161,7 +161,7 @@ extern "C" size_t fa_naive_scratch_bytes(const fa_params *p)
 /* scratch: at least fa_naive_scratch_bytes(p) bytes of device memory. */
 extern "C" int fa_naive_forward(const fa_params *p, float *scratch, cudaStream_t stream)
 {
-    if (p->Nk == 0 || fa_has_variants(p))
+    if (p->Nk == 0)
         return FA_ERR_UNSUPPORTED;   /* softmax of no keys: the dispatcher's other families answer */
     if (scratch == NULL)
         return FA_ERR_NULL_POINTER;
