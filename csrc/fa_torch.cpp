@@ -11,8 +11,7 @@
 //   fa::forward_kvcache(q, k_cache!, v_cache!, cache_seqlens?, k_new?, v_new?, scale?, causal,
 //                       window_left, window_right, softcap?, alibi_slopes?, sinks?) -> Tensor
 //                                                   (attention over a KV cache; CUDA: split-KV)
-//   fa::_forward_exact, _forward_varlen_exact, _forward_kvcache_exact (same schemas): the exact
-//                                                   path CUDA takes for variants, on any device (tests)
+//   fa::_set_exact(bool on) -> bool                  (tests: CPU variant calls take CUDA's exact path)
 //   fa::_exact_calls(bool reset=False) -> int        (calls the exact path computed)
 //   fa::_set_overrides(int[] fields), fa::_get_overrides() -> int[]   (tests and tools: fa_overrides)
 //
@@ -296,6 +295,15 @@ fa_variants to_fa_variants(const Variants &va, at::ScalarType q_dtype)
 // Calls the exact path computed (torch_flashattn.stats()["exact"]).
 std::atomic<int64_t> g_exact_calls{0};
 
+// Tests (torch_flashattn._testing.exact_path): CPU calls with variants take the exact path CUDA
+// takes, so its code runs where no GPU is.
+std::atomic<bool> g_force_exact{false};
+
+bool set_exact(bool on)
+{
+    return g_force_exact.exchange(on);
+}
+
 // The variants computed exactly through PyTorch, in fp32: scores, the visibility of each pair and
 // the softmax written out from fa.h's semantics, a block of query rows at a time (at most 2^26
 // scores in flight). q (B, Hq, Nq, d), k, v (B, Hkv, Nk, d). q_len, k_len (B,) int64 or undefined:
@@ -425,20 +433,7 @@ std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const a
                                                     const std::optional<at::Tensor> &key_mask,
                                                     const std::optional<at::Tensor> &attn_mask)
 {
-    return variants_call("fa.forward_variants", false, q, k, v, scale, causal, align, window_left, window_right,
-                         softcap, alibi_slopes, sinks, key_mask, attn_mask);
-}
-
-std::tuple<at::Tensor, at::Tensor> forward_exact(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
-                                                 std::optional<double> scale, bool causal, int64_t align,
-                                                 int64_t window_left, int64_t window_right,
-                                                 std::optional<double> softcap,
-                                                 const std::optional<at::Tensor> &alibi_slopes,
-                                                 const std::optional<at::Tensor> &sinks,
-                                                 const std::optional<at::Tensor> &key_mask,
-                                                 const std::optional<at::Tensor> &attn_mask)
-{
-    return variants_call("fa._forward_exact", true, q, k, v, scale, causal, align, window_left, window_right,
+    return variants_call("fa.forward_variants", g_force_exact.load(), q, k, v, scale, causal, align, window_left, window_right,
                          softcap, alibi_slopes, sinks, key_mask, attn_mask);
 }
 
@@ -559,19 +554,7 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q, const at:
                                                   const std::optional<at::Tensor> &alibi_slopes,
                                                   const std::optional<at::Tensor> &sinks)
 {
-    return varlen_call("fa.forward_varlen", false, q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, align,
-                       window_left, window_right, softcap, alibi_slopes, sinks);
-}
-
-std::tuple<at::Tensor, at::Tensor> forward_varlen_exact(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
-                                                        const at::Tensor &cu_q, const at::Tensor &cu_k, int64_t max_q,
-                                                        int64_t max_k, std::optional<double> scale, bool causal,
-                                                        int64_t align, int64_t window_left, int64_t window_right,
-                                                        std::optional<double> softcap,
-                                                        const std::optional<at::Tensor> &alibi_slopes,
-                                                        const std::optional<at::Tensor> &sinks)
-{
-    return varlen_call("fa._forward_varlen_exact", true, q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, align,
+    return varlen_call("fa.forward_varlen", g_force_exact.load(), q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, align,
                        window_left, window_right, softcap, alibi_slopes, sinks);
 }
 
@@ -691,7 +674,7 @@ at::Tensor kvcache_call(const char *op, bool exact, const at::Tensor &q, const a
         kp.vn_batch_stride = vn.stride(0); kp.vn_head_stride = vn.stride(1); kp.vn_row_stride = vn.stride(2);
         kp.Nnew = kn.size(2);
     }
-    if (exact)                                  // tests: the path CUDA takes for variants, on any device
+    if (exact && va.any())                      // tests: the path CUDA takes for variants, on the CPU
         return kvcache_exact(q, k_cache, v_cache, seqlens, kn, vn, c.p.scale, causal, va);
     int status;
     if (q.is_cuda()) {
@@ -723,18 +706,8 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
                            int64_t window_left, int64_t window_right, std::optional<double> softcap,
                            const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks)
 {
-    return kvcache_call("fa.forward_kvcache", false, q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale, causal,
+    return kvcache_call("fa.forward_kvcache", g_force_exact.load(), q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale, causal,
                         window_left, window_right, softcap, alibi_slopes, sinks);
-}
-
-at::Tensor forward_kvcache_exact(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
-                                 const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
-                                 const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal,
-                                 int64_t window_left, int64_t window_right, std::optional<double> softcap,
-                                 const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks)
-{
-    return kvcache_call("fa._forward_kvcache_exact", true, q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale,
-                        causal, window_left, window_right, softcap, alibi_slopes, sinks);
 }
 
 #ifdef FA_WITH_CUDA
@@ -789,19 +762,17 @@ TORCH_LIBRARY(fa, m)
                           "int window_left=-1, int window_right=-1, float? softcap=None, Tensor? alibi_slopes=None, "
                           "Tensor? sinks=None) -> Tensor";
     m.def((std::string("forward_kvcache") + kvcache).c_str());
-    m.def((std::string("_forward_kvcache_exact") + kvcache).c_str());
     const char *variants = "(Tensor q, Tensor k, Tensor v, float? scale=None, bool causal=False, int align=0, "
                            "int window_left=-1, int window_right=-1, float? softcap=None, Tensor? alibi_slopes=None, "
                            "Tensor? sinks=None, Tensor? key_mask=None, Tensor? attn_mask=None) -> (Tensor, Tensor)";
     m.def((std::string("forward_variants") + variants).c_str());
-    m.def((std::string("_forward_exact") + variants).c_str());
     const char *varlen = "(Tensor q, Tensor k, Tensor v, Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, "
                          "int max_seqlen_k, float? scale=None, bool causal=False, int align=0, int window_left=-1, "
                          "int window_right=-1, float? softcap=None, Tensor? alibi_slopes=None, Tensor? sinks=None) "
                          "-> (Tensor, Tensor)";
     m.def((std::string("forward_varlen") + varlen).c_str());
-    m.def((std::string("_forward_varlen_exact") + varlen).c_str());
     m.def("_exact_calls(bool reset=False) -> int", &exact_calls);
+    m.def("_set_exact(bool on) -> bool", &set_exact);
     m.def("_set_overrides(int[] fields) -> ()", &set_overrides);
     m.def("_get_overrides() -> int[]", &get_overrides);
 }
@@ -811,11 +782,8 @@ TORCH_LIBRARY_IMPL(fa, CPU, m)
     m.impl("forward", &forward);
     m.impl("forward_lse", &forward_lse);
     m.impl("forward_kvcache", &forward_kvcache);
-    m.impl("_forward_kvcache_exact", &forward_kvcache_exact);
     m.impl("forward_variants", &forward_variants);
-    m.impl("_forward_exact", &forward_exact);
     m.impl("forward_varlen", &forward_varlen);
-    m.impl("_forward_varlen_exact", &forward_varlen_exact);
 }
 
 #ifdef FA_WITH_CUDA
@@ -825,11 +793,8 @@ TORCH_LIBRARY_IMPL(fa, CUDA, m)
     m.impl("forward_lse", &forward_lse);
     m.impl("naive_forward", &naive_forward);
     m.impl("forward_kvcache", &forward_kvcache);
-    m.impl("_forward_kvcache_exact", &forward_kvcache_exact);
     m.impl("forward_variants", &forward_variants);
-    m.impl("_forward_exact", &forward_exact);
     m.impl("forward_varlen", &forward_varlen);
-    m.impl("_forward_varlen_exact", &forward_varlen_exact);
 }
 #endif
 

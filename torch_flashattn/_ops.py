@@ -35,7 +35,6 @@ def _forward_kvcache_fake(q, k_cache, v_cache, cache_seqlens=None, k_new=None, v
     return _out_like(q, k_cache, v_cache)
 
 
-torch.library.register_fake("fa::_forward_kvcache_exact")(_forward_kvcache_fake)
 
 
 def _variants_fake(q, k, v, scale=None, causal=False, align=0, window_left=-1, window_right=-1, softcap=None,
@@ -44,7 +43,6 @@ def _variants_fake(q, k, v, scale=None, causal=False, align=0, window_left=-1, w
 
 
 torch.library.register_fake("fa::forward_variants")(_variants_fake)
-torch.library.register_fake("fa::_forward_exact")(_variants_fake)
 
 
 def _varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale=None, causal=False, align=0,
@@ -56,4 +54,3 @@ def _varlen_fake(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k
 
 
 torch.library.register_fake("fa::forward_varlen")(_varlen_fake)
-torch.library.register_fake("fa::_forward_varlen_exact")(_varlen_fake)

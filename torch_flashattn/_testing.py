@@ -70,3 +70,14 @@ def overrides(**fields):
         yield
     finally:
         set_overrides(**previous)
+
+
+@contextlib.contextmanager
+def exact_path():
+    """Within the block, CPU calls with variants run the exact path that CUDA calls with variants
+    take (fa_torch.cpp, exact_attention), so tests check that code where no GPU is."""
+    before = torch.ops.fa._set_exact(True)
+    try:
+        yield
+    finally:
+        torch.ops.fa._set_exact(before)
