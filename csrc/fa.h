@@ -210,6 +210,27 @@ int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream);
 int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes);
 int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t scratch_bytes, struct CUstream_st *stream);
 
+/* The backward pass: dQ, dK, dV (and the sinks' gradient) from the forward's q, k, v, its output o
+ * and lse, and dO (and dlse when the caller's loss uses lse). P is recomputed from lse (no Nq×Nk
+ * buffer); D = rowsum(dO ∘ O); dS = P ∘ (dP − D + dlse) through the softcap's derivative; dK and dV
+ * of a kv head sum over the query heads of its group. The same variants as the forward, except
+ * packed sequences (FA_ERR_UNSUPPORTED); a float mask and ALiBi slopes get no gradient. */
+typedef struct {
+    fa_params p;                     /* q, k, v, o (the forward's output), lse (required), sizes, scale,
+                                        causal, dtype */
+    const void *dout;                /* (B, Hq, Nq, d), q's dtype */
+    int64_t do_batch_stride, do_head_stride, do_row_stride;
+    const float *dlse;               /* (B, Hq, Nq) contiguous; NULL: zero */
+    void *dq, *dk, *dv;              /* q's, k's and v's shapes, q's dtype */
+    int64_t dq_batch_stride, dq_head_stride, dq_row_stride;
+    int64_t dk_batch_stride, dk_head_stride, dk_row_stride;
+    int64_t dv_batch_stride, dv_head_stride, dv_row_stride;
+    float *dsinks;                   /* (Hq), written when the variants have sinks; else unused */
+} fa_backward_params;
+
+/* C backend of the backward pass (OpenMP over batch × kv heads). */
+int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v);
+
 /* Attention over a KV cache (decoding, chunked prefill). The caches are p.k and
  * p.v, (B, Hkv, Nmax, d) with p.Nk = Nmax; sequence b holds cache_seqlens[b]
  * valid keys. When k_new / v_new are given, their Nnew rows are first written

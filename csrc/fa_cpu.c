@@ -549,3 +549,155 @@ int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
 {
     return fa_forward_kvcache_variants_cpu(kp, NULL);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Backward (FlashAttention-2's algorithm, written as plain loops).           */
+
+/* One (batch, kv head): the query heads of its group one after another, each query row's scores
+ * recomputed from lse; dK and dV summed in fp32 buffers of the kv head's keys, dQ per row. */
+static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, int64_t b, int64_t hk, float *buf,
+                            double *dsinks)
+{
+    const fa_params *p = &bp->p;
+    const int64_t d = p->d, Nk = p->Nk, G = p->Hq / p->Hkv;
+    const size_t es = dtype_size(p->dtype);
+    float *kf = buf, *vf = kf + Nk * d, *dk = vf + Nk * d, *dv = dk + Nk * d;
+    float q[FA_MAX_HEAD_DIM], o[FA_MAX_HEAD_DIM], dout[FA_MAX_HEAD_DIM], dq[FA_MAX_HEAD_DIM];
+    for (int64_t j = 0; j < Nk; j++) {
+        load_row(kf + j * d, (const char *)p->k + (b * p->k_batch_stride + hk * p->k_head_stride + j * p->k_row_stride) * es,
+                 d, p->dtype, 1.0f);
+        load_row(vf + j * d, (const char *)p->v + (b * p->v_batch_stride + hk * p->v_head_stride + j * p->v_row_stride) * es,
+                 d, p->dtype, 1.0f);
+    }
+    memset(dk, 0, sizeof(float) * Nk * d * 2);
+    const int64_t delta = fa_delta(v, p->Nq, Nk);
+    const float c = v->softcap;
+    for (int64_t h = hk * G; h < (hk + 1) * G; h++) {
+        const float slope = v->alibi_slopes != NULL ? v->alibi_slopes[b * v->alibi_batch_stride + h] : 0.0f;
+        for (int64_t i = 0; i < p->Nq; i++) {
+            const int64_t row = (b * p->Hq + h) * p->Nq + i;
+            const float lse = p->lse[row], dlse = bp->dlse != NULL ? bp->dlse[row] : 0.0f;
+            load_row(q, (const char *)p->q + (b * p->q_batch_stride + h * p->q_head_stride + i * p->q_row_stride) * es,
+                     d, p->dtype, 1.0f);
+            load_row(o, (const char *)p->o + (b * p->o_batch_stride + h * p->o_head_stride + i * p->o_row_stride) * es,
+                     d, p->dtype, 1.0f);
+            load_row(dout, (const char *)bp->dout + (b * bp->do_batch_stride + h * bp->do_head_stride
+                                                     + i * bp->do_row_stride) * es, d, p->dtype, 1.0f);
+            float D = 0.0f;                              /* rowsum(dO ∘ O) */
+            for (int64_t x = 0; x < d; x++) {
+                D += dout[x] * o[x];
+                dq[x] = 0.0f;
+            }
+            if (v->sinks != NULL && dsinks != NULL && lse != -INFINITY)
+                dsinks[h] -= (double)expf(v->sinks[h] - lse) * (D - dlse);
+            int64_t lo, hi;
+            fa_key_range(v, p->causal, i, delta, Nk, &lo, &hi);
+            for (int64_t j = lo; j < hi && lse != -INFINITY; j++) {
+                if (v->key_mask != NULL && v->key_mask[b * v->key_mask_batch_stride + j] == 0)
+                    continue;
+                float s = 0.0f, mask = 0.0f;
+                if (v->mask != NULL) {
+                    mask = mask_value(v, p->dtype, b, h, i, j);
+                    if (mask == -INFINITY && v->mask_kind == FA_MASK_BOOL)
+                        continue;
+                    if (v->mask_kind == FA_MASK_BOOL)
+                        mask = 0.0f;
+                }
+                const float *kj = kf + j * d, *vj = vf + j * d;
+                for (int64_t x = 0; x < d; x++)
+                    s += q[x] * kj[x];
+                s *= p->scale;
+                float t = 0.0f;                          /* tanh(s / c): the softcap's derivative */
+                if (c > 0.0f) {
+                    t = tanhf(s / c);
+                    s = c * t;
+                }
+                const int64_t dist = i + delta - j;
+                s -= slope * (float)(dist < 0 ? -dist : dist);
+                s += mask;
+                const float pij = expf(s - lse);
+                if (pij == 0.0f)
+                    continue;
+                float dp = 0.0f;
+                for (int64_t x = 0; x < d; x++) {
+                    dp += dout[x] * vj[x];
+                    dv[j * d + x] += pij * dout[x];
+                }
+                float ds = pij * (dp - D + dlse);
+                if (c > 0.0f)
+                    ds *= 1.0f - t * t;
+                ds *= p->scale;
+                for (int64_t x = 0; x < d; x++) {
+                    dq[x] += ds * kj[x];
+                    dk[j * d + x] += ds * q[x];
+                }
+            }
+            store_row((char *)bp->dq + (b * bp->dq_batch_stride + h * bp->dq_head_stride + i * bp->dq_row_stride) * es,
+                      dq, d, p->dtype, 1.0f);
+        }
+    }
+    for (int64_t j = 0; j < Nk; j++) {
+        store_row((char *)bp->dk + (b * bp->dk_batch_stride + hk * bp->dk_head_stride + j * bp->dk_row_stride) * es,
+                  dk + j * d, d, p->dtype, 1.0f);
+        store_row((char *)bp->dv + (b * bp->dv_batch_stride + hk * bp->dv_head_stride + j * bp->dv_row_stride) * es,
+                  dv + j * d, d, p->dtype, 1.0f);
+    }
+    return FA_OK;
+}
+
+int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v_in)
+{
+    static const fa_variants none;
+    const fa_variants *v = v_in != NULL ? v_in : &none;
+    if (bp == NULL)
+        return FA_ERR_NULL_POINTER;
+    const fa_params *p = &bp->p;
+    int status = fa_check_variants(p, v);
+    if (status != FA_OK)
+        return status;
+    if (v->cu_seqlens_q != NULL)
+        return FA_ERR_UNSUPPORTED;
+    const int64_t strides[12] = {bp->do_batch_stride, bp->do_head_stride, bp->do_row_stride, bp->dq_batch_stride,
+                                 bp->dq_head_stride, bp->dq_row_stride, bp->dk_batch_stride, bp->dk_head_stride,
+                                 bp->dk_row_stride, bp->dv_batch_stride, bp->dv_head_stride, bp->dv_row_stride};
+    for (int i = 0; i < 12; i++)
+        if (strides[i] < 0)
+            return FA_ERR_BAD_STRIDE;
+    if (p->B == 0 || p->Hkv == 0 || (p->Nq == 0 && p->Nk == 0))
+        return FA_OK;
+    if ((p->Nq > 0 && (bp->dout == NULL || bp->dq == NULL || p->lse == NULL || p->o == NULL))
+        || (p->Nk > 0 && (bp->dk == NULL || bp->dv == NULL)))
+        return FA_ERR_NULL_POINTER;
+    const int with_sinks = v->sinks != NULL && bp->dsinks != NULL;
+    double *dsinks = with_sinks ? (double *)calloc((size_t)(p->Hq > 0 ? p->Hq : 1), sizeof(double)) : NULL;
+    if (with_sinks && dsinks == NULL)
+        return FA_ERR_OUT_OF_MEMORY;
+    int failed = 0;
+    const int64_t items = p->B * p->Hkv;
+#pragma omp parallel num_threads(threads_for(p))
+    {
+        float *buf = (float *)malloc(sizeof(float) * (size_t)(p->Nk > 0 ? p->Nk : 1) * (size_t)p->d * 4);
+        double *mine = with_sinks ? (double *)calloc((size_t)p->Hq, sizeof(double)) : NULL;
+        if (buf == NULL || (with_sinks && mine == NULL)) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t w = 0; w < items; w++)
+            if (buf != NULL && (!with_sinks || mine != NULL))
+                backward_kv_head(bp, v, w / p->Hkv, w % p->Hkv, buf, mine);
+        if (mine != NULL) {
+#pragma omp critical
+            for (int64_t h = 0; h < p->Hq; h++)
+                dsinks[h] += mine[h];
+        }
+        free(buf);
+        free(mine);
+    }
+    if (with_sinks && !failed)
+        for (int64_t h = 0; h < p->Hq; h++)
+            bp->dsinks[h] = (float)dsinks[h];
+    free(dsinks);
+    return failed ? FA_ERR_OUT_OF_MEMORY : FA_OK;
+}
+

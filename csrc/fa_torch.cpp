@@ -11,6 +11,8 @@
 //   fa::forward_kvcache(q, k_cache!, v_cache!, cache_seqlens?, k_new?, v_new?, scale?, causal,
 //                       window_left, window_right, softcap?, alibi_slopes?, sinks?) -> Tensor
 //                                                   (attention over a KV cache; CUDA: split-KV)
+//   fa::backward(dout, q, k, v, out, lse, dlse?, ...forward_variants' arguments...)
+//                -> (dq, dk, dv, dsinks)            (the gradients; torch_flashattn/_autograd.py)
 //   fa::_set_exact(bool on) -> bool                  (tests: CPU variant calls take CUDA's exact path)
 //   fa::_exact_calls(bool reset=False) -> int        (calls the exact path computed)
 //   fa::_set_overrides(int[] fields), fa::_get_overrides() -> int[]   (tests and tools: fa_overrides)
@@ -594,6 +596,152 @@ std::tuple<at::Tensor, at::Tensor> forward_lse(const at::Tensor &q, const at::Te
     return run("fa.forward_lse", q, k, v, scale, causal, true);
 }
 
+// ---- Backward -----------------------------------------------------------------------------
+
+// The backward pass through PyTorch (CUDA, and the CPU under _set_exact): scores recomputed from
+// lse a block of query rows at a time, as exact_attention computes them, then FlashAttention-2's
+// formulas. Returns dq, dk, dv in q's dtype and dsinks (Hq) fp32 (empty without sinks).
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
+    const at::Tensor &dout, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, const at::Tensor &out,
+    const at::Tensor &lse, const at::Tensor &dlse, double scale, bool causal, const Variants &va)
+{
+    g_exact_calls++;
+    const int64_t B = q.size(0), Hq = q.size(1), Nq = q.size(2), d = q.size(3), Hkv = k.size(1), Nk = k.size(2);
+    const int64_t G = Hkv > 0 ? Hq / Hkv : 1;
+    const auto f32 = q.options().dtype(at::kFloat), i64 = q.options().dtype(at::kLong);
+    at::Tensor dq = at::zeros({B, Hq, Nq, d}, f32), dk = at::zeros({B, Hkv, Nk, d}, f32),
+               dv = at::zeros({B, Hkv, Nk, d}, f32);
+    at::Tensor dsinks = va.sinks.defined() ? at::zeros({Hq}, f32) : at::empty({0}, f32);
+    if (B * Hq * Nq == 0) {
+        return {dq.to(q.scalar_type()), dk.to(q.scalar_type()), dv.to(q.scalar_type()), dsinks};
+    }
+    const at::Tensor k32 = k.to(at::kFloat), v32 = v.to(at::kFloat);
+    const at::Tensor j = at::arange(Nk, i64).view({1, 1, 1, Nk});
+    const int64_t delta = va.align == FA_ALIGN_BOTTOM_RIGHT ? Nk - Nq : 0;
+    const int64_t right = causal ? 0 : va.window_right;
+    const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(Nq, (int64_t(1) << 26) / std::max<int64_t>(B * Hq * Nk, 1)));
+    for (int64_t r0 = 0; r0 < Nq; r0 += rows) {
+        const int64_t rc = std::min(rows, Nq - r0);
+        const at::Tensor qc = q.narrow(2, r0, rc).to(at::kFloat), doc = dout.narrow(2, r0, rc).to(at::kFloat);
+        const at::Tensor l = lse.narrow(2, r0, rc).unsqueeze(3);
+        const at::Tensor D = (doc * out.narrow(2, r0, rc).to(at::kFloat)).sum(3, true)
+                           - (dlse.defined() ? dlse.narrow(2, r0, rc).unsqueeze(3) : at::zeros_like(l));
+        if (va.sinks.defined())
+            dsinks -= (at::exp(va.sinks.view({1, Hq, 1, 1}) - l).masked_fill(l.isneginf(), 0.0) * D).sum({0, 2, 3});
+        if (Nk == 0)
+            continue;
+        at::Tensor sc = at::matmul(qc.reshape({B, Hkv, G * rc, d}), k32.transpose(2, 3)).view({B, Hq, rc, Nk}) * scale;
+        at::Tensor t;
+        if (va.softcap != 0.0) {
+            t = at::tanh(sc / va.softcap);
+            sc = t * va.softcap;
+        }
+        const at::Tensor i = at::arange(r0, r0 + rc, i64).view({1, 1, rc, 1}) + delta;
+        if (va.alibi.defined()) {
+            const at::Tensor slope = (va.alibi.dim() == 2 ? va.alibi : va.alibi.view({1, Hq}).expand({B, Hq}))
+                                         .view({B, Hq, 1, 1});
+            sc = sc - slope * (i - j).abs().to(at::kFloat);
+        }
+        if (va.mask.defined() && va.mask.scalar_type() != at::kBool)
+            sc = sc + va.mask.narrow(2, r0, rc).to(at::kFloat);
+        at::Tensor visible = l.isneginf().logical_not();
+        if (va.window_left >= 0)
+            visible = visible & (j >= i - va.window_left);
+        if (right >= 0)
+            visible = visible & (j <= i + right);
+        if (va.key_mask.defined())
+            visible = visible & va.key_mask.ne(0).view({B, 1, 1, Nk});
+        if (va.mask.defined() && va.mask.scalar_type() == at::kBool)
+            visible = visible & va.mask.narrow(2, r0, rc);
+        const at::Tensor P = at::where(visible, at::exp(sc - l), 0.0);                       // (B, Hq, rc, Nk)
+        const at::Tensor Pg = P.reshape({B, Hkv, G * rc, Nk}), dOg = doc.reshape({B, Hkv, G * rc, d});
+        dv += at::matmul(Pg.transpose(2, 3), dOg);
+        const at::Tensor dP = at::matmul(dOg, v32.transpose(2, 3)).view({B, Hq, rc, Nk});
+        at::Tensor dS = P * (dP - D);
+        if (t.defined())
+            dS = dS * (1.0 - t * t);
+        dS = dS * scale;
+        const at::Tensor dSg = dS.reshape({B, Hkv, G * rc, Nk});
+        dq.narrow(2, r0, rc).copy_(at::matmul(dSg, k32).view({B, Hq, rc, d}));
+        dk += at::matmul(dSg.transpose(2, 3), qc.reshape({B, Hkv, G * rc, d}));
+    }
+    return {dq.to(q.scalar_type()), dk.to(q.scalar_type()), dv.to(q.scalar_type()), dsinks};
+}
+
+// fa::backward: the gradients of fa::forward / forward_lse / forward_variants (the autograd
+// formulas in torch_flashattn/_autograd.py call it). out and lse are the forward's; dlse may be
+// undefined (the loss did not use lse).
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
+    const at::Tensor &dout, const at::Tensor &q_in, const at::Tensor &k_in, const at::Tensor &v_in,
+    const at::Tensor &out_in, const at::Tensor &lse_in, const std::optional<at::Tensor> &dlse_in,
+    std::optional<double> scale, bool causal, int64_t align, int64_t window_left, int64_t window_right,
+    std::optional<double> softcap, const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks,
+    const std::optional<at::Tensor> &key_mask, const std::optional<at::Tensor> &attn_mask)
+{
+    const char *op = "fa.backward";
+    check_inputs(op, q_in, k_in, v_in, scale);
+    const int64_t B = q_in.size(0), Hq = q_in.size(1), Nq = q_in.size(2), d = q_in.size(3), Nk = k_in.size(2);
+    const std::pair<const char *, const at::Tensor *> same[] = {{"dout", &dout}, {"out", &out_in}};
+    for (const auto &[name, t] : same)
+        FA_CHECK(t->sizes() == q_in.sizes() && t->scalar_type() == q_in.scalar_type() && t->device() == q_in.device(),
+                 "%s: %s must have q's shape %s, dtype and device, got %s %s on %s", op, name, shape(q_in).c_str(),
+                 shape(*t).c_str(), dtype_name(*t), t->device().str().c_str());
+    FA_CHECK(lse_in.dim() == 3 && lse_in.size(0) == B && lse_in.size(1) == Hq && lse_in.size(2) == Nq &&
+                 lse_in.scalar_type() == at::kFloat && lse_in.device() == q_in.device(),
+             "%s: lse must be float32 (B, Hq, Nq) = (%lld, %lld, %lld) on q's device, got %s %s", op, (long long)B,
+             (long long)Hq, (long long)Nq, dtype_name(lse_in), shape(lse_in).c_str());
+    at::Tensor dlse;
+    if (dlse_in.has_value()) {
+        FA_CHECK(dlse_in->sizes() == lse_in.sizes() && dlse_in->scalar_type() == at::kFloat &&
+                     dlse_in->device() == q_in.device(),
+                 "%s: dlse must be float32 of lse's shape %s, got %s %s", op, shape(lse_in).c_str(),
+                 dtype_name(*dlse_in), shape(*dlse_in).c_str());
+        dlse = dlse_in->contiguous();
+    }
+    const Variants va = check_variants(op, q_in, B, Hq, Nq, Nk, align, window_left, window_right, softcap,
+                                       alibi_slopes, sinks, key_mask, attn_mask);
+    const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
+    const at::Tensor q = last_dim_contiguous(q_in), k = last_dim_contiguous(k_in), v = last_dim_contiguous(v_in);
+    const at::Tensor o = last_dim_contiguous(out_in), dO = last_dim_contiguous(dout), lse = lse_in.contiguous();
+    if (q.is_cuda() || g_force_exact.load()) {
+#ifdef FA_WITH_CUDA
+        std::optional<c10::cuda::CUDAGuard> guard;
+        if (q.is_cuda())
+            guard.emplace(q.device());
+#endif
+        return exact_backward(dO, q, k, v, o, lse, dlse, sc, causal, va);
+    }
+    at::Tensor dq = at::empty_like(q, at::MemoryFormat::Contiguous), dk = at::empty_like(k, at::MemoryFormat::Contiguous),
+               dv = at::empty_like(v, at::MemoryFormat::Contiguous);
+    at::Tensor dsinks = va.sinks.defined() ? at::zeros({Hq}, q.options().dtype(at::kFloat))
+                                           : at::empty({0}, q.options().dtype(at::kFloat));
+    fa_backward_params bp;
+    std::memset(&bp, 0, sizeof(bp));
+    fa_params &p = bp.p;
+    p.q = q.data_ptr(); p.k = k.data_ptr(); p.v = v.data_ptr(); p.o = const_cast<void *>(o.data_ptr());
+    p.lse = lse.data_ptr<float>();
+    p.q_batch_stride = q.stride(0); p.q_head_stride = q.stride(1); p.q_row_stride = q.stride(2);
+    p.k_batch_stride = k.stride(0); p.k_head_stride = k.stride(1); p.k_row_stride = k.stride(2);
+    p.v_batch_stride = v.stride(0); p.v_head_stride = v.stride(1); p.v_row_stride = v.stride(2);
+    p.o_batch_stride = o.stride(0); p.o_head_stride = o.stride(1); p.o_row_stride = o.stride(2);
+    p.B = B; p.Hq = Hq; p.Hkv = k.size(1); p.Nq = Nq; p.Nk = Nk; p.d = d;
+    p.scale = sc;
+    p.causal = causal ? 1 : 0;
+    p.dtype = to_fa_dtype(q.scalar_type());
+    p.num_threads = at::get_num_threads();
+    bp.dout = dO.data_ptr();
+    bp.do_batch_stride = dO.stride(0); bp.do_head_stride = dO.stride(1); bp.do_row_stride = dO.stride(2);
+    bp.dlse = dlse.defined() ? dlse.data_ptr<float>() : nullptr;
+    bp.dq = dq.data_ptr(); bp.dk = dk.data_ptr(); bp.dv = dv.data_ptr();
+    bp.dq_batch_stride = dq.stride(0); bp.dq_head_stride = dq.stride(1); bp.dq_row_stride = dq.stride(2);
+    bp.dk_batch_stride = dk.stride(0); bp.dk_head_stride = dk.stride(1); bp.dk_row_stride = dk.stride(2);
+    bp.dv_batch_stride = dv.stride(0); bp.dv_head_stride = dv.stride(1); bp.dv_row_stride = dv.stride(2);
+    bp.dsinks = va.sinks.defined() ? dsinks.data_ptr<float>() : nullptr;
+    const fa_variants fv = to_fa_variants(va, q.scalar_type());
+    check_status(op, fa_backward_cpu(&bp, &fv));
+    return {dq, dk, dv, dsinks};
+}
+
 // A KV cache call with variants, computed exactly through PyTorch (the decode kernels take no
 // variant yet) with the CUDA kernels' contract: no host synchronisation, and when any
 // cache_seqlens[b] + Nnew leaves 0..Nmax the caches stay untouched and the output is NaN.
@@ -773,6 +921,10 @@ TORCH_LIBRARY(fa, m)
     m.def((std::string("forward_varlen") + varlen).c_str());
     m.def("_exact_calls(bool reset=False) -> int", &exact_calls);
     m.def("_set_exact(bool on) -> bool", &set_exact);
+    m.def("backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? dlse=None, "
+          "float? scale=None, bool causal=False, int align=0, int window_left=-1, int window_right=-1, "
+          "float? softcap=None, Tensor? alibi_slopes=None, Tensor? sinks=None, Tensor? key_mask=None, "
+          "Tensor? attn_mask=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dsinks)");
     m.def("_set_overrides(int[] fields) -> ()", &set_overrides);
     m.def("_get_overrides() -> int[]", &get_overrides);
 }
@@ -784,6 +936,7 @@ TORCH_LIBRARY_IMPL(fa, CPU, m)
     m.impl("forward_kvcache", &forward_kvcache);
     m.impl("forward_variants", &forward_variants);
     m.impl("forward_varlen", &forward_varlen);
+    m.impl("backward", &backward);
 }
 
 #ifdef FA_WITH_CUDA
@@ -795,6 +948,7 @@ TORCH_LIBRARY_IMPL(fa, CUDA, m)
     m.impl("forward_kvcache", &forward_kvcache);
     m.impl("forward_variants", &forward_variants);
     m.impl("forward_varlen", &forward_varlen);
+    m.impl("backward", &backward);
 }
 #endif
 

@@ -15,6 +15,7 @@ import torch
 
 from . import _C  # noqa: F401  (registers torch.ops.fa.*)
 from . import _ops  # noqa: F401  (registers the fake kernels)
+from . import _autograd  # noqa: F401  (registers the autograd formulas)
 from . import _testing
 from ._version import __version__
 from .sdpa import patch_sdpa, reset_stats, scaled_dot_product_attention, stats

@@ -1,0 +1,62 @@
+"""Autograd formulas of the fa:: forward ops (torch.library.register_autograd), through fa::backward.
+
+fa::forward saves q, k, v and its output and recomputes lse in the backward pass (one more forward);
+fa::forward_lse and fa::forward_variants save their lse. Gradients flow to q, k, v and sinks; a
+float attn_mask or ALiBi slopes that require grad raise when the forward runs (no gradient is
+computed for them, and a silent zero would be wrong).
+"""
+import torch
+
+
+def _setup_forward(ctx, inputs, output):
+    q, k, v, scale, causal = inputs
+    ctx.scale, ctx.causal = scale, causal
+    ctx.save_for_backward(q, k, v, output)
+
+
+def _backward_forward(ctx, dout):
+    q, k, v, out = ctx.saved_tensors
+    lse = torch.ops.fa.forward_lse(q, k, v, ctx.scale, ctx.causal)[1]
+    dq, dk, dv, _ = torch.ops.fa.backward(dout.contiguous(), q, k, v, out, lse, None, ctx.scale, ctx.causal)
+    return dq, dk, dv, None, None
+
+
+def _setup_forward_lse(ctx, inputs, output):
+    q, k, v, scale, causal = inputs
+    ctx.scale, ctx.causal = scale, causal
+    ctx.save_for_backward(q, k, v, *output)
+
+
+def _backward_forward_lse(ctx, dout, dlse):
+    q, k, v, out, lse = ctx.saved_tensors
+    dout = torch.zeros_like(out) if dout is None else dout.contiguous()
+    dq, dk, dv, _ = torch.ops.fa.backward(dout, q, k, v, out, lse, dlse, ctx.scale, ctx.causal)
+    return dq, dk, dv, None, None
+
+
+def _setup_variants(ctx, inputs, output):
+    q, k, v, scale, causal, align, left, right, softcap, alibi_slopes, sinks, key_mask, attn_mask = inputs
+    if alibi_slopes is not None and alibi_slopes.requires_grad:
+        raise RuntimeError("fa.forward_variants: alibi_slopes has no gradient here; pass alibi_slopes.detach()")
+    if attn_mask is not None and attn_mask.requires_grad:
+        raise RuntimeError("fa.forward_variants: a float attn_mask has no gradient here; pass attn_mask.detach() "
+                           "(or use F.scaled_dot_product_attention for a trainable mask)")
+    ctx.args = (scale, causal, align, left, right, softcap)
+    ctx.has = tuple(t is not None for t in (alibi_slopes, sinks, key_mask, attn_mask))
+    saved = [t for t in (alibi_slopes, sinks, key_mask, attn_mask) if t is not None]
+    ctx.save_for_backward(q, k, v, *output, *saved)
+
+
+def _backward_variants(ctx, dout, dlse):
+    q, k, v, out, lse, *saved = ctx.saved_tensors
+    it = iter(saved)
+    alibi_slopes, sinks, key_mask, attn_mask = (next(it) if h else None for h in ctx.has)
+    dout = torch.zeros_like(out) if dout is None else dout.contiguous()
+    dq, dk, dv, dsinks = torch.ops.fa.backward(dout, q, k, v, out, lse, dlse, *ctx.args, alibi_slopes, sinks,
+                                               key_mask, attn_mask)
+    return dq, dk, dv, None, None, None, None, None, None, None, dsinks if sinks is not None else None, None, None
+
+
+torch.library.register_autograd("fa::forward", _backward_forward, setup_context=_setup_forward)
+torch.library.register_autograd("fa::forward_lse", _backward_forward_lse, setup_context=_setup_forward_lse)
+torch.library.register_autograd("fa::forward_variants", _backward_variants, setup_context=_setup_variants)
