@@ -562,7 +562,8 @@ static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, 
     const int64_t d = p->d, Nk = p->Nk, G = p->Hq / p->Hkv;
     const size_t es = dtype_size(p->dtype);
     float *kf = buf, *vf = kf + Nk * d, *dk = vf + Nk * d, *dv = dk + Nk * d;
-    float q[FA_MAX_HEAD_DIM], o[FA_MAX_HEAD_DIM], dout[FA_MAX_HEAD_DIM], dq[FA_MAX_HEAD_DIM];
+    float *pr = dv + Nk * d, *dpr = pr + Nk, *tr = dpr + Nk;   /* one row's P, dP, tanh per key */
+    float q[FA_MAX_HEAD_DIM], dout[FA_MAX_HEAD_DIM], dq[FA_MAX_HEAD_DIM];
     for (int64_t j = 0; j < Nk; j++) {
         load_row(kf + j * d, (const char *)p->k + (b * p->k_batch_stride + hk * p->k_head_stride + j * p->k_row_stride) * es,
                  d, p->dtype, 1.0f);
@@ -579,59 +580,67 @@ static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, 
             const float lse = p->lse[row], dlse = bp->dlse != NULL ? bp->dlse[row] : 0.0f;
             load_row(q, (const char *)p->q + (b * p->q_batch_stride + h * p->q_head_stride + i * p->q_row_stride) * es,
                      d, p->dtype, 1.0f);
-            load_row(o, (const char *)p->o + (b * p->o_batch_stride + h * p->o_head_stride + i * p->o_row_stride) * es,
-                     d, p->dtype, 1.0f);
             load_row(dout, (const char *)bp->dout + (b * bp->do_batch_stride + h * bp->do_head_stride
                                                      + i * bp->do_row_stride) * es, d, p->dtype, 1.0f);
-            float D = 0.0f;                              /* rowsum(dO ∘ O) */
-            for (int64_t x = 0; x < d; x++) {
-                D += dout[x] * o[x];
+            for (int64_t x = 0; x < d; x++)
                 dq[x] = 0.0f;
-            }
-            if (v->sinks != NULL && dsinks != NULL && lse != -INFINITY)
-                dsinks[h] -= (double)expf(v->sinks[h] - lse) * (D - dlse);
+            if (lse == -INFINITY)                        /* a row that sees nothing: no gradient */
+                goto store;
             int64_t lo, hi;
             fa_key_range(v, p->causal, i, delta, Nk, &lo, &hi);
-            for (int64_t j = lo; j < hi && lse != -INFINITY; j++) {
+            /* Pass 1: P and dP = dO · v_j of the visible keys, and D = Σ_j P dP, which equals
+             * rowsum(dO ∘ O) but comes from the fp32 P rather than the rounded output. */
+            float D = 0.0f;
+            for (int64_t j = lo; j < hi; j++) {
+                pr[j] = 0.0f;
                 if (v->key_mask != NULL && v->key_mask[b * v->key_mask_batch_stride + j] == 0)
                     continue;
-                float s = 0.0f, mask = 0.0f;
+                float sc = 0.0f, mask = 0.0f;
                 if (v->mask != NULL) {
                     mask = mask_value(v, p->dtype, b, h, i, j);
-                    if (mask == -INFINITY && v->mask_kind == FA_MASK_BOOL)
-                        continue;
-                    if (v->mask_kind == FA_MASK_BOOL)
+                    if (v->mask_kind == FA_MASK_BOOL) {
+                        if (mask == -INFINITY)
+                            continue;
                         mask = 0.0f;
+                    }
                 }
                 const float *kj = kf + j * d, *vj = vf + j * d;
                 for (int64_t x = 0; x < d; x++)
-                    s += q[x] * kj[x];
-                s *= p->scale;
-                float t = 0.0f;                          /* tanh(s / c): the softcap's derivative */
+                    sc += q[x] * kj[x];
+                sc *= p->scale;
                 if (c > 0.0f) {
-                    t = tanhf(s / c);
-                    s = c * t;
+                    tr[j] = tanhf(sc / c);               /* the softcap's derivative is 1 − tanh² */
+                    sc = c * tr[j];
                 }
                 const int64_t dist = i + delta - j;
-                s -= slope * (float)(dist < 0 ? -dist : dist);
-                s += mask;
-                const float pij = expf(s - lse);
-                if (pij == 0.0f)
+                sc -= slope * (float)(dist < 0 ? -dist : dist);
+                pr[j] = expf(sc + mask - lse);
+                if (pr[j] == 0.0f)
                     continue;
                 float dp = 0.0f;
-                for (int64_t x = 0; x < d; x++) {
+                for (int64_t x = 0; x < d; x++)
                     dp += dout[x] * vj[x];
-                    dv[j * d + x] += pij * dout[x];
-                }
-                float ds = pij * (dp - D + dlse);
+                dpr[j] = dp;
+                D += pr[j] * dp;
+            }
+            if (v->sinks != NULL && dsinks != NULL)
+                dsinks[h] -= (double)expf(v->sinks[h] - lse) * (D - dlse);
+            /* Pass 2: dS = P (dP − D + dlse) through the softcap; dQ, dK, dV. */
+            for (int64_t j = lo; j < hi; j++) {
+                if (pr[j] == 0.0f)
+                    continue;
+                const float *kj = kf + j * d;
+                float ds = pr[j] * (dpr[j] - D + dlse);
                 if (c > 0.0f)
-                    ds *= 1.0f - t * t;
+                    ds *= 1.0f - tr[j] * tr[j];
                 ds *= p->scale;
                 for (int64_t x = 0; x < d; x++) {
                     dq[x] += ds * kj[x];
                     dk[j * d + x] += ds * q[x];
+                    dv[j * d + x] += pr[j] * dout[x];
                 }
             }
+        store:
             store_row((char *)bp->dq + (b * bp->dq_batch_stride + h * bp->dq_head_stride + i * bp->dq_row_stride) * es,
                       dq, d, p->dtype, 1.0f);
         }
@@ -676,7 +685,7 @@ int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v_in)
     const int64_t items = p->B * p->Hkv;
 #pragma omp parallel num_threads(threads_for(p))
     {
-        float *buf = (float *)malloc(sizeof(float) * (size_t)(p->Nk > 0 ? p->Nk : 1) * (size_t)p->d * 4);
+        float *buf = (float *)malloc(sizeof(float) * (size_t)(p->Nk > 0 ? p->Nk : 1) * (size_t)(p->d * 4 + 3));
         double *mine = with_sinks ? (double *)calloc((size_t)p->Hq, sizeof(double)) : NULL;
         if (buf == NULL || (with_sinks && mine == NULL)) {
 #pragma omp atomic write

@@ -600,7 +600,7 @@ std::tuple<at::Tensor, at::Tensor> forward_lse(const at::Tensor &q, const at::Te
 
 // The backward pass through PyTorch (CUDA, and the CPU under _set_exact): scores recomputed from
 // lse a block of query rows at a time, as exact_attention computes them, then FlashAttention-2's
-// formulas. Returns dq, dk, dv in q's dtype and dsinks (Hq) fp32 (empty without sinks).
+// formulas (D from the fp32 P: Σ_j P dP). Returns dq, dk, dv in q's dtype and dsinks (Hq) fp32 (empty without sinks).
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
     const at::Tensor &dout, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, const at::Tensor &out,
     const at::Tensor &lse, const at::Tensor &dlse, double scale, bool causal, const Variants &va)
@@ -624,12 +624,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
         const int64_t rc = std::min(rows, Nq - r0);
         const at::Tensor qc = q.narrow(2, r0, rc).to(at::kFloat), doc = dout.narrow(2, r0, rc).to(at::kFloat);
         const at::Tensor l = lse.narrow(2, r0, rc).unsqueeze(3);
-        const at::Tensor D = (doc * out.narrow(2, r0, rc).to(at::kFloat)).sum(3, true)
-                           - (dlse.defined() ? dlse.narrow(2, r0, rc).unsqueeze(3) : at::zeros_like(l));
-        if (va.sinks.defined())
-            dsinks -= (at::exp(va.sinks.view({1, Hq, 1, 1}) - l).masked_fill(l.isneginf(), 0.0) * D).sum({0, 2, 3});
-        if (Nk == 0)
+        const at::Tensor dl = dlse.defined() ? dlse.narrow(2, r0, rc).unsqueeze(3) : at::zeros_like(l);
+        if (Nk == 0) {                          // every row sees only its sink: D = 0
+            if (va.sinks.defined())
+                dsinks -= (at::exp(va.sinks.view({1, Hq, 1, 1}) - l).masked_fill(l.isneginf(), 0.0) * -dl).sum({0, 2, 3});
             continue;
+        }
         at::Tensor sc = at::matmul(qc.reshape({B, Hkv, G * rc, d}), k32.transpose(2, 3)).view({B, Hq, rc, Nk}) * scale;
         at::Tensor t;
         if (va.softcap != 0.0) {
@@ -657,6 +657,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
         const at::Tensor Pg = P.reshape({B, Hkv, G * rc, Nk}), dOg = doc.reshape({B, Hkv, G * rc, d});
         dv += at::matmul(Pg.transpose(2, 3), dOg);
         const at::Tensor dP = at::matmul(dOg, v32.transpose(2, 3)).view({B, Hq, rc, Nk});
+        // D = Σ_j P dP (= rowsum(dO ∘ O), from the fp32 P rather than the rounded output), less dlse.
+        const at::Tensor D = (P * dP).sum(3, true) - dl;
+        if (va.sinks.defined())
+            dsinks -= (at::exp(va.sinks.view({1, Hq, 1, 1}) - l).masked_fill(l.isneginf(), 0.0) * D).sum({0, 2, 3});
         at::Tensor dS = P * (dP - D);
         if (t.defined())
             dS = dS * (1.0 - t * t);

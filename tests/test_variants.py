@@ -122,8 +122,12 @@ def variant_reference(q, k, v, *, causal=False, scale=None, causal_align="top_le
         denom = denom + torch.exp(sink - m)
     if p_dtype is not None:
         p = p.to(p_dtype).to(compute)
-    out = torch.where(denom > 0, (p @ vv) / denom, torch.zeros((), dtype=compute, device=dev))
-    lse = (torch.log(denom) + m).squeeze(-1)                    # log 0 = −inf for rows that see nothing
+    # Rows that see nothing: 0 and lse = −inf, divided and logged through a safe denominator so that
+    # autograd through this reference (test_backward) gives them zero gradients, not NaN.
+    sees = denom > 0
+    safe = torch.where(sees, denom, torch.ones((), dtype=compute, device=dev))
+    out = torch.where(sees, (p @ vv) / safe, torch.zeros((), dtype=compute, device=dev))
+    lse = torch.where(sees, torch.log(safe) + m, torch.full((), NEG_INF, dtype=compute, device=dev)).squeeze(-1)
     return out, lse
 
 
@@ -242,12 +246,14 @@ def variant_kwargs(name, g, B, Hq, Nq, Nk, dtype, device):
         "attn_mask_and_key_mask": lambda: dict(attn_mask=fmask(B, 1, Nq, Nk),
                                                key_mask=bernoulli(g, 0.8, B, Nk, device=device)),
         "combo_window_softcap_sinks_key_mask": lambda: dict(
-            window=(20, 4), softcap=3.0, sinks=rand(g, Hq).to(device), key_mask=bernoulli(g, 0.7, B, Nk, device=device)),
+            window=(20, 4), softcap=3.0, sinks=rand(g, Hq).to(device),
+            key_mask=bernoulli(g, 0.7, B, Nk, device=device)),
         "combo_alibi_window_sinks_bottom_right": lambda: dict(
             alibi_slopes=(torch.rand(B, Hq, generator=g) * 0.2).to(device), window=(32, -1), causal=True,
             causal_align="bottom_right", sinks=rand(g, Hq).to(device)),
         "combo_all": lambda: dict(
-            causal=True, causal_align="bottom_right", window=(40, -1), softcap=4.0, alibi_slopes=alibi_heads(Hq, device),
+            causal=True, causal_align="bottom_right", window=(40, -1), softcap=4.0,
+            alibi_slopes=alibi_heads(Hq, device),
             sinks=rand(g, Hq).to(device), key_mask=int_key_mask(g, B, Nk, device), attn_mask=fmask(B, 1, Nq, Nk)),
     }
     return cases[name]()
@@ -574,7 +580,8 @@ def test_no_keys_at_all(device):
     q = torch.randn(2, 4, 7, 32, device=device)
     k = v = torch.randn(2, 2, 0, 32, device=device)
     sinks = torch.tensor([0.5, -2.0, 1.0, 4.0], device=device)
-    out, lse = torch_flashattn.attention_lse(q, k, v, window=(3, 0), key_mask=torch.ones(2, 0, dtype=torch.bool, device=device))
+    key_mask = torch.ones(2, 0, dtype=torch.bool, device=device)
+    out, lse = torch_flashattn.attention_lse(q, k, v, window=(3, 0), key_mask=key_mask)
     assert (out == 0).all() and (lse == NEG_INF).all()
     out, lse = torch_flashattn.attention_lse(q, k, v, causal=True, causal_align="bottom_right", sinks=sinks)
     assert (out == 0).all()
@@ -791,20 +798,21 @@ class TestBadVariants:
     def test_sinks(self, device):
         q, k, v = qkv(device)
         for bad in (torch.zeros(5, device=device), torch.zeros(2, 4, device=device),
-                    torch.zeros(4, dtype=torch.float16, device=device), torch.zeros(4, dtype=torch.float64, device=device),
+                    torch.zeros(4, dtype=torch.float16, device=device),
+                    torch.zeros(4, dtype=torch.float64, device=device),
                     torch.zeros(4, dtype=torch.int32, device=device)):
             raises("sinks", q, k, v, sinks=bad)
 
     def test_alibi_slopes(self, device):
         q, k, v = qkv(device)
-        for bad in (torch.zeros(5, device=device), torch.zeros(3, 4, device=device), torch.zeros(2, 4, 1, device=device),
-                    torch.zeros(2, 5, device=device)):
+        for bad in (torch.zeros(5, device=device), torch.zeros(3, 4, device=device),
+                    torch.zeros(2, 4, 1, device=device), torch.zeros(2, 5, device=device)):
             raises("alibi_slopes", q, k, v, alibi_slopes=bad)
 
     def test_key_mask(self, device):
         q, k, v = qkv(device)
-        for bad in (torch.ones(2, 11, dtype=torch.bool, device=device), torch.ones(3, 10, dtype=torch.bool, device=device),
-                    torch.ones(10, dtype=torch.bool, device=device), torch.ones(2, 1, 10, dtype=torch.bool, device=device)):
+        for shape in ((2, 11), (3, 10), (10,), (2, 1, 10)):
+            bad = torch.ones(shape, dtype=torch.bool, device=device)
             raises("key_mask", q, k, v, key_mask=bad)
 
     def test_attn_mask_not_broadcastable(self, device):

@@ -1,0 +1,195 @@
+"""The backward pass (fa::backward and the autograd formulas of fa::forward, forward_lse and
+forward_variants).
+
+Gradients of q, k, v (and sinks) are checked against autograd through test_variants'
+float64 reference, by FlashAttention's rule: our error is at most 2 × PyTorch's own error (autograd
+through the same reference computed as SDPA computes in the inputs' dtype) plus a slack. Over the
+CPU backend, the exact path CUDA takes ("cpu-exact") and CUDA (gpu): plain, causal in both
+alignments, window, softcap, ALiBi, sinks, key_mask, attn_mask, everything at once, GQA, a loss that
+uses lse, strided views; opcheck of the autograd registration and torch.compile(fullgraph=True) of
+forward + backward; the arguments that get no gradient raise. The sinks' gradient, one sum per
+head over every row, is held to the rule plus the dtype's rounding of that sum (check_grads).
+"""
+import pytest
+import torch
+
+import torch_flashattn
+from conftest import DEVICES, SLACK
+from test_variants import make_qkv, pytorch_like, seed_of, use_vdevice, variant_kwargs, variant_reference
+
+VDEVICES = DEVICES + ["cpu-exact"]
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# Gradients sum over Nq or Nk terms of products: a slack ten times the forward's.
+GRAD_SLACK = {dt: 10 * s for dt, s in SLACK.items()}
+CASES = ["plain", "causal_top_left", "causal_bottom_right", "window", "window_left_causal_bottom_right",
+         "softcap_causal", "alibi_heads_causal", "sinks", "sinks_causal_window", "key_mask_bool",
+         "attn_mask_bool_full", "attn_mask_float_B11K"]
+
+
+@pytest.fixture(autouse=True)
+def _plain_path_after_each_test():
+    yield
+    torch.ops.fa._set_exact(False)
+
+
+def case_kwargs(case, g, B, Hq, Nq, Nk, dtype, device):
+    return {} if case == "plain" else variant_kwargs(case, g, B, Hq, Nq, Nk, dtype, device)
+
+
+def grads_of(fn, q, k, v, variants, g_out, g_lse):
+    """Gradients of Σ out·g_out (+ Σ lse·g_lse) with respect to q, k, v and sinks (when given)."""
+    leaves = [q, k, v] + ([variants["sinks"]] if variants.get("sinks") is not None else [])
+    out, lse = fn(q, k, v, **variants)
+    loss = (out.double() * g_out).sum()
+    if g_lse is not None:
+        loss = loss + (lse.double() * g_lse).sum()
+    return torch.autograd.grad(loss, leaves)
+
+
+def leaf(t, dtype=None):
+    return t.detach().to(dtype or t.dtype).requires_grad_(True)
+
+
+def check_grads(q, k, v, variants, use_lse, what):
+    """Our gradients (torch_flashattn.attention_lse) against float64 autograd, by the rule."""
+    dtype = q.dtype
+    g = torch.Generator().manual_seed(5)
+    g_out = torch.randn(q.shape, generator=g, dtype=torch.float64)
+    g_lse = torch.randn(q.shape[:3], generator=g, dtype=torch.float64) if use_lse else None
+
+    def with_sinks(vs, dt):
+        vs = dict(vs)
+        if vs.get("sinks") is not None:
+            vs["sinks"] = leaf(vs["sinks"].cpu(), dt)
+        return vs
+
+    cpu = {n: t.cpu() if isinstance(t, torch.Tensor) else t for n, t in variants.items()}
+    ref = grads_of(lambda *a, **kw: variant_reference(*a, **kw), leaf(q.cpu(), torch.float64),
+                   leaf(k.cpu(), torch.float64), leaf(v.cpu(), torch.float64), with_sinks(cpu, torch.float64),
+                   g_out, g_lse)
+    pt = grads_of(pytorch_like, leaf(q.cpu()), leaf(k.cpu()), leaf(v.cpu()), with_sinks(cpu, torch.float32),
+                  g_out, g_lse)
+    ours_vars = dict(variants)
+    if ours_vars.get("sinks") is not None:
+        ours_vars["sinks"] = leaf(ours_vars["sinks"])
+    ours = grads_of(torch_flashattn.attention_lse, leaf(q), leaf(k), leaf(v), ours_vars,
+                    g_out.to(q.device), None if g_lse is None else g_lse.to(q.device))
+    for name, a, r, p in zip(("dq", "dk", "dv", "dsinks"), ours, ref, pt):
+        assert a.shape == r.shape, (what, name)
+        assert torch.isfinite(a).all(), f"{what}: {name} not finite"
+        err = (a.double().cpu() - r).abs().max().item()
+        err_pt = (p.double() - r).abs().max().item()
+        bound = 2 * err_pt + GRAD_SLACK[dtype]
+        if name == "dsinks":
+            # One number per head summed over every row: PyTorch's own error there is sometimes tiny
+            # by cancellation (ours was 0.2-0.4 × PyTorch's at the median over 240 draws, up to 12 ×
+            # in the tail), so the bound adds the dtype's rounding of the sum itself.
+            bound += torch.finfo(dtype).eps * r.abs().max().item()
+        assert err <= bound, f"{what}: {name} error {err:.3e} > 2 × PyTorch's {err_pt:.3e} + slack = {bound:.3e}"
+
+
+@pytest.mark.parametrize("device", VDEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(2, 4, 2, 37, 53, 32), (1, 2, 1, 64, 24, 64), (2, 2, 2, 1, 40, 40)],
+                         ids=lambda s: "B{}-H{}-{}-Nq{}-Nk{}-d{}".format(*s))
+@pytest.mark.parametrize("case", CASES)
+def test_gradients(device, dtype, shape, case):
+    device = use_vdevice(device)
+    B, Hq, Hkv, Nq, Nk, d = shape
+    g = torch.Generator().manual_seed(seed_of(case, shape))
+    q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, dtype, device)
+    variants = case_kwargs(case, g, B, Hq, Nq, Nk, dtype, device)
+    check_grads(q, k, v, variants, use_lse=False, what=f"{case} {dtype} {shape}")
+
+
+@pytest.mark.parametrize("device", VDEVICES)
+@pytest.mark.parametrize("case", ["plain", "causal_top_left", "sinks_causal_window", "softcap_causal"])
+def test_gradients_through_lse(device, case):
+    """A loss that uses lse too: dS gains P · dlse (and the sinks' gradient dlse's share)."""
+    device = use_vdevice(device)
+    g = torch.Generator().manual_seed(7)
+    q, k, v = make_qkv(g, 2, 4, 2, 29, 41, 32, torch.float32, device)
+    check_grads(q, k, v, case_kwargs(case, g, 2, 4, 29, 41, torch.float32, device), use_lse=True, what=case)
+
+
+@pytest.mark.parametrize("device", VDEVICES)
+def test_everything_at_once_on_views(device):
+    device = use_vdevice(device)
+    g = torch.Generator().manual_seed(8)
+    q, k, v = make_qkv(g, 2, 4, 2, 33, 45, 40, torch.float32, device, layout="bnhd")
+    variants = dict(causal=True, causal_align="bottom_right", window=(20, -1), softcap=4.0,
+                    alibi_slopes=torch.rand(2, 4, generator=g).to(device) * 0.2,
+                    sinks=torch.randn(4, generator=g).to(device), key_mask=(torch.rand(2, 45, generator=g) < 0.8).to(device),
+                    attn_mask=torch.randn(1, 4, 33, 45, generator=g).to(device))
+    check_grads(q, k, v, variants, use_lse=True, what="all")
+
+
+@pytest.mark.parametrize("device", VDEVICES)
+@pytest.mark.parametrize("causal", [False, True])
+def test_plain_ops_match_sdpa_gradients(device, causal):
+    """attention / fa::forward (lse recomputed in its backward) against SDPA's own autograd, fp32."""
+    device = use_vdevice(device)
+    g = torch.Generator().manual_seed(9)
+    q, k, v = make_qkv(g, 2, 4, 2, 50, 70, 32, torch.float32, device)
+    a = [leaf(t) for t in (q, k, v)]
+    b = [leaf(t.double()) for t in (q, k, v)]
+    torch_flashattn.attention(*a, causal=causal).sum().backward()
+    torch.nn.functional.scaled_dot_product_attention(*b, is_causal=causal, enable_gqa=True).sum().backward()
+    for x, y in zip(a, b):
+        torch.testing.assert_close(x.grad.double(), y.grad, atol=2e-5, rtol=0)
+
+
+def test_no_gradient_for_masks_and_slopes():
+    g = torch.Generator().manual_seed(10)
+    q, k, v = (leaf(t) for t in make_qkv(g, 1, 2, 2, 8, 8, 16, torch.float32, "cpu"))
+    with pytest.raises(RuntimeError, match="attn_mask"):
+        torch_flashattn.attention(q, k, v, attn_mask=torch.randn(8, 8, requires_grad=True))
+    with pytest.raises(RuntimeError, match="alibi_slopes"):
+        torch_flashattn.attention(q, k, v, alibi_slopes=torch.rand(2, requires_grad=True))
+
+
+@pytest.mark.parametrize("device", VDEVICES)
+def test_opcheck_autograd(device):
+    """opcheck's autograd_registration and aot_dispatch tests over the three registered ops."""
+    device = use_vdevice(device)
+    g = torch.Generator().manual_seed(11)
+    q, k, v = (leaf(t) for t in make_qkv(g, 2, 4, 2, 13, 21, 16, torch.float32, device))
+    sinks = leaf(torch.randn(4, generator=g).to(device))
+    torch.library.opcheck(torch.ops.fa.forward.default, (q, k, v, None, True))
+    torch.library.opcheck(torch.ops.fa.forward_lse.default, (q, k, v, 0.3, False))
+    torch.library.opcheck(torch.ops.fa.forward_variants.default,
+                          (q, k, v, None, True, 1, 6, -1, 3.0, None, sinks,
+                           (torch.rand(2, 21, generator=g) < 0.8).to(device), None))
+    out, lse = torch_flashattn.attention_lse(q.detach(), k.detach(), v.detach())
+    torch.library.opcheck(torch.ops.fa.backward.default, (torch.randn_like(out), q.detach(), k.detach(), v.detach(),
+                                                          out, lse, None, None, False))
+
+
+@pytest.mark.parametrize("device", VDEVICES)
+def test_compile_forward_and_backward(device):
+    device = use_vdevice(device)
+    g = torch.Generator().manual_seed(12)
+    q, k, v = make_qkv(g, 2, 4, 2, 24, 24, 16, torch.float32, device)
+    sinks = torch.randn(4, generator=g).to(device)
+
+    def step(q, k, v, sinks):
+        return (torch_flashattn.attention(q, k, v, causal=True, sinks=sinks, window=(8, -1)) ** 2).sum()
+
+    a = [leaf(t) for t in (q, k, v, sinks)]
+    b = [leaf(t) for t in (q, k, v, sinks)]
+    step(*a).backward()
+    torch.compile(step, fullgraph=True)(*b).backward()
+    for x, y in zip(a, b):
+        torch.testing.assert_close(y.grad, x.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_gqa_gradients_sum_over_the_group():
+    """dK, dV of a kv head are the sums over its query heads: the same as with the heads repeated."""
+    g = torch.Generator().manual_seed(13)
+    q, k, v = make_qkv(g, 1, 6, 2, 20, 30, 16, torch.float32, "cpu")
+    a = [leaf(t) for t in (q, k, v)]
+    b = [leaf(q), leaf(k.repeat_interleave(3, 1)), leaf(v.repeat_interleave(3, 1))]
+    torch_flashattn.attention(*a, causal=True).sum().backward()
+    torch_flashattn.attention(*b, causal=True).sum().backward()
+    torch.testing.assert_close(a[1].grad, b[1].grad.view(1, 2, 3, 30, 16).sum(2), atol=1e-5, rtol=0)
+    torch.testing.assert_close(a[2].grad, b[2].grad.view(1, 2, 3, 30, 16).sum(2), atol=1e-5, rtol=0)
