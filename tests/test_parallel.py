@@ -1,0 +1,110 @@
+"""torch_flashattn.parallel.context_parallel_attention on the CPU: 2 and 4 processes over gloo, each
+rank's shard against single-process attention over the whole sequence (FlashAttention's rule against
+the float64 reference), causal and not, balanced (zigzag) and not, GQA, fp32 and bf16; plus the
+layout helpers and the errors."""
+import math
+import os
+import socket
+import tempfile
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import torch_flashattn
+from torch_flashattn.parallel import context_parallel_attention, zigzag_shard, zigzag_unshard
+from conftest import SLACK, pytorch_same_dtype, reference
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _worker(rank, world, port, cases, out_dir):
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        for i, (q, k, v, causal, balance) in enumerate(cases):
+            if balance:
+                qs, ks, vs = (zigzag_shard(t, rank, world) for t in (q, k, v))
+            else:
+                qs, ks, vs = (t.chunk(world, dim=2)[rank] for t in (q, k, v))
+            out = context_parallel_attention(qs, ks, vs, causal=causal, balance=balance)
+            torch.save(out, os.path.join(out_dir, f"case{i}_rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def run_ranks(world, cases):
+    """Every rank's output shard for each case, from `world` gloo processes."""
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.spawn(_worker, args=(world, _free_port(), cases, out_dir), nprocs=world, join=True)
+        return [[torch.load(os.path.join(out_dir, f"case{i}_rank{r}.pt")) for r in range(world)]
+                for i in range(len(cases))]
+
+
+def make(seed, B, Hq, Hkv, N, d, dtype):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(B, H, N, d, generator=g).to(dtype) for H in (Hq, Hkv, Hkv)]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_ring_matches_one_process(world):
+    cases, meta = [], []
+    for dtype in (torch.float32, torch.bfloat16):
+        for causal in (False, True):
+            for balance in (False, True):
+                for Hq, Hkv in ((4, 4), (4, 2)):
+                    q, k, v = make(len(cases), 2, Hq, Hkv, 8 * world * 3, 32, dtype)
+                    cases.append((q, k, v, causal, balance))
+                    meta.append(f"{dtype} causal={causal} balance={balance} Hq/Hkv={Hq}/{Hkv}")
+    outs = run_ranks(world, cases)
+    for (q, k, v, causal, balance), shards, what in zip(cases, outs, meta):
+        out = zigzag_unshard(shards) if balance else torch.cat(shards, dim=2)
+        ref = reference(q, k, v, causal)
+        pt = pytorch_same_dtype(q, k, v, causal)
+        err = (out.double() - ref).abs().max().item()
+        err_pt = (pt.double() - ref).abs().max().item()
+        assert err <= 2 * err_pt + SLACK[q.dtype], f"world {world} {what}: {err:.3e} vs PyTorch's {err_pt:.3e}"
+        # and the same as our own single-process call, up to the merge's rounding
+        one = torch_flashattn.attention(q, k, v, causal=causal)
+        assert (out.float() - one.float()).abs().max().item() <= 4 * err_pt + SLACK[q.dtype], what
+
+
+def test_zigzag_layout_round_trips():
+    x = torch.arange(2 * 3 * 16 * 1, dtype=torch.float32).view(2, 3, 16, 1)
+    shards = [zigzag_shard(x, r, 4) for r in range(4)]
+    assert torch.equal(shards[0][0, 0, :, 0], torch.tensor([0., 1., 14., 15.]))
+    assert torch.equal(zigzag_unshard(shards), x)
+
+
+def _error_worker(rank, world, port, out_dir):
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    msgs = []
+    try:
+        q = torch.randn(1, 2, 4 + rank, 8)                  # rank 1's shard is longer
+        try:
+            context_parallel_attention(q, q, q)
+        except ValueError as e:
+            msgs.append(str(e))
+        q = torch.randn(1, 2, 4, 8, requires_grad=True)
+        try:
+            context_parallel_attention(q, q, q)
+        except RuntimeError as e:
+            msgs.append(str(e))
+    finally:
+        dist.destroy_process_group()
+    torch.save(msgs, os.path.join(out_dir, f"rank{rank}.pt"))
+
+
+def test_errors():
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.spawn(_error_worker, args=(2, _free_port(), out_dir), nprocs=2, join=True)
+        for r in range(2):
+            msgs = torch.load(os.path.join(out_dir, f"rank{r}.pt"))
+            assert len(msgs) == 2 and "same shapes" in msgs[0] and "forward only" in msgs[1], msgs
