@@ -221,6 +221,9 @@ typedef struct {
     const void *dout;                /* (B, Hq, Nq, d), q's dtype */
     int64_t do_batch_stride, do_head_stride, do_row_stride;
     const float *dlse;               /* (B, Hq, Nq) contiguous; NULL: zero */
+    const float *delta;              /* (B, Hq, Nq) contiguous: D given (rowsum(dO ∘ O) of the whole
+                                        row, when k and v hold only some of its keys, as in ring
+                                        attention); NULL: D = Σ_j P dP over these keys */
     void *dq, *dk, *dv;              /* q's, k's and v's shapes, q's dtype */
     int64_t dq_batch_stride, dq_head_stride, dq_row_stride;
     int64_t dk_batch_stride, dk_head_stride, dk_row_stride;

@@ -623,6 +623,8 @@ static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, 
                 dpr[j] = dp;
                 D += pr[j] * dp;
             }
+            if (bp->delta != NULL)
+                D = bp->delta[row];
             if (v->sinks != NULL && dsinks != NULL)
                 dsinks[h] -= (double)expf(v->sinks[h] - lse) * (D - dlse);
             /* Pass 2: dS = P (dP − D + dlse) through the softcap; dQ, dK, dV. */

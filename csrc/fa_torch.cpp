@@ -11,7 +11,7 @@
 //   fa::forward_kvcache(q, k_cache!, v_cache!, cache_seqlens?, k_new?, v_new?, scale?, causal,
 //                       window_left, window_right, softcap?, alibi_slopes?, sinks?) -> Tensor
 //                                                   (attention over a KV cache; CUDA: split-KV)
-//   fa::backward(dout, q, k, v, out, lse, dlse?, ...forward_variants' arguments...)
+//   fa::backward(dout, q, k, v, out, lse, dlse?, ...forward_variants' arguments..., delta?)
 //                -> (dq, dk, dv, dsinks)            (the gradients; torch_flashattn/_autograd.py)
 //   fa::_set_exact(bool on) -> bool                  (tests: CPU variant calls take CUDA's exact path)
 //   fa::_exact_calls(bool reset=False) -> int        (calls the exact path computed)
@@ -603,7 +603,8 @@ std::tuple<at::Tensor, at::Tensor> forward_lse(const at::Tensor &q, const at::Te
 // formulas (D from the fp32 P: Σ_j P dP). Returns dq, dk, dv in q's dtype and dsinks (Hq) fp32 (empty without sinks).
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
     const at::Tensor &dout, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, const at::Tensor &out,
-    const at::Tensor &lse, const at::Tensor &dlse, double scale, bool causal, const Variants &va)
+    const at::Tensor &lse, const at::Tensor &dlse, const at::Tensor &delta, double scale, bool causal,
+    const Variants &va)
 {
     g_exact_calls++;
     const int64_t B = q.size(0), Hq = q.size(1), Nq = q.size(2), d = q.size(3), Hkv = k.size(1), Nk = k.size(2);
@@ -617,7 +618,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
     }
     const at::Tensor k32 = k.to(at::kFloat), v32 = v.to(at::kFloat);
     const at::Tensor j = at::arange(Nk, i64).view({1, 1, 1, Nk});
-    const int64_t delta = va.align == FA_ALIGN_BOTTOM_RIGHT ? Nk - Nq : 0;
+    const int64_t shift = va.align == FA_ALIGN_BOTTOM_RIGHT ? Nk - Nq : 0;
     const int64_t right = causal ? 0 : va.window_right;
     const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(Nq, (int64_t(1) << 26) / std::max<int64_t>(B * Hq * Nk, 1)));
     for (int64_t r0 = 0; r0 < Nq; r0 += rows) {
@@ -636,7 +637,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
             t = at::tanh(sc / va.softcap);
             sc = t * va.softcap;
         }
-        const at::Tensor i = at::arange(r0, r0 + rc, i64).view({1, 1, rc, 1}) + delta;
+        const at::Tensor i = at::arange(r0, r0 + rc, i64).view({1, 1, rc, 1}) + shift;
         if (va.alibi.defined()) {
             const at::Tensor slope = (va.alibi.dim() == 2 ? va.alibi : va.alibi.view({1, Hq}).expand({B, Hq}))
                                          .view({B, Hq, 1, 1});
@@ -658,7 +659,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
         dv += at::matmul(Pg.transpose(2, 3), dOg);
         const at::Tensor dP = at::matmul(dOg, v32.transpose(2, 3)).view({B, Hq, rc, Nk});
         // D = Σ_j P dP (= rowsum(dO ∘ O), from the fp32 P rather than the rounded output), less dlse.
-        const at::Tensor D = (P * dP).sum(3, true) - dl;
+        const at::Tensor D = (delta.defined() ? delta.narrow(2, r0, rc).unsqueeze(3) : (P * dP).sum(3, true)) - dl;
         if (va.sinks.defined())
             dsinks -= (at::exp(va.sinks.view({1, Hq, 1, 1}) - l).masked_fill(l.isneginf(), 0.0) * D).sum({0, 2, 3});
         at::Tensor dS = P * (dP - D);
@@ -680,7 +681,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
     const at::Tensor &out_in, const at::Tensor &lse_in, const std::optional<at::Tensor> &dlse_in,
     std::optional<double> scale, bool causal, int64_t align, int64_t window_left, int64_t window_right,
     std::optional<double> softcap, const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks,
-    const std::optional<at::Tensor> &key_mask, const std::optional<at::Tensor> &attn_mask)
+    const std::optional<at::Tensor> &key_mask, const std::optional<at::Tensor> &attn_mask,
+    const std::optional<at::Tensor> &delta_in)
 {
     const char *op = "fa.backward";
     check_inputs(op, q_in, k_in, v_in, scale);
@@ -702,6 +704,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
                  dtype_name(*dlse_in), shape(*dlse_in).c_str());
         dlse = dlse_in->contiguous();
     }
+    at::Tensor delta;
+    if (delta_in.has_value()) {
+        FA_CHECK(delta_in->sizes() == lse_in.sizes() && delta_in->scalar_type() == at::kFloat &&
+                     delta_in->device() == q_in.device(),
+                 "%s: delta must be float32 of lse's shape %s, got %s %s", op, shape(lse_in).c_str(),
+                 dtype_name(*delta_in), shape(*delta_in).c_str());
+        delta = delta_in->contiguous();
+    }
     const Variants va = check_variants(op, q_in, B, Hq, Nq, Nk, align, window_left, window_right, softcap,
                                        alibi_slopes, sinks, key_mask, attn_mask);
     const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
@@ -713,7 +723,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
         if (q.is_cuda())
             guard.emplace(q.device());
 #endif
-        return exact_backward(dO, q, k, v, o, lse, dlse, sc, causal, va);
+        return exact_backward(dO, q, k, v, o, lse, dlse, delta, sc, causal, va);
     }
     at::Tensor dq = at::empty_like(q, at::MemoryFormat::Contiguous), dk = at::empty_like(k, at::MemoryFormat::Contiguous),
                dv = at::empty_like(v, at::MemoryFormat::Contiguous);
@@ -736,6 +746,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
     bp.dout = dO.data_ptr();
     bp.do_batch_stride = dO.stride(0); bp.do_head_stride = dO.stride(1); bp.do_row_stride = dO.stride(2);
     bp.dlse = dlse.defined() ? dlse.data_ptr<float>() : nullptr;
+    bp.delta = delta.defined() ? delta.data_ptr<float>() : nullptr;
     bp.dq = dq.data_ptr(); bp.dk = dk.data_ptr(); bp.dv = dv.data_ptr();
     bp.dq_batch_stride = dq.stride(0); bp.dq_head_stride = dq.stride(1); bp.dq_row_stride = dq.stride(2);
     bp.dk_batch_stride = dk.stride(0); bp.dk_head_stride = dk.stride(1); bp.dk_row_stride = dk.stride(2);
@@ -928,7 +939,7 @@ TORCH_LIBRARY(fa, m)
     m.def("backward(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? dlse=None, "
           "float? scale=None, bool causal=False, int align=0, int window_left=-1, int window_right=-1, "
           "float? softcap=None, Tensor? alibi_slopes=None, Tensor? sinks=None, Tensor? key_mask=None, "
-          "Tensor? attn_mask=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dsinks)");
+          "Tensor? attn_mask=None, Tensor? delta=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dsinks)");
     m.def("_set_overrides(int[] fields) -> ()", &set_overrides);
     m.def("_get_overrides() -> int[]", &get_overrides);
 }

@@ -1,7 +1,8 @@
 """torch_flashattn.parallel.context_parallel_attention on the CPU: 2 and 4 processes over gloo, each
 rank's shard against single-process attention over the whole sequence (FlashAttention's rule against
-the float64 reference), causal and not, balanced (zigzag) and not, GQA, fp32 and bf16; plus the
-layout helpers and the errors."""
+the float64 reference), causal and not, balanced (zigzag) and not, GQA, fp32 and bf16; the
+gradients of the ring's backward against single-process autograd; the layout helpers and the
+errors."""
 import math
 import os
 import socket
@@ -82,6 +83,47 @@ def test_zigzag_layout_round_trips():
     assert torch.equal(zigzag_unshard(shards), x)
 
 
+def _grad_worker(rank, world, port, cases, out_dir):
+    os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        for i, (q, k, v, g, causal, balance) in enumerate(cases):
+            shard = (lambda t: zigzag_shard(t, rank, world)) if balance else (lambda t: t.chunk(world, dim=2)[rank])
+            qs, ks, vs = (shard(t).clone().requires_grad_(True) for t in (q, k, v))
+            (context_parallel_attention(qs, ks, vs, causal=causal, balance=balance) * shard(g)).sum().backward()
+            torch.save([qs.grad, ks.grad, vs.grad], os.path.join(out_dir, f"case{i}_rank{rank}.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_ring_gradients_match_one_process(world):
+    cases, meta = [], []
+    for causal in (False, True):
+        for balance in (False, True):
+            for Hq, Hkv in ((4, 4), (4, 2)):
+                q, k, v = make(100 + len(cases), 2, Hq, Hkv, 4 * world * 3, 16, torch.float32)
+                g = torch.randn(q.shape, generator=torch.Generator().manual_seed(len(cases)))
+                cases.append((q, k, v, g, causal, balance))
+                meta.append(f"causal={causal} balance={balance} Hq/Hkv={Hq}/{Hkv}")
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.spawn(_grad_worker, args=(world, _free_port(), cases, out_dir), nprocs=world, join=True)
+        grads = [[torch.load(os.path.join(out_dir, f"case{i}_rank{r}.pt")) for r in range(world)]
+                 for i in range(len(cases))]
+    for (q, k, v, g, causal, balance), shards, what in zip(cases, grads, meta):
+        join = zigzag_unshard if balance else (lambda xs: torch.cat(xs, dim=2))
+        ours = [join([s[n] for s in shards]) for n in range(3)]
+        ref_in = [t.double().requires_grad_(True) for t in (q, k, v)]
+        pt_in = [t.clone().requires_grad_(True) for t in (q, k, v)]
+        (reference(*ref_in, causal) * g.double()).sum().backward()
+        (pytorch_same_dtype(*pt_in, causal) * g).sum().backward()
+        for name, a, r, p in zip(("dq", "dk", "dv"), ours, ref_in, pt_in):
+            err = (a.double() - r.grad).abs().max().item()
+            err_pt = (p.grad.double() - r.grad).abs().max().item()
+            assert err <= 2 * err_pt + 2e-5, f"world {world} {what}: {name} {err:.3e} vs PyTorch's {err_pt:.3e}"
+
+
 def _error_worker(rank, world, port, out_dir):
     os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -92,10 +134,10 @@ def _error_worker(rank, world, port, out_dir):
             context_parallel_attention(q, q, q)
         except ValueError as e:
             msgs.append(str(e))
-        q = torch.randn(1, 2, 4, 8, requires_grad=True)
+        q = torch.randn(1, 2, 5, 8)
         try:
-            context_parallel_attention(q, q, q)
-        except RuntimeError as e:
+            context_parallel_attention(q, q, q, balance=True)
+        except ValueError as e:
             msgs.append(str(e))
     finally:
         dist.destroy_process_group()
@@ -107,4 +149,4 @@ def test_errors():
         mp.spawn(_error_worker, args=(2, _free_port(), out_dir), nprocs=2, join=True)
         for r in range(2):
             msgs = torch.load(os.path.join(out_dir, f"rank{r}.pt"))
-            assert len(msgs) == 2 and "same shapes" in msgs[0] and "forward only" in msgs[1], msgs
+            assert len(msgs) == 2 and "same shapes" in msgs[0] and "even shard length" in msgs[1], msgs

@@ -58,6 +58,7 @@ torch.library.register_fake("fa::forward_varlen")(_varlen_fake)
 
 @torch.library.register_fake("fa::backward")
 def _backward_fake(dout, q, k, v, out, lse, dlse=None, scale=None, causal=False, align=0, window_left=-1,
-                   window_right=-1, softcap=None, alibi_slopes=None, sinks=None, key_mask=None, attn_mask=None):
+                   window_right=-1, softcap=None, alibi_slopes=None, sinks=None, key_mask=None, attn_mask=None,
+                   delta=None):
     dsinks = q.new_empty((q.shape[1],) if sinks is not None else (0,), dtype=torch.float32)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dsinks

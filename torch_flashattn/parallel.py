@@ -7,7 +7,7 @@ on GPUs, gloo on CPUs); while the next shard is in flight, the rank attends its 
 it holds with torch_flashattn.attention_lse, and the partial results merge in fp32 by their
 log-sum-exp. Causal ranks skip the shards their queries cannot see. balance=True takes the head-tail
 ("zigzag") layout: the sequence is cut into 2W chunks and rank r holds chunks r and 2W − 1 − r, so
-every rank has the same causal work.
+every rank has the same causal work. The backward pass is a second ring through fa::backward.
 """
 import math
 
@@ -47,9 +47,103 @@ def _merge(acc, part):
     return out, lse
 
 
-def _attend(q, k, v, causal, scale):
-    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, scale=scale)
-    return out.float(), lse
+def _pairs(rank, src, world, n, causal, balance):
+    """The (query slice, key slice, causal) blocks this rank computes against rank src's K/V shard:
+    slices of the shard's length n; causal only on the diagonal, blocks past it skipped."""
+    if not balance:
+        if not causal or src < rank:
+            return [(slice(0, n), slice(0, n), False)]
+        return [(slice(0, n), slice(0, n), True)] if src == rank else []
+    h = n // 2
+    halves = (slice(0, h), slice(h, n))
+    qi, ki = (rank, 2 * world - 1 - rank), (src, 2 * world - 1 - src)   # global chunk indices
+    return [(halves[a], halves[b], causal and ki[b] == qi[a])
+            for a in range(2) for b in range(2) if not (causal and ki[b] > qi[a])]
+
+
+def _ring_forward(q, k, v, causal, scale, group, balance):
+    """(out fp32, lse) of this rank's queries over every rank's K/V, the shards passed round the ring."""
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    n = q.shape[2]
+    out = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    lse = torch.full(q.shape[:3], -math.inf, device=q.device)
+    kv = torch.stack([k, v]).contiguous()               # one message per step
+    for step in range(world):
+        src = (rank - step) % world                     # whose K/V this rank holds now
+        reqs, nxt_kv = [], None
+        if step < world - 1:                            # the next shard travels while this one is used
+            nxt_kv = torch.empty_like(kv)
+            reqs = _exchange(group, [kv], [nxt_kv])
+        for qs, ks, diag in _pairs(rank, src, world, n, causal, balance):
+            o, l = torch_flashattn.attention_lse(q[:, :, qs], kv[0][:, :, ks], kv[1][:, :, ks], causal=diag, scale=scale)
+            out[:, :, qs], lse[:, :, qs] = _merge((out[:, :, qs], lse[:, :, qs]), (o.float(), l))
+        for r in reqs:
+            r.wait()
+        if nxt_kv is not None:
+            kv = nxt_kv
+    return out, lse
+
+
+def _ring_backward(dout, q, k, v, out, lse, causal, scale, group, balance):
+    """dq, dk, dv of this rank's shards: each K/V shard goes round the ring with its dK/dV sums, and
+    the sums end at the shard's owner. D = rowsum(dO ∘ O) of the whole row is given to fa::backward,
+    since each block holds only some of the row's keys."""
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    n = q.shape[2]
+    D = (dout.float() * out).sum(-1)
+    out_q = out.to(q.dtype)
+    dq = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
+    kv = torch.stack([k, v]).contiguous()
+    dkv = torch.zeros((2,) + k.shape, dtype=torch.float32, device=k.device)
+    for step in range(world):
+        src = (rank - step) % world
+        reqs, nxt_kv = [], None
+        if step < world - 1:
+            nxt_kv = torch.empty_like(kv)
+            reqs = _exchange(group, [kv], [nxt_kv])
+        for qs, ks, diag in _pairs(rank, src, world, n, causal, balance):
+            gq, gk, gv, _ = torch.ops.fa.backward(
+                dout[:, :, qs].contiguous(), q[:, :, qs], kv[0][:, :, ks], kv[1][:, :, ks], out_q[:, :, qs],
+                lse[:, :, qs].contiguous(), None, scale, diag, delta=D[:, :, qs].contiguous())
+            dq[:, :, qs] += gq.float()
+            dkv[0][:, :, ks] += gk.float()
+            dkv[1][:, :, ks] += gv.float()
+        for r in reqs:
+            r.wait()
+        # The sums travel with their shard; after the last step they reach its owner.
+        if world > 1:
+            nxt_dkv = torch.empty_like(dkv)
+            for r in _exchange(group, [dkv], [nxt_dkv]):
+                r.wait()
+            dkv = nxt_dkv
+        if nxt_kv is not None:
+            kv = nxt_kv
+    return dq.to(q.dtype), dkv[0].to(k.dtype), dkv[1].to(v.dtype)
+
+
+def _exchange(group, sends, recvs):
+    """Send to the next rank and receive from the previous one, all at once."""
+    world, rank = dist.get_world_size(group), dist.get_rank(group)
+    nxt, prv = (rank + 1) % world, (rank - 1) % world
+    if group is not None:
+        nxt, prv = dist.get_global_rank(group, nxt), dist.get_global_rank(group, prv)
+    ops = [dist.P2POp(dist.isend, t, nxt, group) for t in sends] + [dist.P2POp(dist.irecv, t, prv, group) for t in recvs]
+    return dist.batch_isend_irecv(ops)
+
+
+class _Ring(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, causal, scale, group, balance):
+        out, lse = _ring_forward(q, k, v, causal, scale, group, balance)
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.args = (causal, scale, group, balance)
+        return out.to(q.dtype)
+
+    @staticmethod
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = _ring_backward(dout.contiguous(), q, k, v, out, lse, *ctx.args)
+        return dq, dk, dv, None, None, None, None
 
 
 def context_parallel_attention(q, k, v, *, causal=False, scale=None, group=None, balance=False):
@@ -65,16 +159,13 @@ def context_parallel_attention(q, k, v, *, causal=False, scale=None, group=None,
         group: the process group (default: the world).
         balance: the shards are in the zigzag layout (zigzag_shard), for even causal work.
 
-    Forward only: inputs that require grad raise (the ring's messages carry no gradient).
+    Differentiable: the backward pass is a second ring (dK, dV travel with their shard back to its
+    owner). Every rank must call backward, as every rank called forward.
 
     Returns:
         (B, Hq, n, d) in q's dtype, this rank's shard of the output (in the zigzag layout with balance).
     """
-    if any(t.requires_grad for t in (q, k, v)) and torch.is_grad_enabled():
-        raise RuntimeError("context_parallel_attention: forward only, the ring carries no gradient; "
-                           "call it under torch.no_grad() or on tensors that do not require grad")
     world = dist.get_world_size(group)
-    rank = dist.get_rank(group)
     n = q.shape[2]
     if k.shape[2] != n or v.shape[2] != n:
         raise ValueError(f"context_parallel_attention: q, k and v shards must have the same length, got "
@@ -88,44 +179,6 @@ def context_parallel_attention(q, k, v, *, causal=False, scale=None, group=None,
     if any(not torch.equal(s, shape) for s in shapes):
         raise ValueError("context_parallel_attention: every rank's q, k and v shards must have the same shapes, "
                          f"got {[s.tolist() for s in shapes]}")
-    nxt, prv = (rank + 1) % world, (rank - 1) % world
-    nxt_g = dist.get_global_rank(group, nxt) if group is not None else nxt
-    prv_g = dist.get_global_rank(group, prv) if group is not None else prv
-
-    kv = torch.stack([k, v]).contiguous()               # one message per step
-    acc = None
-    for step in range(world):
-        src = (rank - step) % world                     # whose K/V this rank holds now
-        reqs = []
-        if step < world - 1:                             # the next shard travels while this one is used
-            nxt_kv = torch.empty_like(kv)
-            ops = [dist.P2POp(dist.isend, kv, nxt_g, group), dist.P2POp(dist.irecv, nxt_kv, prv_g, group)]
-            reqs = dist.batch_isend_irecv(ops)
-        kb, vb = kv[0], kv[1]
-        if not balance:
-            if not causal or src < rank:
-                acc = _merge(acc, _attend(q, kb, vb, False, scale))
-            elif src == rank:
-                acc = _merge(acc, _attend(q, kb, vb, True, scale))
-        else:
-            # Query chunks rank, 2W − 1 − rank; key chunks src, 2W − 1 − src (global chunk indices).
-            qc, kc = q.chunk(2, dim=2), (kb.chunk(2, dim=2), vb.chunk(2, dim=2))
-            qi, ki = (rank, 2 * world - 1 - rank), (src, 2 * world - 1 - src)
-            halves = [None, None]
-            for a in range(2):
-                for b in range(2):
-                    if causal and ki[b] > qi[a]:
-                        continue
-                    part = _attend(qc[a], kc[0][b], kc[1][b], causal and ki[b] == qi[a], scale)
-                    halves[a] = _merge(halves[a], part)
-            for a in range(2):
-                if halves[a] is None:
-                    halves[a] = (torch.zeros(*qc[a].shape, dtype=torch.float32, device=q.device),
-                                 torch.full(qc[a].shape[:3], -math.inf, device=q.device))
-            acc = _merge(acc, (torch.cat([halves[0][0], halves[1][0]], dim=2),
-                               torch.cat([halves[0][1], halves[1][1]], dim=2)))
-        for r in reqs:
-            r.wait()
-        if step < world - 1:
-            kv = nxt_kv
-    return acc[0].to(q.dtype)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+        return _Ring.apply(q, k, v, causal, scale, group, balance)
+    return _ring_forward(q, k, v, causal, scale, group, balance)[0].to(q.dtype)
