@@ -306,6 +306,48 @@ bool set_exact(bool on)
     return g_force_exact.exchange(on);
 }
 
+// One block of query rows' scores in fp32 (rows r0 .. r0 + rc; i_delta = i + δ per row, (B|1, 1,
+// rc, 1)) with softcap, ALiBi and a float mask applied, and which pairs are visible (window,
+// causal, k_len, key_mask, a bool mask). *tanh_out: tanh(s / softcap), for the backward's
+// derivative. The exact paths' shared step, written from fa.h's semantics.
+at::Tensor exact_scores(const at::Tensor &qc, const at::Tensor &k32, double scale, bool causal, const Variants &va,
+                        const at::Tensor &i_delta, const at::Tensor &k_len, int64_t r0, at::Tensor *visible,
+                        at::Tensor *tanh_out)
+{
+    const int64_t B = qc.size(0), Hq = qc.size(1), rc = qc.size(2), d = qc.size(3);
+    const int64_t Hkv = k32.size(1), Nk = k32.size(2), G = Hkv > 0 ? Hq / Hkv : 1;
+    const at::Tensor j = at::arange(Nk, qc.options().dtype(at::kLong)).view({1, 1, 1, Nk});
+    // (B, Hkv, G·rc, d) · (B, Hkv, d, Nk): the G query heads of a kv head together.
+    at::Tensor sc = at::matmul(qc.reshape({B, Hkv, G * rc, d}), k32.transpose(2, 3)).view({B, Hq, rc, Nk}) * scale;
+    if (va.softcap != 0.0) {
+        const at::Tensor t = at::tanh(sc / va.softcap);
+        sc = t * va.softcap;
+        if (tanh_out != nullptr)
+            *tanh_out = t;
+    }
+    if (va.alibi.defined()) {
+        const at::Tensor slope = (va.alibi.dim() == 2 ? va.alibi : va.alibi.view({1, Hq}).expand({B, Hq}))
+                                     .view({B, Hq, 1, 1});
+        sc = sc - slope * (i_delta - j).abs().to(at::kFloat);
+    }
+    if (va.mask.defined() && va.mask.scalar_type() != at::kBool)
+        sc = sc + va.mask.narrow(2, r0, rc).to(at::kFloat);
+    const int64_t right = causal ? 0 : va.window_right;
+    at::Tensor vis = at::ones({1, 1, 1, 1}, qc.options().dtype(at::kBool));
+    if (va.window_left >= 0)
+        vis = vis & (j >= i_delta - va.window_left);
+    if (right >= 0)
+        vis = vis & (j <= i_delta + right);
+    if (k_len.defined())
+        vis = vis & (j < k_len.view({B, 1, 1, 1}));
+    if (va.key_mask.defined())
+        vis = vis & va.key_mask.ne(0).view({B, 1, 1, Nk});
+    if (va.mask.defined() && va.mask.scalar_type() == at::kBool)
+        vis = vis & va.mask.narrow(2, r0, rc);
+    *visible = vis;
+    return sc;
+}
+
 // The variants computed exactly through PyTorch, in fp32: scores, the visibility of each pair and
 // the softmax written out from fa.h's semantics, a block of query rows at a time (at most 2^26
 // scores in flight). q (B, Hq, Nq, d), k, v (B, Hkv, Nk, d). q_len, k_len (B,) int64 or undefined:
@@ -328,7 +370,6 @@ std::tuple<at::Tensor, at::Tensor> exact_attention(const at::Tensor &q, const at
         return {out.to(q.scalar_type()), lse};
     }
     const at::Tensor k32 = k.to(at::kFloat), v32 = v.to(at::kFloat);
-    const at::Tensor j = at::arange(Nk, i64).view({1, 1, 1, Nk});
     // δ per sequence: (B, 1, 1, 1).
     at::Tensor delta = at::zeros({B, 1, 1, 1}, i64);
     if (va.align == FA_ALIGN_BOTTOM_RIGHT) {
@@ -336,35 +377,14 @@ std::tuple<at::Tensor, at::Tensor> exact_attention(const at::Tensor &q, const at
         const at::Tensor nk = k_len.defined() ? k_len : at::full({B}, Nk, i64);
         delta = (nk - nq).view({B, 1, 1, 1});
     }
-    const int64_t right = causal ? 0 : va.window_right;
     const int64_t per_row = B * Hq * Nk;
     const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(Nq, (int64_t(1) << 26) / std::max<int64_t>(per_row, 1)));
     for (int64_t r0 = 0; r0 < Nq; r0 += rows) {
         const int64_t rc = std::min(rows, Nq - r0);
         const at::Tensor qc = q.narrow(2, r0, rc).to(at::kFloat);
-        // (B, Hkv, G·rc, d) · (B, Hkv, d, Nk): the G query heads of a kv head together.
-        at::Tensor sc = at::matmul(qc.reshape({B, Hkv, G * rc, d}), k32.transpose(2, 3)).view({B, Hq, rc, Nk}) * scale;
-        if (va.softcap != 0.0)
-            sc = at::tanh(sc / va.softcap) * va.softcap;
-        const at::Tensor i = (at::arange(r0, r0 + rc, i64).view({1, 1, rc, 1}) + delta);   // i + δ
-        if (va.alibi.defined()) {
-            const at::Tensor slope = (va.alibi.dim() == 2 ? va.alibi : va.alibi.view({1, Hq}).expand({B, Hq}))
-                                         .view({B, Hq, 1, 1});
-            sc = sc - slope * (i - j).abs().to(at::kFloat);
-        }
-        if (va.mask.defined() && va.mask.scalar_type() != at::kBool)
-            sc = sc + va.mask.narrow(2, r0, rc).to(at::kFloat);
-        at::Tensor visible = at::ones({1, 1, 1, 1}, q.options().dtype(at::kBool));
-        if (va.window_left >= 0)
-            visible = visible & (j >= i - va.window_left);
-        if (right >= 0)
-            visible = visible & (j <= i + right);
-        if (k_len.defined())
-            visible = visible & (j < k_len.view({B, 1, 1, 1}));
-        if (va.key_mask.defined())
-            visible = visible & va.key_mask.ne(0).view({B, 1, 1, Nk});
-        if (va.mask.defined() && va.mask.scalar_type() == at::kBool)
-            visible = visible & va.mask.narrow(2, r0, rc);
+        const at::Tensor i = at::arange(r0, r0 + rc, i64).view({1, 1, rc, 1}) + delta;   // i + δ
+        at::Tensor visible;
+        at::Tensor sc = exact_scores(qc, k32, scale, causal, va, i, k_len, r0, &visible, nullptr);
         sc = at::where(visible, sc, -INFINITY);
         // lse over the visible scores and the sink; weights exp(s − lse).
         at::Tensor l = at::logsumexp(sc, {3}, true);
@@ -397,15 +417,17 @@ int run_cuda(const fa_params &p, const at::Tensor &q)
 }
 #endif
 
-std::tuple<at::Tensor, at::Tensor> variants_call(const char *op, bool exact, const at::Tensor &q, const at::Tensor &k,
-                                                 const at::Tensor &v, std::optional<double> scale, bool causal,
-                                                 int64_t align, int64_t window_left, int64_t window_right,
-                                                 std::optional<double> softcap,
-                                                 const std::optional<at::Tensor> &alibi_slopes,
-                                                 const std::optional<at::Tensor> &sinks,
-                                                 const std::optional<at::Tensor> &key_mask,
-                                                 const std::optional<at::Tensor> &attn_mask)
+std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                                                    std::optional<double> scale, bool causal, int64_t align,
+                                                    int64_t window_left, int64_t window_right,
+                                                    std::optional<double> softcap,
+                                                    const std::optional<at::Tensor> &alibi_slopes,
+                                                    const std::optional<at::Tensor> &sinks,
+                                                    const std::optional<at::Tensor> &key_mask,
+                                                    const std::optional<at::Tensor> &attn_mask)
 {
+    const char *op = "fa.forward_variants";
+    const bool exact = g_force_exact.load();
     Call c = prepare(op, q, k, v, scale, causal, true);
     const Variants va = check_variants(op, q, c.p.B, c.p.Hq, c.p.Nq, c.p.Nk, align, window_left, window_right,
                                        softcap, alibi_slopes, sinks, key_mask, attn_mask);
@@ -426,32 +448,21 @@ std::tuple<at::Tensor, at::Tensor> variants_call(const char *op, bool exact, con
     return {c.o, c.lse};
 }
 
-std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
-                                                    std::optional<double> scale, bool causal, int64_t align,
-                                                    int64_t window_left, int64_t window_right,
-                                                    std::optional<double> softcap,
-                                                    const std::optional<at::Tensor> &alibi_slopes,
-                                                    const std::optional<at::Tensor> &sinks,
-                                                    const std::optional<at::Tensor> &key_mask,
-                                                    const std::optional<at::Tensor> &attn_mask)
-{
-    return variants_call("fa.forward_variants", g_force_exact.load(), q, k, v, scale, causal, align, window_left, window_right,
-                         softcap, alibi_slopes, sinks, key_mask, attn_mask);
-}
-
 // Packed sequences: q (total_q, Hq, d), k, v (total_k, Hkv, d), cu_seqlens int32 (B + 1,) on q's
 // device. The CPU checks the cu_seqlens values (they are host memory); CUDA never reads them on the
 // host: it computes through PyTorch on sequences padded to max_seqlen, and a bad cu_seqlens makes
 // the whole output NaN.
-std::tuple<at::Tensor, at::Tensor> varlen_call(const char *op, bool exact, const at::Tensor &q_in,
-                                               const at::Tensor &k_in, const at::Tensor &v_in,
-                                               const at::Tensor &cu_q, const at::Tensor &cu_k, int64_t max_q,
-                                               int64_t max_k, std::optional<double> scale, bool causal,
-                                               int64_t align, int64_t window_left, int64_t window_right,
-                                               std::optional<double> softcap,
-                                               const std::optional<at::Tensor> &alibi_slopes,
-                                               const std::optional<at::Tensor> &sinks)
+std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const at::Tensor &k_in,
+                                                  const at::Tensor &v_in, const at::Tensor &cu_q,
+                                                  const at::Tensor &cu_k, int64_t max_q, int64_t max_k,
+                                                  std::optional<double> scale, bool causal, int64_t align,
+                                                  int64_t window_left, int64_t window_right,
+                                                  std::optional<double> softcap,
+                                                  const std::optional<at::Tensor> &alibi_slopes,
+                                                  const std::optional<at::Tensor> &sinks)
 {
+    const char *op = "fa.forward_varlen";
+    const bool exact = g_force_exact.load();
     const std::pair<const char *, const at::Tensor *> args[] = {{"q", &q_in}, {"k", &k_in}, {"v", &v_in}};
     for (const auto &[name, t] : args)
         FA_CHECK(t->dim() == 3, "%s: %s must be a 3-D tensor (total, H, d), got %d-D with shape %s", op, name,
@@ -548,18 +559,6 @@ std::tuple<at::Tensor, at::Tensor> varlen_call(const char *op, bool exact, const
     return {o, lse};
 }
 
-std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
-                                                  const at::Tensor &cu_q, const at::Tensor &cu_k, int64_t max_q,
-                                                  int64_t max_k, std::optional<double> scale, bool causal,
-                                                  int64_t align, int64_t window_left, int64_t window_right,
-                                                  std::optional<double> softcap,
-                                                  const std::optional<at::Tensor> &alibi_slopes,
-                                                  const std::optional<at::Tensor> &sinks)
-{
-    return varlen_call("fa.forward_varlen", g_force_exact.load(), q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, align,
-                       window_left, window_right, softcap, alibi_slopes, sinks);
-}
-
 int64_t exact_calls(bool reset)
 {
     return reset ? g_exact_calls.exchange(0) : g_exact_calls.load();
@@ -617,9 +616,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
         return {dq.to(q.scalar_type()), dk.to(q.scalar_type()), dv.to(q.scalar_type()), dsinks};
     }
     const at::Tensor k32 = k.to(at::kFloat), v32 = v.to(at::kFloat);
-    const at::Tensor j = at::arange(Nk, i64).view({1, 1, 1, Nk});
     const int64_t shift = va.align == FA_ALIGN_BOTTOM_RIGHT ? Nk - Nq : 0;
-    const int64_t right = causal ? 0 : va.window_right;
     const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(Nq, (int64_t(1) << 26) / std::max<int64_t>(B * Hq * Nk, 1)));
     for (int64_t r0 = 0; r0 < Nq; r0 += rows) {
         const int64_t rc = std::min(rows, Nq - r0);
@@ -631,29 +628,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
                 dsinks -= (at::exp(va.sinks.view({1, Hq, 1, 1}) - l).masked_fill(l.isneginf(), 0.0) * -dl).sum({0, 2, 3});
             continue;
         }
-        at::Tensor sc = at::matmul(qc.reshape({B, Hkv, G * rc, d}), k32.transpose(2, 3)).view({B, Hq, rc, Nk}) * scale;
-        at::Tensor t;
-        if (va.softcap != 0.0) {
-            t = at::tanh(sc / va.softcap);
-            sc = t * va.softcap;
-        }
         const at::Tensor i = at::arange(r0, r0 + rc, i64).view({1, 1, rc, 1}) + shift;
-        if (va.alibi.defined()) {
-            const at::Tensor slope = (va.alibi.dim() == 2 ? va.alibi : va.alibi.view({1, Hq}).expand({B, Hq}))
-                                         .view({B, Hq, 1, 1});
-            sc = sc - slope * (i - j).abs().to(at::kFloat);
-        }
-        if (va.mask.defined() && va.mask.scalar_type() != at::kBool)
-            sc = sc + va.mask.narrow(2, r0, rc).to(at::kFloat);
-        at::Tensor visible = l.isneginf().logical_not();
-        if (va.window_left >= 0)
-            visible = visible & (j >= i - va.window_left);
-        if (right >= 0)
-            visible = visible & (j <= i + right);
-        if (va.key_mask.defined())
-            visible = visible & va.key_mask.ne(0).view({B, 1, 1, Nk});
-        if (va.mask.defined() && va.mask.scalar_type() == at::kBool)
-            visible = visible & va.mask.narrow(2, r0, rc);
+        at::Tensor visible, t;
+        const at::Tensor sc = exact_scores(qc, k32, scale, causal, va, i, at::Tensor(), r0, &visible, &t);
+        visible = visible & l.isneginf().logical_not();
         const at::Tensor P = at::where(visible, at::exp(sc - l), 0.0);                       // (B, Hq, rc, Nk)
         const at::Tensor Pg = P.reshape({B, Hkv, G * rc, Nk}), dOg = doc.reshape({B, Hkv, G * rc, d});
         dv += at::matmul(Pg.transpose(2, 3), dOg);
@@ -696,22 +674,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
                  lse_in.scalar_type() == at::kFloat && lse_in.device() == q_in.device(),
              "%s: lse must be float32 (B, Hq, Nq) = (%lld, %lld, %lld) on q's device, got %s %s", op, (long long)B,
              (long long)Hq, (long long)Nq, dtype_name(lse_in), shape(lse_in).c_str());
-    at::Tensor dlse;
-    if (dlse_in.has_value()) {
-        FA_CHECK(dlse_in->sizes() == lse_in.sizes() && dlse_in->scalar_type() == at::kFloat &&
-                     dlse_in->device() == q_in.device(),
-                 "%s: dlse must be float32 of lse's shape %s, got %s %s", op, shape(lse_in).c_str(),
-                 dtype_name(*dlse_in), shape(*dlse_in).c_str());
-        dlse = dlse_in->contiguous();
-    }
-    at::Tensor delta;
-    if (delta_in.has_value()) {
-        FA_CHECK(delta_in->sizes() == lse_in.sizes() && delta_in->scalar_type() == at::kFloat &&
-                     delta_in->device() == q_in.device(),
-                 "%s: delta must be float32 of lse's shape %s, got %s %s", op, shape(lse_in).c_str(),
-                 dtype_name(*delta_in), shape(*delta_in).c_str());
-        delta = delta_in->contiguous();
-    }
+    // dlse and delta: optional float32 tensors of lse's shape.
+    auto like_lse = [&](const char *name, const std::optional<at::Tensor> &t) {
+        if (!t.has_value())
+            return at::Tensor();
+        FA_CHECK(t->sizes() == lse_in.sizes() && t->scalar_type() == at::kFloat && t->device() == q_in.device(),
+                 "%s: %s must be float32 of lse's shape %s on q's device, got %s %s", op, name,
+                 shape(lse_in).c_str(), dtype_name(*t), shape(*t).c_str());
+        return t->contiguous();
+    };
+    const at::Tensor dlse = like_lse("dlse", dlse_in), delta = like_lse("delta", delta_in);
     const Variants va = check_variants(op, q_in, B, Hq, Nq, Nk, align, window_left, window_right, softcap,
                                        alibi_slopes, sinks, key_mask, attn_mask);
     const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
@@ -789,13 +761,14 @@ at::Tensor kvcache_exact(const at::Tensor &q, const at::Tensor &k_cache, const a
 // Attention over a KV cache, appending k_new / v_new into it first (fa.h: fa_kvcache_params). On
 // CUDA, cache_seqlens stays on the device: a bad entry gives NaN output and untouched caches
 // instead of an error (fa.h, fa_forward_kvcache_cuda).
-at::Tensor kvcache_call(const char *op, bool exact, const at::Tensor &q, const at::Tensor &k_cache,
-                        const at::Tensor &v_cache, const std::optional<at::Tensor> &cache_seqlens,
-                        const std::optional<at::Tensor> &k_new, const std::optional<at::Tensor> &v_new,
-                        std::optional<double> scale, bool causal, int64_t window_left, int64_t window_right,
-                        std::optional<double> softcap, const std::optional<at::Tensor> &alibi_slopes,
-                        const std::optional<at::Tensor> &sinks)
+at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
+                           const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
+                           const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal,
+                           int64_t window_left, int64_t window_right, std::optional<double> softcap,
+                           const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks)
 {
+    const char *op = "fa.forward_kvcache";
+    const bool exact = g_force_exact.load();
     check_inputs(op, q, k_cache, v_cache, scale);
     FA_CHECK(k_cache.stride(3) == 1 && v_cache.stride(3) == 1,
              "%s: k_cache and v_cache must have a contiguous last dimension (they are written in place)", op);
@@ -861,16 +834,6 @@ at::Tensor kvcache_call(const char *op, bool exact, const at::Tensor &q, const a
     }
     check_status(op, status);
     return c.o;
-}
-
-at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
-                           const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
-                           const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal,
-                           int64_t window_left, int64_t window_right, std::optional<double> softcap,
-                           const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks)
-{
-    return kvcache_call("fa.forward_kvcache", g_force_exact.load(), q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale, causal,
-                        window_left, window_right, softcap, alibi_slopes, sinks);
 }
 
 #ifdef FA_WITH_CUDA
