@@ -22,6 +22,10 @@
  * The two matmuls run through one register-blocked micro-kernel written with
  * GCC/Clang vector types; on x86-64 the tile function is compiled for AVX-512,
  * AVX2 and baseline and the best one is picked at load time.
+ *
+ * In order: dtype conversion, the softmax and GEMM pieces, the forward (attend_block, with the
+ * variants of fa_variant.h applied per block by apply_variants), the KV cache entry point, and at
+ * the end the backward pass (backward_kv_head: FlashAttention-2's formulas as plain loops).
  */
 #include <math.h>
 #include <stdint.h>

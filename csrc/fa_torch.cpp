@@ -23,7 +23,9 @@
 // and fa_variants structs of fa.h and calls the C backend (CPU) or the CUDA launcher on the current
 // stream under a device guard. The CUDA kernels do not take the variants yet: on CUDA those calls are computed
 // exactly through PyTorch (exact_attention below, in fp32, no host synchronisation) and counted.
-// Fake (meta) kernels live in torch_flashattn/_ops.py.
+// Fake (meta) kernels live in torch_flashattn/_ops.py. In order: checks and the params struct, the
+// variants (checks, fa_variants), the exact paths (exact_scores, exact_attention), the forward
+// ops, varlen, the backward (exact_backward, fa::backward), the KV cache, overrides, registration.
 #include <Python.h>
 
 #include <ATen/ATen.h>
