@@ -13,7 +13,7 @@
 //                                                   (attention over a KV cache; CUDA: split-KV)
 //   fa::backward(dout, q, k, v, out, lse, dlse?, ...forward_variants' arguments..., delta?)
 //                -> (dq, dk, dv, dsinks)            (the gradients; torch_flashattn/_autograd.py)
-//   fa::_set_exact(bool on) -> bool                  (tests: CPU variant calls take CUDA's exact path)
+//   fa::_set_exact(bool on) -> bool                  (tests: variant calls take the exact path)
 //   fa::_exact_calls(bool reset=False) -> int        (calls the exact path computed)
 //   fa::_set_overrides(int[] fields), fa::_get_overrides() -> int[]   (tests and tools: fa_overrides)
 //
@@ -21,8 +21,9 @@
 // scale=scale, enable_gqa=True), plus the variants of fa.h. This file validates the tensors
 // (messages name the argument and what was expected), allocates the outputs, fills the fa_params
 // and fa_variants structs of fa.h and calls the C backend (CPU) or the CUDA launcher on the current
-// stream under a device guard. The CUDA kernels do not take the variants yet: on CUDA those calls are computed
-// exactly through PyTorch (exact_attention below, in fp32, no host synchronisation) and counted.
+// stream under a device guard. On CUDA, calls with variants that no kernel takes (fa_forward_variants_cuda
+// answers FA_ERR_UNSUPPORTED: fp32, packed sequences, GPUs other than Hopper) are computed exactly
+// through PyTorch (exact_attention below, in fp32, no host synchronisation) and counted.
 // Fake (meta) kernels live in torch_flashattn/_ops.py. In order: checks and the params struct, the
 // variants (checks, fa_variants), the exact paths (exact_scores, exact_attention), the forward
 // ops, varlen, the backward (exact_backward, fa::backward), the KV cache, overrides, registration.
@@ -299,8 +300,8 @@ fa_variants to_fa_variants(const Variants &va, at::ScalarType q_dtype)
 // Calls the exact path computed (torch_flashattn.stats()["exact"]).
 std::atomic<int64_t> g_exact_calls{0};
 
-// Tests (torch_flashattn._testing.exact_path): CPU calls with variants take the exact path CUDA
-// takes, so its code runs where no GPU is.
+// Tests (torch_flashattn._testing.exact_path): calls with variants take the exact path, on the CPU
+// (so its code runs where no GPU is) and on CUDA (instead of the kernels that take them).
 std::atomic<bool> g_force_exact{false};
 
 bool set_exact(bool on)
@@ -442,6 +443,13 @@ std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const a
         if (c.q.is_cuda() && !va.any()) {       // no variant: the kernels
             check_status(op, run_cuda(c.p, c.q));
             return {c.o, c.lse};
+        }
+        if (c.q.is_cuda() && !exact) {          // the kernels that take variants, else the exact path
+            const int status = fa_forward_variants_cuda(&c.p, &fv, c10::cuda::getCurrentCUDAStream().stream());
+            if (status != FA_ERR_UNSUPPORTED) {
+                check_status(op, status);
+                return {c.o, c.lse};
+            }
         }
 #endif
         return exact_attention(c.q, c.k, c.v, c.p.scale, causal, va, at::Tensor(), at::Tensor());

@@ -5,7 +5,7 @@ What is tested:
 - variant_reference: an independent dense float64 reference written from the semantics (explicit
   score matrix, visibility mask, sink column, rows that see nothing give 0 and lse −inf), itself
   checked against PyTorch's SDPA wherever SDPA can express the case (test_reference_*);
-- accuracy of attention / attention_lse for each variant alone and in combinations, over KERNELS,
+- accuracy of attention / attention_lse for each variant alone and in combinations, over VKERNELS,
   fp32 / fp16 / bf16, Nq != Nk both ways, Nq = 1, d in {33, 40, 64, 128}, GQA and MQA, with
   FlashAttention's rule (assert_variant_accurate): our error against the float64 reference is at
   most 2 × PyTorch's own error plus conftest.SLACK. PyTorch's own error is that of pytorch_like:
@@ -36,16 +36,19 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
 import torch_flashattn
-from conftest import DEVICES, KERNELS, SLACK, pytorch_same_dtype, reference, reference_lse, use_kernel
+from conftest import DEVICES, SLACK, pytorch_same_dtype, reference, reference_lse, use_kernel
 
 NEG_INF = float("-inf")
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 LSE_SLACK = 1e-4   # absolute slack on lse over 2 × PyTorch's own lse error (test_forward: 1e-4)
 
 
-# Beside every kernel family, "cpu-exact": CPU calls that take the exact path CUDA calls with variants
-# take (torch_flashattn._testing.exact_path), so that code is checked where no GPU is.
-VKERNELS = KERNELS + ["cpu-exact"]
+# The CPU backend, CUDA's automatic choice (the Hopper kernel for fp16/bf16 on compute capability
+# 9.0, the exact path for the rest), and the exact path itself on CUDA and on the CPU
+# (torch_flashattn._testing.exact_path), so that code is checked where no GPU is too. The forced
+# families other than sm90 take no variants (their calls are the exact path's), so they are not
+# listed again.
+VKERNELS = DEVICES + [pytest.param("cuda-exact", marks=pytest.mark.gpu), "cpu-exact"]
 VDEVICES = DEVICES + ["cpu-exact"]
 
 
@@ -56,18 +59,18 @@ def _plain_path_after_each_test():
 
 
 def use_vdevice(device):
-    """A VDEVICES entry: its torch device ("cpu-exact": the CPU, on the exact path)."""
-    if device == "cpu-exact":
+    """A VDEVICES entry: its torch device ("cpu-exact", "cuda-exact": that device, on the exact path)."""
+    if device.endswith("-exact"):
         torch.ops.fa._set_exact(True)
-        return "cpu"
+        return device.partition("-")[0]
     return device
 
 
 def use_vkernel(kernel, dtype, fa_overrides):
-    """use_kernel, plus "cpu-exact" (the exact path on the CPU until the test ends)."""
-    if kernel == "cpu-exact":
+    """use_kernel, plus "cpu-exact" and "cuda-exact" (the exact path until the test ends)."""
+    if kernel.endswith("-exact"):
         torch.ops.fa._set_exact(True)
-        return "cpu"
+        return kernel.partition("-")[0]
     return use_kernel(kernel, dtype, fa_overrides)
 
 

@@ -74,8 +74,9 @@ def overrides(**fields):
 
 @contextlib.contextmanager
 def exact_path():
-    """Within the block, CPU calls with variants run the exact path that CUDA calls with variants
-    take (fa_torch.cpp, exact_attention), so tests check that code where no GPU is."""
+    """Within the block, calls with variants run the exact path (fa_torch.cpp, exact_attention):
+    on the CPU, the one CUDA calls take where no kernel runs them, so tests check that code where
+    no GPU is; on CUDA, instead of the kernels."""
     before = torch.ops.fa._set_exact(True)
     try:
         yield

@@ -40,8 +40,9 @@ def stats():
     "fallback_reasons": {reason: n}}``; ``fa`` counts every drop-in call our kernels served,
     ``fa_decode`` those of them that ran the split-KV decode kernel, ``sdpa`` the calls PyTorch's
     SDPA computed and ``eager`` those the transformers backend sent to the model's own eager
-    attention (``torch_flashattn.hf``). ``exact`` counts op calls with variants that the CUDA kernels
-    do not run yet, which the op computed exactly through PyTorch (any entry point)."""
+    attention (``torch_flashattn.hf``). ``exact`` counts op calls with variants that no CUDA kernel
+    runs (fp32, packed sequences, the KV cache, GPUs other than Hopper), which the op computed exactly
+    through PyTorch (any entry point)."""
     return {"fa": _counts["fa"], "fa_decode": _counts["fa_decode"], "sdpa": _counts["sdpa"],
             "eager": _counts["eager"], "exact": torch.ops.fa._exact_calls(), "fallback_reasons": dict(_reasons)}
 

@@ -10,8 +10,8 @@
  *     auto     the fastest family that supports the problem
  *
  * A forced family that cannot run the problem answers FA_ERR_UNSUPPORTED rather than silently
- * running another one. No family takes fa.h's variants yet: fa_forward_variants_cuda answers
- * FA_ERR_UNSUPPORTED for them. Under the automatic choice, a non-causal call with a long run of keys and
+ * running another one. Of fa.h's variants, the Hopper family takes all but packed sequences
+ * (fa_forward_variants_cuda); the others answer FA_ERR_UNSUPPORTED for them. Under the automatic choice, a non-causal call with a long run of keys and
  * too few query tiles to fill the GPU goes to the split-KV kernel (decode.cu), given its scratch.
  */
 #include <string.h>
@@ -131,10 +131,20 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
     }
 }
 
+/* Calls with variants run on the Hopper kernel (automatic choice or sm90 forced, compute capability
+ * 9.0, fp16/bf16, no packed sequences); everything else answers FA_ERR_UNSUPPORTED. */
 extern "C" int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CUstream_st *stream)
 {
     const int st = fa_check_variants(p, v);
     if (st != FA_OK)
         return st;
-    return fa_has_variants(v) ? FA_ERR_UNSUPPORTED : fa_forward_cuda(p, stream);
+    if (!fa_has_variants(v))
+        return fa_forward_cuda(p, stream);
+    fa_overrides o;
+    fa_get_overrides(&o);
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
+        return FA_OK;
+    if (o.family != FA_FAMILY_AUTO && o.family != FA_FAMILY_SM90)
+        return FA_ERR_UNSUPPORTED;
+    return fa_sm90_forward_variants(p, v, &o, stream);
 }

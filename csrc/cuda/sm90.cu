@@ -53,6 +53,7 @@
 #include "tiles.h"
 #include "softmax.cuh"
 #include "trace.cuh"
+#include "fa_variant.h"
 
 /* ---- Kernel arguments and shared memory ---------------------------------------------------- */
 
@@ -104,6 +105,31 @@ typedef struct {
     float *o_part;                       /* (tail item, BM rows, d) */
     float *lse_part;                     /* (tail item, BM rows), log2 units */
 } sm90_args;
+
+/* A VAR launch's variants (fa.h, fa_variants), resolved on the host: the window's sides about
+ * δ with causal folded in (right = 0), each −1 when unbounded (also when wider than any row can
+ * reach, so that row ± side stays in 32 bits). The kernel takes them as sm90_var_args; the
+ * plain kernels keep sm90_args, and their code is unchanged. */
+typedef struct {
+    fa_variants v;                       /* device pointers: ALiBi, sinks, key_mask, attn_mask */
+    int delta;                           /* δ: 0 top-left, Nk − Nq bottom-right */
+    int left, right;                     /* visible: i + δ − left <= j <= i + δ + right */
+    float scale;                         /* p.scale, natural units */
+} sm90_var;
+
+struct sm90_var_args : sm90_args {
+    sm90_var var;
+};
+
+/* The kernel's argument type: sm90_args, or with VAR sm90_var_args. */
+template <bool VAR>
+struct sm90_kargs {
+    typedef sm90_args type;
+};
+template <>
+struct sm90_kargs<true> {
+    typedef sm90_var_args type;
+};
 
 /* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
  * its columns 64p..64p+63, rows 128 bytes apart. */
@@ -189,12 +215,14 @@ typedef struct {
  *     m_new = max(m_i, rowmax(S)),  alpha = exp2((m_i − m_new)·c)   (0 on the first block)
  *     P = exp2(S·c − m_new·c),  l_i = l_i·alpha + rowsum(P)  (this thread's columns)
  * r_s: element i is (row row0 + 8·((i/2)%2), key key0 + 8·(i/4) + 2t + i%2). */
-template <class C>
+template <class C, bool VAR = false>
 __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_i)[2], float (&l_i)[2],
                                              float (&alpha)[2], int key0, const sm90_softmax_ctx &x)
 {
     constexpr int BN = C::BN;
-    if (key0 + BN > x.Nk || (x.causal && key0 + BN - 1 > x.row_first)) {
+    /* VAR: S arrives masked and in log2 units (sm90_var_scores, c = 1), and a row may have seen
+     * no key yet (m = −inf): P = 0 then, and nothing to rescale. */
+    if (!VAR && (key0 + BN > x.Nk || (x.causal && key0 + BN - 1 > x.row_first))) {
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) {
             const int key = key0 + 8 * (i / 4) + 2 * x.t + i % 2;
@@ -215,19 +243,150 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
         /* Lazy: the running max moves only when the block's max passes it by more than
          * FA_SM90_LAZY (log2 units; the first block, NaN and inf always move it), so P stays
          * at most 2^FA_SM90_LAZY and O needs no rescale (alpha = 1). */
-        if (FA_SM90_LAZY == 0 || !((m - m_i[r]) * x.c <= (float)FA_SM90_LAZY)) {
+        if (VAR && m == -INFINITY) {
+            alpha[r] = 1.f;
+        } else if (FA_SM90_LAZY == 0 || !((m - m_i[r]) * x.c <= (float)FA_SM90_LAZY)) {
             alpha[r] = ex2((m_i[r] - m) * x.c);
             l_i[r] *= alpha[r];
             m_i[r] = m;
         } else {
             alpha[r] = 1.f;
         }
-        mc[r] = m_i[r] * x.c;
+        mc[r] = VAR && m == -INFINITY ? 0.f : m_i[r] * x.c;
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
         r_s[i] = ex2(fmaf(r_s[i], x.c, -mc[(i / 2) % 2]));
         l_i[(i / 2) % 2] += r_s[i];
+    }
+}
+
+/* What a VAR consumer knows about its rows beyond sm90_softmax_ctx: each row's visible keys
+ * [lo, hi) from the window and causal about δ, clamped to 0..Nk (rows r = 0, 1: row0, row0 + 8);
+ * the keys [all_lo, all_hi) visible to every row of the warpgroup, whose blocks need no mask; and
+ * the (b, h) constants of each variant. */
+typedef struct {
+    int row[2], lo[2], hi[2], rd[2];    /* this thread's rows; rd: row + δ */
+    int all_lo, all_hi;
+    float c;                            /* scale · log2 e (no softcap) or softcap · log2 e */
+    float cap_in;                       /* softcap: scale / softcap; 0: none */
+    float slope2;                       /* ALiBi slope · log2 e; 0: none */
+    const uint8_t *key_mask;            /* row b of key_mask; NULL: none */
+    const uint8_t *mask;                /* attn_mask at (b, h, 0, 0); NULL: none */
+    int64_t mask_row, mask_col;         /* its strides in elements */
+    int mask_kind, Nq, Nk;
+} sm90_var_ctx;
+
+/* Keys [lo, hi) that query `row` may see (window and causal), clamped to 0..Nk. */
+__device__ __forceinline__ void var_row_range(const sm90_var &x, int row, int Nk, int &lo, int &hi)
+{
+    const int64_t i = (int64_t)row + x.delta;
+    const int64_t a = x.left >= 0 ? i - x.left : 0, e = x.right >= 0 ? i + x.right + 1 : Nk;
+    lo = (int)(a < 0 ? 0 : a > Nk ? Nk : a);
+    hi = (int)(e < 0 ? 0 : e > Nk ? Nk : e);
+}
+
+template <class C>
+__device__ __forceinline__ sm90_var_ctx var_ctx(const sm90_var_args &a, int b, int h, int row_first, int row0)
+{
+    const sm90_var &x = a.var;
+    const fa_variants &v = x.v;
+    const int Nk = (int)a.p.Nk;
+    sm90_var_ctx y;
+    for (int r = 0; r < 2; r++) {
+        var_row_range(x, row0 + 8 * r, Nk, y.lo[r], y.hi[r]);
+        y.row[r] = row0 + 8 * r;
+        y.rd[r] = row0 + 8 * r + x.delta;
+    }
+    int lo_last, hi_first, unused;
+    var_row_range(x, row_first + 63, Nk, lo_last, unused);   /* lo and hi grow with the row */
+    var_row_range(x, row_first, Nk, unused, hi_first);
+    y.all_lo = lo_last;
+    y.all_hi = hi_first;
+    y.cap_in = v.softcap > 0.f ? x.scale / v.softcap : 0.f;
+    y.c = (v.softcap > 0.f ? v.softcap : x.scale) * FA_LOG2E;
+    y.slope2 = fa_alibi_slope2(&v, b, h);
+    y.key_mask = v.key_mask != NULL ? v.key_mask + b * v.key_mask_batch_stride : NULL;
+    y.mask_kind = v.mask_kind;
+    y.mask = NULL;
+    if (v.mask != NULL) {
+        const int64_t es = v.mask_kind == FA_MASK_BOOL ? 1 : v.mask_kind == FA_MASK_ADD_F32 ? 4 : 2;
+        y.mask = (const uint8_t *)v.mask + (b * v.mask_batch_stride + h * v.mask_head_stride) * es;
+    }
+    y.mask_row = v.mask_row_stride;
+    y.mask_col = v.mask_col_stride;
+    y.Nq = (int)a.p.Nq;
+    y.Nk = Nk;
+    return y;
+}
+
+/* tanh(x) = 1 − 2 / (1 + e^(2x)): two MUFU ops, absolute error ~1e-7 (±1 beyond |x| ~ 9). */
+__device__ __forceinline__ float var_tanh(float x)
+{
+    float r;
+    const float e = ex2(x * (2.f * FA_LOG2E));
+    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(1.f + e));
+    return 1.f - 2.f * r;
+}
+
+/* VAR: the raw scores q · k of block key0.. (r_s, sm90_softmax's layout) turned into log2 units
+ * with every variant of fa.h applied, in its order:
+ *     s = scale · q·k;  softcap c: s = c · tanh(s / c);  ALiBi: s −= slope · |i + δ − j|;
+ *     a float mask: s += mask[b, h, i, j];  s = −inf where j is not visible (window, causal,
+ *     j >= Nk, key_mask, a bool mask). */
+template <typename T, class C>
+__device__ __forceinline__ void sm90_var_scores(float (&r_s)[C::BN / 2], int key0, int t, const sm90_var_ctx &y)
+{
+    constexpr int BN = C::BN;
+    if (y.cap_in != 0.f) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            r_s[i] = y.c * var_tanh(r_s[i] * y.cap_in);
+    } else {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            r_s[i] *= y.c;
+    }
+    if (y.slope2 != 0.f) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) {
+            const int key = key0 + 8 * (i / 4) + 2 * t + i % 2;
+            r_s[i] -= y.slope2 * fabsf((float)(y.rd[(i / 2) % 2] - key));
+        }
+    }
+    if (y.key_mask != NULL) {                           /* key_mask[b, j] == 0: hidden */
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int key = key0 + 8 * j + 2 * t + e;
+                if (key < y.Nk && y.key_mask[key] == 0)
+                    r_s[4 * j + e] = r_s[4 * j + 2 + e] = -INFINITY;
+            }
+    }
+    if (y.mask != NULL) {                               /* attn_mask[b, h, i, j], any strides */
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) {
+            const int key = key0 + 8 * (i / 4) + 2 * t + i % 2, row = y.row[(i / 2) % 2];
+            if (row < y.Nq && key < y.Nk) {
+                const int64_t off = row * y.mask_row + key * y.mask_col;
+                if (y.mask_kind == FA_MASK_BOOL) {
+                    if (y.mask[off] == 0)
+                        r_s[i] = -INFINITY;
+                } else {
+                    r_s[i] += FA_LOG2E * (y.mask_kind == FA_MASK_ADD_F32 ? ((const float *)y.mask)[off]
+                                                                         : to_float(((const T *)y.mask)[off]));
+                }
+            }
+        }
+    }
+    if (key0 < y.all_lo || key0 + BN > y.all_hi) {     /* the window, causal and Nk */
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) {
+            const int key = key0 + 8 * (i / 4) + 2 * t + i % 2, r = (i / 2) % 2;
+            if (key < y.lo[r] || key >= y.hi[r])
+                r_s[i] = -INFINITY;
+        }
     }
 }
 
@@ -365,6 +524,27 @@ __device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
     return w;
 }
 
+/* VAR: the key blocks [kb0, kb0 + nb) that some row of the tile may see (the window and causal
+ * about δ: the first row's lo, the last row's hi); at least one, so that every tile passes through
+ * the ring (a tile that sees no key reads block 0, masked whole). */
+#ifdef FA_SM90_DEVICE
+template <class C>
+__device__ __forceinline__ void var_blocks(const sm90_var_args &a, sm90_item &w)
+{
+    const int Nk = (int)a.p.Nk, last = min(w.tp.m0 + C::BM, (int)a.p.Nq) - 1;
+    int lo, hi, unused;
+    var_row_range(a.var, w.tp.m0, Nk, lo, unused);
+    var_row_range(a.var, last, Nk, unused, hi);
+    if (hi <= lo) {
+        w.kb0 = 0;
+        w.nb = 1;
+        return;
+    }
+    w.kb0 = lo / C::BN;
+    w.nb = (hi + C::BN - 1) / C::BN - w.kb0;
+}
+#endif
+
 /* This CTA's it-th tile (n_tiles or more once it has none left). Pass it of the grid over the
  * tile sequence covers it·tile_stride onwards, CTA c taking its c-th tile; with
  * a.snake odd passes run backwards, so a CTA that took a heavy tile then takes a light one. A pass
@@ -375,9 +555,9 @@ __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
     return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
-template <typename T, class C, bool SPLIT>
+template <typename T, class C, bool SPLIT, bool VAR>
 __global__ void __launch_bounds__(C::THREADS, 1)
-fa_sm90_forward_kernel(const __grid_constant__ sm90_args a)
+fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 {
 #ifdef FA_SM90_DEVICE
     constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, PANELS = C::PANELS;
@@ -412,7 +592,9 @@ fa_sm90_forward_kernel(const __grid_constant__ sm90_args a)
         if (threadIdx.x != 0)
             return;
         for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
-            const sm90_item w = item_pos<C, SPLIT>(a, item);
+            sm90_item w = item_pos<C, SPLIT>(a, item);
+            if constexpr (VAR)
+                var_blocks<C>(a, w);
             const int b = w.tp.b, h = w.tp.h, hk = w.tp.hk, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
             const int qb = it % C::QBUFS;
             const uint32_t q_parity = (it / C::QBUFS) & 1;
@@ -459,7 +641,9 @@ fa_sm90_forward_kernel(const __grid_constant__ sm90_args a)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
     bool stored = false;                                    /* STORE_DEFER: the last item's O store */
     for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
-        const sm90_item w = item_pos<C, SPLIT>(a, item);
+        sm90_item w = item_pos<C, SPLIT>(a, item);
+        if constexpr (VAR)
+            var_blocks<C>(a, w);
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
         SM90_TRACE(it, 12);
@@ -518,8 +702,11 @@ fa_sm90_forward_kernel(const __grid_constant__ sm90_args a)
         /* Causal, without ping-pong: blocks starting past this warpgroup's last row are all masked
          * for it (blocks at the end only); it releases them untouched. Block 0 shows key 0 to every
          * row, so every m_i is finite after it. */
-        const int n_act = p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
-        sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, c};
+        const int n_act = !VAR && p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
+        sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
+        sm90_var_ctx y;                                     /* VAR: scores in log2 units, masked */
+        if constexpr (VAR)
+            y = var_ctx<C>(a, b, h, row_first, row0);
 
         SM90_TRACE_NS(it, 6);
         SM90_TRACE(it, 0);
@@ -544,7 +731,9 @@ fa_sm90_forward_kernel(const __grid_constant__ sm90_args a)
             reg_fence(r_s);
             release(&s.empty_k[st], lane);
         }
-        sm90_softmax<C>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
+        if constexpr (VAR)
+            sm90_var_scores<T, C>(r_s, kb0 * BN, t, y);
+        sm90_softmax<C, VAR>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
         pack_p<T, BN>(r_p, r_s);
         SM90_TRACE(it, 2);
         /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
@@ -568,7 +757,8 @@ fa_sm90_forward_kernel(const __grid_constant__ sm90_args a)
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
             SM90_TIMED(tr_sm, reg_fence(r_s);
                               release(&s.empty_k[st], lane);
-                              sm90_softmax<C>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
+                              if constexpr (VAR) sm90_var_scores<T, C>(r_s, (kb0 + kb) * BN, t, y);
+                              sm90_softmax<C, VAR>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
                               softmax_done<C>(l_i));
             SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
@@ -599,19 +789,26 @@ fa_sm90_forward_kernel(const __grid_constant__ sm90_args a)
         kc += n_blocks;
         SM90_TRACE(it, 4);
 
-        /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. */
+        /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. VAR: a
+         * sink joins the denominator, and a row that saw no key (l = 0) gets O = 0 (fa_row_end). */
         float inv_l[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             float l = l_i[r];
             l += __shfl_xor_sync(0xffffffffu, l, 1);
             l += __shfl_xor_sync(0xffffffffu, l, 2);
-            inv_l[r] = 1.f / l;
+            float lse2 = 0.f;
+            if constexpr (VAR) {
+                const float *sinks = a.var.v.sinks;
+                fa_row_end(m_i[r], l, sinks != NULL, sinks != NULL ? sinks[h] * FA_LOG2E : 0.f, &inv_l[r], &lse2);
+            } else {
+                inv_l[r] = 1.f / l;
+            }
             const int row = row0 + 8 * r;
             if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM) */
                 a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
             else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq) */
-                p.lse[bh * p.Nq + row] = fa_lse(m_i[r] * c, l);
+                p.lse[bh * p.Nq + row] = VAR ? lse2 * FA_LN2 : fa_lse(m_i[r] * c, l);
         }
 
         /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is
@@ -777,12 +974,14 @@ static fa_sm90_shape sm90_shape()
 /* Launches the tile shape C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80
  * kernel runs) for what it does not take. scratch (scratch_bytes, may be NULL): room for a split
  * last round (plan.c, fa_plan_sm90_walk); with too little the last round's tiles run whole. need != NULL:
- * only the scratch the call would use is returned in *need, nothing runs. */
-template <typename T, class C>
+ * only the scratch the call would use is returned in *need, nothing runs. VAR: the kernel with the
+ * variants of v (sm90_dispatch_variants), which never splits a tile. */
+template <typename T, class C, bool VAR = false>
 static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
-                       size_t *need, cudaStream_t stream)
+                       size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
 {
-    void (*kernel)(const sm90_args) = fa_sm90_forward_kernel<T, C, false>;
+    typedef typename sm90_kargs<VAR>::type args_t;
+    void (*kernel)(const args_t) = fa_sm90_forward_kernel<T, C, false, VAR>;
     const size_t smem = sizeof(sm90_smem<C>) + 1024;  /* + alignment of the base to 1024 */
 
     /* Once per device (bit dev of s_ok / s_checked; devices past 31 every call): compute
@@ -802,8 +1001,8 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         }
         if (ok) {
             FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-            if constexpr (sm90_splits<C>())
-                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true>,
+            if constexpr (sm90_splits<C>() && !VAR)
+                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, false>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         }
         if (dev < 32) {
@@ -817,7 +1016,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         return FA_ERR_UNSUPPORTED;
     }
 
-    sm90_args a;
+    args_t a;
     memset(&a, 0, sizeof a);
     a.p = *p;
     a.n_q_tiles = (p->Nq + C::BM - 1) / C::BM;
@@ -835,7 +1034,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
     if (persistent) {
         size_t bytes = 0;
-        fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, 1, &bytes);
+        fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, !VAR, &bytes);
         if (need != NULL) {
             *need = bytes;
             return FA_OK;
@@ -868,15 +1067,26 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
                     p->o_row_stride, 64))
         return FA_ERR_UNSUPPORTED;
     a.scale_log2 = fmaxf(p->scale * FA_LOG2E, FLT_MIN);
+    if constexpr (VAR) {
+        /* Sides wider than any row reaches are unbounded, so that row + δ ± side fits 32 bits
+         * (sm90_dispatch_variants keeps Nq + Nk below 2³¹). */
+        const int64_t span = p->Nq + p->Nk;
+        const int64_t left = v->window ? v->window_left : -1, right = p->causal ? 0 : v->window ? v->window_right : -1;
+        a.var.v = *v;
+        a.var.delta = v->align == FA_ALIGN_BOTTOM_RIGHT ? (int)(p->Nk - p->Nq) : 0;
+        a.var.left = left > span ? -1 : (int)left;
+        a.var.right = right > span ? -1 : (int)right;
+        a.var.scale = p->scale;
+    }
 
     /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
      * by fa_sm90_merge_kernel). Else one CTA per tile. */
     a.tile_stride = grid;
     a.snake = persistent && p->causal;
-    if constexpr (sm90_splits<C>()) {
+    if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {
-            fa_sm90_forward_kernel<T, C, true><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+            fa_sm90_forward_kernel<T, C, true, false><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
             FA_CUDA_TRY(cudaGetLastError());
             const int64_t merge_blocks = a.n_split / a.parts * C::BM / MERGE_ROWS;
             fa_sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
@@ -915,6 +1125,25 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
                 : sm90_launch<__half, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream);
 }
 
+/* A call with variants (fa.h, fa_variants): the VAR kernels, 2 consumers at every width (the
+ * 3-consumer tiles' 160 registers leave no room for the variants' state). Packed sequences
+ * (cu_seqlens) are not taken. */
+static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
+{
+    if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
+        || p->B > INT32_MAX || p->Hq > INT32_MAX || v->cu_seqlens_q != NULL || v->cu_seqlens_k != NULL)
+        return FA_ERR_UNSUPPORTED;
+    const int bf16 = p->dtype == FA_BFLOAT16;
+    if (p->d <= 64)
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64_short, true>(p, o, NULL, 0, NULL, stream, v)
+                    : sm90_launch<__half, sm90_tile_d64_short, true>(p, o, NULL, 0, NULL, stream, v);
+    if (p->d <= 128)
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128, true>(p, o, NULL, 0, NULL, stream, v)
+                    : sm90_launch<__half, sm90_tile_d128, true>(p, o, NULL, 0, NULL, stream, v);
+    return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256, true>(p, o, NULL, 0, NULL, stream, v)
+                : sm90_launch<__half, sm90_tile_d256, true>(p, o, NULL, 0, NULL, stream, v);
+}
+
 #ifdef FA_SM90_TRACE
 extern "C" int fa_sm90_trace_set(void *buf)
 {
@@ -927,6 +1156,12 @@ extern "C" int fa_sm90_forward(const fa_params *p, const fa_overrides *o, void *
                                cudaStream_t stream)
 {
     return sm90_dispatch(p, o, scratch, scratch_bytes, NULL, stream);
+}
+
+extern "C" int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o,
+                                        cudaStream_t stream)
+{
+    return sm90_dispatch_variants(p, v, o, stream);
 }
 
 extern "C" int fa_sm90_scratch_bytes(const fa_params *p, const fa_overrides *o, size_t *bytes)

@@ -1,0 +1,198 @@
+# Attention variants benchmark (H200): torch_flashattn.attention with a variant against the same
+# call on the exact path (what such calls ran before the kernel took them), our dense kernel on the
+# same tensors, SDPA given the variant as a dense attn_mask where one expresses it (cuDNN and
+# efficient backends, by name), and FlashAttention-3 where it is importable (window, softcap;
+# bf16). TFLOP/s count the visible query-key pairs only: 4 · d · pairs / time. Writes <out>.json
+# and <out>.md (the table, also printed); default bench/out/variants.
+#
+#   python3 -m bench.variants                               # bf16, d = 128, H = 16
+#   python3 -m bench.variants --out bench/results/variants  # the committed table
+import argparse
+import json
+import math
+from pathlib import Path
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+import torch.nn.functional as F
+
+import torch_flashattn
+from torch_flashattn._testing import exact_path
+
+from bench.attention import environment, git_commit
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def point(name, B, Nq, Nk, causal=False, align="top_left", window=(-1, -1), softcap=None, alibi=False,
+          sinks=False, valid=None, bias=False):
+    return dict(name=name, B=B, Nq=Nq, Nk=Nk, causal=causal, align=align, window=window, softcap=softcap,
+                alibi=alibi, sinks=sinks, valid=valid, bias=bias)
+
+
+# B · Nk = 16k keys per head (a padded batch: 32k), H = 16, d = 128.
+POINTS = [
+    point("sliding (256, 0), 4k", 4, 4096, 4096, causal=True, window=(256, -1)),
+    point("sliding (1024, 0), 4k", 4, 4096, 4096, causal=True, window=(1024, -1)),
+    point("sliding (1024, 0), 16k", 1, 16384, 16384, causal=True, window=(1024, -1)),
+    point("sliding (4096, 0), 16k", 1, 16384, 16384, causal=True, window=(4096, -1)),
+    point("softcap 30, 4k", 4, 4096, 4096, softcap=30.0),
+    point("softcap 30 causal, 4k", 4, 4096, 4096, causal=True, softcap=30.0),
+    point("ALiBi causal, 4k", 4, 4096, 4096, causal=True, alibi=True),
+    point("sinks causal, 4k", 4, 4096, 4096, causal=True, sinks=True),
+    point("bottom-right causal 1k over 4k", 4, 1024, 4096, causal=True, align="bottom_right"),
+    point("padded batch 8 × 4k (40-100 %)", 8, 4096, 4096, valid=(0.4, 1.0)),
+    point("T5 bias (1, H, N, N), 2k", 8, 2048, 2048, bias=True),
+]
+
+
+def make(p, H, d, dtype):
+    g = torch.Generator(device="cuda").manual_seed(0)
+    B, Nq, Nk = p["B"], p["Nq"], p["Nk"]
+    q = torch.randn(B, H, Nq, d, device="cuda", dtype=dtype, generator=g)
+    k = torch.randn(B, H, Nk, d, device="cuda", dtype=dtype, generator=g)
+    v = torch.randn(B, H, Nk, d, device="cuda", dtype=dtype, generator=g)
+    kw = dict(causal=p["causal"], causal_align=p["align"], window=p["window"], softcap=p["softcap"])
+    lengths = None
+    if p["alibi"]:
+        kw["alibi_slopes"] = torch.tensor([2 ** (-8 * (h + 1) / H) for h in range(H)], device="cuda")
+    if p["sinks"]:
+        kw["sinks"] = torch.randn(H, device="cuda", generator=g)
+    if p["valid"]:
+        lo, hi = p["valid"]
+        lengths = [int(Nk * (lo + (hi - lo) * b / max(B - 1, 1))) for b in range(B)]
+        kw["key_mask"] = torch.arange(Nk, device="cuda")[None, :] < torch.tensor(lengths, device="cuda")[:, None]
+    if p["bias"]:
+        kw["attn_mask"] = torch.randn(1, H, Nq, Nk, device="cuda", dtype=dtype, generator=g)
+    return q, k, v, kw, lengths
+
+
+def dense_mask(p, kw, H):
+    """The variant as SDPA's attn_mask (None where none expresses it: softcap, sinks)."""
+    if p["softcap"] or p["sinks"]:
+        return None
+    Nq, Nk = p["Nq"], p["Nk"]
+    i = torch.arange(Nq, device="cuda")[:, None] + (Nk - Nq if p["align"] == "bottom_right" else 0)
+    j = torch.arange(Nk, device="cuda")[None, :]
+    left, right = p["window"]
+    right = 0 if p["causal"] else right
+    vis = torch.ones(Nq, Nk, dtype=torch.bool, device="cuda")
+    if left >= 0:
+        vis &= j >= i - left
+    if right >= 0:
+        vis &= j <= i + right
+    if "key_mask" in kw:
+        vis = vis & kw["key_mask"][:, None, None, :]
+    if p["alibi"]:
+        bias = -kw["alibi_slopes"].view(1, H, 1, 1) * (i - j).abs().float()
+        return bias.masked_fill(~vis, float("-inf")).to(torch.bfloat16)
+    if "attn_mask" in kw:
+        return kw["attn_mask"]
+    return vis
+
+
+def visible_pairs(p, lengths):
+    """Query-key pairs that take part, per (batch, head), summed over the batch."""
+    Nq, Nk = p["Nq"], p["Nk"]
+    i = torch.arange(Nq, dtype=torch.int64) + (Nk - Nq if p["align"] == "bottom_right" else 0)
+    left, right = p["window"]
+    right = 0 if p["causal"] else right
+    lo = (i - left).clamp(min=0) if left >= 0 else torch.zeros_like(i)
+    total = 0
+    for b in range(p["B"]):
+        n = lengths[b] if lengths else Nk
+        hi = (i + right).clamp(max=n - 1) if right >= 0 else torch.full_like(i, n - 1)
+        total += (hi - lo + 1).clamp(min=0).sum().item()
+    return total
+
+
+def fa3_call(p, q, k, v):
+    """FlashAttention-3's forward for the variants it takes (bf16; window, softcap, bottom-right
+    causal), or None."""
+    if q.dtype != torch.bfloat16 or p["alibi"] or p["sinks"] or p["valid"] or p["bias"]:
+        return None
+    try:
+        from fa3_fwd_interface import flash_attn_func
+    except ImportError:
+        return None
+    qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+    left, right = p["window"]
+    if p["align"] == "top_left" and p["Nq"] != p["Nk"]:
+        return None                                   # FA3's causal and window are bottom-right
+    kw = dict(causal=p["causal"], window_size=(left, 0 if p["causal"] else right))
+    if p["softcap"]:
+        kw["softcap"] = p["softcap"]
+    return lambda: flash_attn_func(qt, kt, vt, **kw)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", default=str(REPO / "bench/out/variants"))
+    ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
+    ap.add_argument("--H", type=int, default=16)
+    ap.add_argument("--d", type=int, default=128)
+    ap.add_argument("--rep", type=float, default=200.0, help="do_bench rep, ms")
+    ap.add_argument("--only", nargs="*", help="point names containing these words")
+    args = ap.parse_args(argv)
+    from triton.testing import do_bench
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    H, d = args.H, args.d
+    rows = []
+    for p in POINTS:
+        if args.only and not any(w in p["name"] for w in args.only):
+            continue
+        q, k, v, kw, lengths = make(p, H, d, dtype)
+        flops = 4.0 * d * H * visible_pairs(p, lengths)
+        ours = lambda: torch_flashattn.attention(q, k, v, **kw)  # noqa: E731
+        calls = {"fa": ours}
+        out = ours()
+        with exact_path():
+            err = (out.float() - torch_flashattn.attention(q, k, v, **kw).float()).abs().max().item()
+        dense_causal = p["causal"] and p["align"] == "top_left"
+        calls["fa dense"] = lambda: torch_flashattn.attention(q, k, v, causal=dense_causal)
+        mask = dense_mask(p, kw, H)
+        if mask is not None:
+            for name, b in (("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION), ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION)):
+                def run(b=b):
+                    with sdpa_kernel(b):
+                        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                calls[name] = run
+        f3 = fa3_call(p, q, k, v)
+        if f3 is not None:
+            calls["fa3"] = f3
+        times = {}
+        for name, fn in calls.items():
+            try:
+                fn()
+                torch.cuda.synchronize()
+                times[name] = do_bench(fn, warmup=25, rep=args.rep, return_mode="median")
+            except Exception as e:  # a backend that refuses the point
+                times[name] = f"n/a: {type(e).__name__}: {str(e).splitlines()[0][:80]}"
+        with exact_path():
+            times["fa exact path"] = do_bench(ours, warmup=5, rep=args.rep, return_mode="median")
+        row = dict(point=p["name"], tflops={n: flops / t / 1e9 for n, t in times.items() if isinstance(t, float)},
+                   ms={n: t for n, t in times.items()}, max_err_vs_exact=err)
+        peers = [n for n in row["tflops"] if n not in ("fa", "fa dense", "fa exact path")]
+        row["vs_best_peer"] = (row["tflops"]["fa"] / max(row["tflops"][n] for n in peers)) if peers else None
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+        del q, k, v, kw, mask
+        torch.cuda.empty_cache()
+    names = ["fa", "fa dense", "fa exact path", "fa3", "sdpa-cudnn", "sdpa-efficient"]
+    md = [f"Variants, {args.dtype}, d = {d}, H = {H}; TFLOP/s over the visible pairs ({git_commit()})", "",
+          "| point | " + " | ".join(names) + " | fa / best peer |", "|" + " --- |" * (len(names) + 2)]
+    for r in rows:
+        cells = [f"{r['tflops'][n]:.0f}" if n in r["tflops"] else "n/a" for n in names]
+        ratio = f"{r['vs_best_peer']:.2f}×" if r["vs_best_peer"] else "–"
+        md.append(f"| {r['point']} | " + " | ".join(cells) + f" | {ratio} |")
+    text = "\n".join(md) + "\n"
+    print(text)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(dict(environment=environment("cuda"), commit=git_commit(),
+                                                        dtype=args.dtype, H=H, d=d, rows=rows), indent=1))
+    out.with_suffix(".md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()
