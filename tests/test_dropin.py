@@ -81,6 +81,31 @@ def test_sdpa_fallbacks_are_exact(device):
     assert s["fa"] == 1 and s["sdpa"] == 6
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("kind", ["bool_padding", "float_bias", "float32_causal_band"])
+def test_sdpa_attn_mask_runs_in_the_kernel(dtype, kind):
+    """On compute capability 9.0 an attn_mask call (fp16 / bf16) runs in the Hopper kernel, counted as
+    fa, with SDPA's result by the accuracy rule; elsewhere it falls back to SDPA."""
+    from test_variants import assert_variant_accurate
+    g = torch.Generator().manual_seed(3)
+    B, H, L, S, E = 2, 4, 150, 300, 64
+    q = torch.randn(B, H, L, E, generator=g).to("cuda", dtype)
+    k, v = (torch.randn(B, 2, S, E, generator=g).to("cuda", dtype) for _ in range(2))
+    if kind == "bool_padding":
+        mask = (torch.arange(S)[None, None, None, :] < torch.tensor([S, 211])[:, None, None, None]).cuda()
+    elif kind == "float_bias":
+        mask = torch.randn(1, H, L, S, generator=g).to("cuda", dtype)
+    else:
+        i, j = torch.arange(L)[:, None] + S - L, torch.arange(S)[None, :]
+        mask = torch.zeros(L, S).masked_fill((j > i) | (j < i - 60), float("-inf")).cuda()
+    out = torch_flashattn.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    hopper = torch.cuda.get_device_capability() == (9, 0)
+    s = torch_flashattn.stats()
+    assert (s["fa"], s["sdpa"], s["exact"]) == ((1, 0, 0) if hopper else (0, 1, 0)), s
+    assert_variant_accurate(out, None, q, k, v, what=kind, attn_mask=mask)
+
+
 def test_sdpa_errors_match_pytorch():
     q, k = randn(1, 4, 8, 16), randn(1, 2, 8, 16)
     with pytest.raises(RuntimeError) as ours:

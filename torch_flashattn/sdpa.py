@@ -15,6 +15,7 @@ routes ``F.scaled_dot_product_attention`` to this function inside a ``with`` blo
 """
 import collections
 import contextlib
+import functools
 import logging
 
 import torch
@@ -53,9 +54,29 @@ def reset_stats():
     torch.ops.fa._exact_calls(True)
 
 
-def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa):
-    """Why fa::forward cannot compute this call exactly, or None when it can."""
-    if attn_mask is not None:
+@functools.cache
+def _hopper(index):
+    return torch.cuda.get_device_capability(index) == (9, 0)
+
+
+def _mask_in_kernel(query, key, attn_mask, is_causal):
+    """Whether an attn_mask call runs in the Hopper kernel (fa::forward_variants): fp16 / bf16 (B, H, L, E)
+    inputs on a compute capability 9.0 GPU, a bool, float32 or query-dtype mask on their device that
+    broadcasts to (B, H, L, S) and needs no gradient, and no is_causal beside it (SDPA raises)."""
+    if not (query.device.type == "cuda" and query.dtype in (torch.float16, torch.bfloat16) and query.dim() == 4
+            and key.dim() == 4 and not is_causal and attn_mask.device == query.device and attn_mask.dim() <= 4
+            and attn_mask.dtype in (torch.bool, torch.float32, query.dtype) and not attn_mask.requires_grad):
+        return False
+    target = (query.shape[0], query.shape[1], query.shape[2], key.shape[2])
+    if any(m not in (1, t) for m, t in zip(reversed(attn_mask.shape), reversed(target))):
+        return False
+    return _hopper(query.device.index)
+
+
+def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal=False):
+    """Why fa::forward (or, with an attn_mask, fa::forward_variants) cannot compute this call
+    exactly, or None when it can."""
+    if attn_mask is not None and not _mask_in_kernel(query, key, attn_mask, is_causal):
         return "attn_mask"
     if dropout_p > 0.0:
         return "dropout_p > 0"
@@ -97,18 +118,23 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  enable_gqa=False):
     """``F.scaled_dot_product_attention`` with the same signature and results.
 
-    Runs the FlashAttention kernel (``fa::forward``) for inference-style calls: no ``attn_mask``, no
-    dropout, no inputs that require grad, float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or
-    (B, L, E) tensors with one head dim ≤ 256; decoding steps (L ≤ ``DECODE_MAX_QUERIES`` queries
-    against S > L keys, not causal) run ``fa::forward_kvcache`` over the keys as a cache. Anything
-    else goes to PyTorch's SDPA. ``is_causal`` is SDPA's top-left mask in every case.
+    Runs the FlashAttention kernel (``fa::forward``) for inference-style calls: no dropout, no inputs
+    that require grad, float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or (B, L, E) tensors with
+    one head dim ≤ 256; decoding steps (L ≤ ``DECODE_MAX_QUERIES`` queries against S > L keys, not
+    causal) run ``fa::forward_kvcache`` over the keys as a cache. An ``attn_mask`` runs in the Hopper
+    kernel (``fa::forward_variants``, the mask read tile by tile) for fp16/bf16 (B, H, L, E) inputs on
+    compute capability 9.0. Anything else goes to PyTorch's SDPA. ``is_causal`` is SDPA's top-left
+    mask in every case.
     """
-    reason = _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa)
+    reason = _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal)
     if reason is not None:
         _count("sdpa", reason)
         return _torch_sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
                            scale=scale, enable_gqa=enable_gqa)
     _count("fa")
+    if attn_mask is not None:
+        return torch.ops.fa.forward_variants(query, key, value, scale, False, 0, -1, -1, None, None, None, None,
+                                             attn_mask)[0]
     if _is_decode(query, key, value, is_causal):
         _count("fa_decode")
         return torch.ops.fa.forward_kvcache(query, key, value, None, None, None, scale, False)
