@@ -10,9 +10,11 @@ path; none is dropped (``KEYWORDS`` lists them, and tests/test_hf_keywords.py ch
 the installed transformers). Three paths, each counted by ``torch_flashattn.stats()``:
 
 - our kernels, through ``torch_flashattn.scaled_dot_product_attention``: no mask (causal prefill,
-  encoders without padding) and decoding steps (a few queries against the KV cache);
-- PyTorch's SDPA: an explicit mask (padding, sliding-window bands), and a relative position bias
-  (``position_bias``, T5) or a sparse key selection (``indices``) folded into that mask;
+  encoders without padding), decoding steps (a few queries against the KV cache), and an explicit
+  mask (padding, sliding-window bands) for fp16/bf16 on a compute capability 9.0 GPU (the Hopper
+  kernel reads the mask tile by tile);
+- PyTorch's SDPA: an explicit mask elsewhere, and a relative position bias (``position_bias``, T5) or
+  a sparse key selection (``indices``) folded into that mask;
 - the model's own eager attention function (read from its modeling file): keywords SDPA cannot express
   (``softcap``, attention sinks ``s_aux`` / ``sinks``), ``output_attentions=True`` (it returns the
   weights), and any keyword this module does not know, which ``stats()`` names as the reason.
@@ -41,7 +43,7 @@ ALIAS = "fa_sdpa"
 # is not listed here; at run time an unlisted keyword with a value goes to the eager path.
 KEYWORDS = {
     # computed here
-    "attention_mask": "mask: our kernels when None, SDPA otherwise",
+    "attention_mask": "mask: our kernels when None or (fp16/bf16, compute capability 9.0) given, SDPA otherwise",
     "dropout": "SDPA's dropout_p (training)",
     "scaling": "scale",
     "is_causal": "SDPA's top-left causal flag, applied when no mask is given",
