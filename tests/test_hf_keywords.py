@@ -171,8 +171,8 @@ def eager_reference(m, q, k, v, mask, scaling, softcap=None, sinks=None):
 
 
 @pytest.mark.parametrize("with_mask", [False, True])
-def test_softcap_goes_to_the_models_eager(with_mask):
-    """Gemma 2's softcap: its own eager function, with the causal flag made an explicit mask."""
+def test_softcap_runs_in_the_op(with_mask):
+    """Gemma 2's softcap: torch_flashattn.attention's own softcap, with the mask or the causal flag."""
     from transformers.models.gemma2 import modeling_gemma2
     torch.manual_seed(4)
     q, k, v = qkv()
@@ -181,20 +181,40 @@ def test_softcap_goes_to_the_models_eager(with_mask):
     ours, weights = hf.attention_forward(m, q, k, v, mask, scaling=0.25, softcap=5.0)
     ref = eager_reference(m, q, k, v, mask if with_mask else CAUSAL, 0.25, softcap=5.0)
     torch.testing.assert_close(ours.double(), ref, atol=1e-5, rtol=1e-5)
+    assert weights is None
+    assert torch_flashattn.stats()["fa"] == 1 and torch_flashattn.stats()["fallback_reasons"] == {}
+
+
+def test_softcap_with_gradients_goes_to_the_models_eager():
+    """Training (inputs that need a gradient, or dropout): the model's eager function, counted."""
+    from transformers.models.gemma2 import modeling_gemma2
+    torch.manual_seed(4)
+    q, k, v = qkv()
+    m = bare_attention(modeling_gemma2.Gemma2Attention)
+    ours, weights = hf.attention_forward(m, q.requires_grad_(), k, v, None, scaling=0.25, softcap=5.0)
+    ref = eager_reference(m, q.detach(), k, v, CAUSAL, 0.25, softcap=5.0)
+    torch.testing.assert_close(ours.detach().double(), ref, atol=1e-5, rtol=1e-5)
     assert weights is not None
-    assert torch_flashattn.stats()["eager"] == 1
-    assert torch_flashattn.stats()["fallback_reasons"] == {"keyword softcap": 1}
+    hf.attention_forward(m, q.detach(), k, v, None, scaling=0.25, softcap=5.0, dropout=0.1)
+    assert torch_flashattn.stats()["eager"] == 2
+    assert torch_flashattn.stats()["fallback_reasons"] == {"keyword softcap": 2}
 
 
-def test_sinks_go_to_the_models_eager():
+def test_sinks_run_in_the_op():
+    """GPT-OSS's sinks (s_aux, a parameter of the model's dtype): the op's sinks in inference, the
+    model's eager function when the parameter needs a gradient."""
     from transformers.models.gpt_oss import modeling_gpt_oss
     torch.manual_seed(5)
     q, k, v = qkv()
     m = bare_attention(modeling_gpt_oss.GptOssAttention)
     m.sinks = torch.nn.Parameter(randn(4))
+    ref = eager_reference(m, q, k, v, CAUSAL, 0.25, sinks=m.sinks.detach())
+    with torch.no_grad():
+        ours, _ = hf.attention_forward(m, q, k, v, None, scaling=0.25, s_aux=m.sinks)
+    torch.testing.assert_close(ours.double(), ref, atol=1e-5, rtol=1e-5)
+    assert torch_flashattn.stats()["fa"] == 1 and torch_flashattn.stats()["fallback_reasons"] == {}
     ours, _ = hf.attention_forward(m, q, k, v, None, scaling=0.25, s_aux=m.sinks)
-    torch.testing.assert_close(ours.double(), eager_reference(m, q, k, v, CAUSAL, 0.25, sinks=m.sinks.detach()),
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(ours.detach().double(), ref, atol=1e-5, rtol=1e-5)
     assert torch_flashattn.stats()["fallback_reasons"] == {"keyword s_aux": 1}
 
 

@@ -7,7 +7,7 @@
 
 Every keyword that transformers' attention call sites pass is either computed here or sent to an exact
 path; none is dropped (``KEYWORDS`` lists them, and tests/test_hf_keywords.py checks the list against
-the installed transformers). Three paths, each counted by ``torch_flashattn.stats()``:
+the installed transformers). Four paths, each counted by ``torch_flashattn.stats()``:
 
 - our kernels, through ``torch_flashattn.scaled_dot_product_attention``: no mask (causal prefill,
   encoders without padding), decoding steps (a few queries against the KV cache), and an explicit
@@ -15,9 +15,11 @@ the installed transformers). Three paths, each counted by ``torch_flashattn.stat
   kernel reads the mask tile by tile);
 - PyTorch's SDPA: an explicit mask elsewhere, and a relative position bias (``position_bias``, T5) or
   a sparse key selection (``indices``) folded into that mask;
-- the model's own eager attention function (read from its modeling file): keywords SDPA cannot express
-  (``softcap``, attention sinks ``s_aux`` / ``sinks``), ``output_attentions=True`` (it returns the
-  weights), and any keyword this module does not know, which ``stats()`` names as the reason.
+- ``torch_flashattn.attention`` with its own variants: ``softcap`` (Gemma 2) and attention sinks
+  (``s_aux`` / ``sinks``, GPT-OSS), with the mask, for inference (no dropout, no gradient);
+- the model's own eager attention function (read from its modeling file): those keywords in training,
+  ``output_attentions=True`` (it returns the weights), and any keyword this module does not know,
+  which ``stats()`` names as the reason.
 
 Masks are built as for ``attn_implementation="sdpa"`` (boolean, left out where the plain causal flag is
 exact). The name holds neither "sdpa" nor "flash", which transformers treats specially: it accepts this
@@ -34,6 +36,7 @@ import textwrap
 import torch
 
 from . import sdpa as _sdpa
+from . import attention as _attention
 
 NAME = "torch_fa"
 ALIAS = "fa_sdpa"
@@ -51,9 +54,9 @@ KEYWORDS = {
     "indices": "sparse key selection (B, Nq, topk): unselected keys masked, SDPA",
     "block_indices": "sparse key-block selection: the module's indexer builds the mask, SDPA",
     # the model's own eager attention
-    "softcap": "eager attention",
-    "s_aux": "eager attention (attention sinks)",
-    "sinks": "eager attention (attention sinks)",
+    "softcap": "torch_flashattn.attention's softcap (eager attention with dropout or gradients)",
+    "s_aux": "torch_flashattn.attention's sinks (eager attention with dropout or gradients)",
+    "sinks": "torch_flashattn.attention's sinks (eager attention with dropout or gradients)",
     "output_attentions": "eager attention when true (returns the weights)",
     # carried by the mask, which is built as for "sdpa" (sliding-window bands, packed sequences)
     "sliding_window": "in the mask",
@@ -71,8 +74,20 @@ KEYWORDS = {
     "deterministic": "flash kernels' backward determinism; no effect on the forward",
 }
 
-# Keywords that must reach the eager function when they carry a value.
+# Keywords the op takes as its own variants (torch_flashattn.attention's softcap and sinks); with
+# dropout, inputs that need a gradient, or another keyword only eager attention reads, they reach the
+# model's eager function instead.
 _EAGER = ("softcap", "s_aux", "sinks")
+
+
+def _variants_take(query, key, value, dropout, given):
+    """Whether torch_flashattn.attention computes this softcap / sinks call: no dropout, no gradient
+    needed, no sparse selection or position bias to fold, (B, H, L, d) inputs of one float dtype."""
+    grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in
+                                           (query, key, value, given.get("s_aux"), given.get("sinks")))
+    return (not dropout and not grad and not any(k in given for k in ("indices", "block_indices", "position_bias"))
+            and query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype
+            and query.dtype in (torch.float32, torch.float16, torch.bfloat16))
 
 _eager_cache = {}
 
@@ -171,6 +186,13 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
 
     eager = sorted(k if k in KEYWORDS else f"{k} (unknown)" for k, v in given.items()
                    if k in _EAGER or (k == "output_attentions" and v) or k not in KEYWORDS)
+    if eager and set(eager) <= set(_EAGER) and _variants_take(query, key, value, dropout, given):
+        # softcap and attention sinks are the op's own variants: torch_flashattn.attention with the mask.
+        sinks = given.get("s_aux", given.get("sinks"))
+        _sdpa._count("fa")
+        out = _attention(query, key, value, causal=causal, scale=scaling, softcap=given.get("softcap"),
+                         sinks=None if sinks is None else sinks.float(), attn_mask=attention_mask)
+        return out.transpose(1, 2).contiguous(), None
     if eager:
         # Eager attention reads only its additive mask: the causal flag and the selection go into it.
         mask = _selection(module, query, key, _bool_mask(query, key, attention_mask, causal), given, kwargs)
