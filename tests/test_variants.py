@@ -1070,7 +1070,7 @@ def draw_case(seed):
         v["window"] = (rng.choice([-1, 0, rng.randint(0, MAX_N)]),
                        0 if v["causal"] else rng.choice([-1, 0, rng.randint(0, MAX_N)]))
     if rng.random() < 0.3:
-        v["scale"] = rng.choice([0.05, 0.5, -0.3])
+        v["scale"] = rng.choice([0.0, 0.05, 0.5, -0.3])
     if rng.random() < 0.4:
         v["softcap"] = rng.choice([0.5, 2.0, 30.0])
     c["alibi"] = rng.choice([None, None, "heads", "batch"])

@@ -52,6 +52,7 @@ def kernel_case(name, g, B, Hq, Nq, Nk, dtype, device):
         "window_right_only": lambda: dict(window=(-1, 3)),
         "softcap_causal": lambda: dict(causal=True, softcap=30.0),
         "softcap_small": lambda: dict(softcap=2.0, scale=0.3),
+        "softcap_scale_zero": lambda: dict(softcap=5.0, scale=0.0, causal=True),
         "alibi_causal": lambda: dict(causal=True, alibi_slopes=alibi_heads(Hq, device)),
         "sinks_window": lambda: dict(sinks=rand(g, Hq, device=device) * 2, window=(64, 64)),
         "key_mask_right_padded": lambda: dict(key_mask=padding_mask(B, Nk, device)),
@@ -69,7 +70,8 @@ def kernel_case(name, g, B, Hq, Nq, Nk, dtype, device):
 
 
 KERNEL_CASES = ["window_sym", "window_sym_bottom_right", "causal_bottom_right", "sliding_causal",
-                "sliding_causal_bottom_right", "window_right_only", "softcap_causal", "softcap_small", "alibi_causal",
+                "sliding_causal_bottom_right", "window_right_only", "softcap_causal", "softcap_small",
+                "softcap_scale_zero", "alibi_causal",
                 "sinks_window", "key_mask_right_padded", "key_mask_left_padded_causal", "t5_bias", "bool_band",
                 "float_transposed", "combo"]
 # (B, Hq, Hkv, Nq, Nk): Nq < Nk, Nq > Nk (bottom-right rows that see nothing), tails of both.
