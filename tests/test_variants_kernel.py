@@ -52,7 +52,6 @@ def kernel_case(name, g, B, Hq, Nq, Nk, dtype, device):
         "window_right_only": lambda: dict(window=(-1, 3)),
         "softcap_causal": lambda: dict(causal=True, softcap=30.0),
         "softcap_small": lambda: dict(softcap=2.0, scale=0.3),
-        "softcap_scale_zero": lambda: dict(softcap=5.0, scale=0.0, causal=True),
         "alibi_causal": lambda: dict(causal=True, alibi_slopes=alibi_heads(Hq, device)),
         "sinks_window": lambda: dict(sinks=rand(g, Hq, device=device) * 2, window=(64, 64)),
         "key_mask_right_padded": lambda: dict(key_mask=padding_mask(B, Nk, device)),
@@ -71,7 +70,7 @@ def kernel_case(name, g, B, Hq, Nq, Nk, dtype, device):
 
 KERNEL_CASES = ["window_sym", "window_sym_bottom_right", "causal_bottom_right", "sliding_causal",
                 "sliding_causal_bottom_right", "window_right_only", "softcap_causal", "softcap_small",
-                "softcap_scale_zero", "alibi_causal",
+                "alibi_causal",
                 "sinks_window", "key_mask_right_padded", "key_mask_left_padded_causal", "t5_bias", "bool_band",
                 "float_transposed", "combo"]
 # (B, Hq, Hkv, Nq, Nk): Nq < Nk, Nq > Nk (bottom-right rows that see nothing), tails of both.
@@ -99,6 +98,7 @@ def test_which_calls_the_kernel_takes():
     q, k, v = make_qkv(g, 2, 4, 2, 64, 96, 64, torch.bfloat16, "cuda")
     counts = []
     for call in (lambda: torch_flashattn.attention(q, k, v, window=(8, 8)),
+                 lambda: torch_flashattn.attention(q, k, v, softcap=5.0, scale=0.0),
                  lambda: torch_flashattn.attention(q.float(), k.float(), v.float(), window=(8, 8)),
                  lambda: torch_flashattn.attention_varlen(
                      q[0].transpose(0, 1).contiguous(), k[0].transpose(0, 1).contiguous(),
@@ -107,7 +107,7 @@ def test_which_calls_the_kernel_takes():
         before = torch.ops.fa._exact_calls()
         call()
         counts.append(torch.ops.fa._exact_calls() - before)
-    assert counts == [0, 1, 1], "bf16 in the kernel; fp32 and packed sequences on the exact path"
+    assert counts == [0, 1, 1, 1], "bf16 in the kernel; softcap with scale 0, fp32 and packed sequences exact"
 
 
 def test_poisoned_output_fully_written():

@@ -796,11 +796,10 @@ static fa_sm90_shape sm90_shape()
     return {C::D, C::BN, C::BM, C::CONSUMERS, C::PINGPONG, sm90_splits<C>()};
 }
 
-/* Launches the tile shape C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80
- * kernel runs) for what it does not take. scratch (scratch_bytes, may be NULL): room for a split
- * last round (plan.c, fa_plan_sm90_walk); with too little the last round's tiles run whole. need != NULL:
- * only the scratch the call would use is returned in *need, nothing runs. VAR: the kernel with the
- * variants of v (sm90_dispatch_variants), which never splits a tile. */
+/* Launches tile C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80 kernel runs).
+ * scratch (may be NULL): room for a split last round (plan.c, fa_plan_sm90_walk); with too little
+ * the last round's tiles run whole. need != NULL: only the scratch the call would use is returned in
+ * *need, nothing runs. VAR: the kernel with the variants of v, which never splits a tile. */
 template <typename T, class C, bool VAR = false>
 static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                        size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
@@ -950,13 +949,14 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
                 : sm90_launch<__half, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream);
 }
 
-/* A call with variants (fa.h, fa_variants): the VAR kernels, 2 consumers at every width (the
- * 3-consumer tiles' 160 registers leave no room for the variants' state). Packed sequences
- * (cu_seqlens) are not taken. */
+/* A call with variants (fa.h): the VAR kernels, 2 consumers at every width (3 consumers' 160
+ * registers leave no room for the variants' state). Not taken: packed sequences (cu_seqlens), and
+ * a softcap with scale 0 (the kernel caps where scale / softcap is nonzero: sm90_var_scores). */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
-        || p->B > INT32_MAX || p->Hq > INT32_MAX || v->cu_seqlens_q != NULL || v->cu_seqlens_k != NULL)
+        || p->B > INT32_MAX || p->Hq > INT32_MAX || v->cu_seqlens_q != NULL || v->cu_seqlens_k != NULL
+        || (v->softcap > 0.f && p->scale == 0.f))
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
     if (p->d <= 64)

@@ -44,8 +44,8 @@ typedef struct {
     int row[2], lo[2], hi[2], rd[2];    /* this thread's rows; rd: row + δ */
     int all_lo, all_hi;
     float c;                            /* scale · log2 e (no softcap) or softcap · log2 e */
-    int capped;                         /* softcap given */
-    float cap_in;                       /* softcap: scale / softcap (0 with scale = 0) */
+    float cap_in;                       /* softcap: scale / softcap; 0: none (a softcap with scale 0
+                                           is declined: sm90_dispatch_variants) */
     float slope2;                       /* ALiBi slope · log2 e; 0: none */
     const uint8_t *key_mask;            /* row b of key_mask; NULL: none */
     const uint8_t *mask;                /* attn_mask at (b, h, 0, 0); NULL: none */
@@ -79,8 +79,7 @@ __device__ __forceinline__ sm90_var_ctx var_ctx(const sm90_var_args &a, int b, i
     var_row_range(x, row_first, Nk, unused, hi_first);
     y.all_lo = lo_last;
     y.all_hi = hi_first;
-    y.capped = v.softcap > 0.f;
-    y.cap_in = y.capped ? x.scale / v.softcap : 0.f;
+    y.cap_in = v.softcap > 0.f ? x.scale / v.softcap : 0.f;
     y.c = (v.softcap > 0.f ? v.softcap : x.scale) * FA_LOG2E;
     y.slope2 = fa_alibi_slope2(&v, b, h);
     y.key_mask = v.key_mask != NULL ? v.key_mask + b * v.key_mask_batch_stride : NULL;
@@ -115,7 +114,7 @@ template <typename T, class C>
 __device__ __forceinline__ void sm90_var_scores(float (&r_s)[C::BN / 2], int key0, int t, const sm90_var_ctx &y)
 {
     constexpr int BN = C::BN;
-    if (y.capped) {
+    if (y.cap_in != 0.f) {
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             r_s[i] = y.c * var_tanh(r_s[i] * y.cap_in);
