@@ -154,7 +154,8 @@ def main(argv=None):
         calls["fa dense"] = lambda: torch_flashattn.attention(q, k, v, causal=dense_causal)
         mask = dense_mask(p, kw, H)
         if mask is not None:
-            for name, b in (("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION), ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION)):
+            for name, b in (("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION),
+                            ("sdpa-efficient", SDPBackend.EFFICIENT_ATTENTION)):
                 def run(b=b):
                     with sdpa_kernel(b):
                         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)

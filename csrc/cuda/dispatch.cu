@@ -11,8 +11,9 @@
  *
  * A forced family that cannot run the problem answers FA_ERR_UNSUPPORTED rather than silently
  * running another one. Of fa.h's variants, the Hopper family takes all but packed sequences
- * (fa_forward_variants_cuda); the others answer FA_ERR_UNSUPPORTED for them. Under the automatic choice, a non-causal call with a long run of keys and
- * too few query tiles to fill the GPU goes to the split-KV kernel (decode.cu), given its scratch.
+ * (fa_forward_variants_cuda); the others answer FA_ERR_UNSUPPORTED for them. Under the automatic
+ * choice, a non-causal call with a long run of keys and too few query tiles to fill the GPU goes to
+ * the split-KV kernel (decode.cu), given its scratch.
  */
 #include <string.h>
 

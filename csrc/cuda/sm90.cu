@@ -29,9 +29,9 @@
  *
  * Where the rest lives: the tile shapes and their measured reasons in tiles.h, the Hopper PTX
  * wrappers in ptx_sm90.cuh (wgmma instructions: wgmma.cuh, generated), the grid and walk rules in
- * plan.c, the tools' timing hooks in trace.cuh, the variants' steps (VAR) in sm90_variants.cuh. This file, in order: kernel arguments and shared
- * memory, consumer steps, the kernel (producer, consumers, split-tile merge), host launch.
- * Builds with plain nvcc:
+ * plan.c, the tools' timing hooks in trace.cuh, the variants' steps (VAR) in sm90_variants.cuh.
+ * This file, in order: kernel arguments and shared memory, consumer steps, the kernel (producer,
+ * consumers, split-tile merge), host launch. Builds with plain nvcc:
  *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/cuda/sm90.cu -Icsrc -Icsrc/cuda
  */
 #include <cuda.h>
