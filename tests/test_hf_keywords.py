@@ -216,6 +216,10 @@ def test_sinks_run_in_the_op():
     ours, _ = hf.attention_forward(m, q, k, v, None, scaling=0.25, s_aux=m.sinks)
     torch.testing.assert_close(ours.detach().double(), ref, atol=1e-5, rtol=1e-5)
     assert torch_flashattn.stats()["fallback_reasons"] == {"keyword s_aux": 1}
+    # Both sink keywords at once: not one dropped for the other; the model's eager function reads them.
+    with torch.no_grad():
+        hf.attention_forward(m, q, k, v, None, scaling=0.25, s_aux=m.sinks, sinks=m.sinks)
+    assert torch_flashattn.stats()["fallback_reasons"]["keyword s_aux, sinks"] == 1
 
 
 def test_unknown_keyword_goes_to_eager_and_is_named():

@@ -82,10 +82,12 @@ _EAGER = ("softcap", "s_aux", "sinks")
 
 def _variants_take(query, key, value, dropout, given):
     """Whether torch_flashattn.attention computes this softcap / sinks call: no dropout, no gradient
-    needed, no sparse selection or position bias to fold, (B, H, L, d) inputs of one float dtype."""
+    needed, no sparse selection or position bias to fold, at most one sinks tensor (``s_aux`` or
+    ``sinks``, never both), (B, H, L, d) inputs of one float dtype."""
     grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in
                                            (query, key, value, given.get("s_aux"), given.get("sinks")))
-    return (not dropout and not grad and not any(k in given for k in ("indices", "block_indices", "position_bias"))
+    return (not dropout and not grad and not ("s_aux" in given and "sinks" in given)
+            and not any(k in given for k in ("indices", "block_indices", "position_bias"))
             and query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype
             and query.dtype in (torch.float32, torch.float16, torch.bfloat16))
 
