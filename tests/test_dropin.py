@@ -104,6 +104,13 @@ def test_sdpa_attn_mask_runs_in_the_kernel(dtype, kind):
     s = torch_flashattn.stats()
     assert (s["fa"], s["sdpa"], s["exact"]) == ((1, 0, 0) if hopper else (0, 1, 0)), s
     assert_variant_accurate(out, None, q, k, v, what=kind, attn_mask=mask)
+    # Rows the kernel cannot load (head dim 33: 66-byte rows) go to SDPA, not to the exact path.
+    torch_flashattn.reset_stats()
+    q33, k33, v33 = (x[..., :33] for x in (q, k, v))
+    out = torch_flashattn.scaled_dot_product_attention(q33, k33, v33, attn_mask=mask, enable_gqa=True)
+    s = torch_flashattn.stats()
+    assert (s["fa"], s["sdpa"], s["exact"]) == (0, 1, 0), s
+    assert_variant_accurate(out, None, q33, k33, v33, what=kind + " d=33", attn_mask=mask)
 
 
 def test_sdpa_errors_match_pytorch():

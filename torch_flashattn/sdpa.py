@@ -59,13 +59,22 @@ def _hopper(index):
     return torch.cuda.get_device_capability(index) == (9, 0)
 
 
-def _mask_in_kernel(query, key, attn_mask, is_causal):
-    """Whether an attn_mask call runs in the Hopper kernel (fa::forward_variants): fp16 / bf16 (B, H, L, E)
-    inputs on a compute capability 9.0 GPU, a bool, float32 or query-dtype mask on their device that
+def _rows_aligned(t):
+    """Rows the Hopper kernel's TMA loads take: contiguous last dim, 16-byte aligned rows and base."""
+    return (t.stride(-1) == 1 and all(s % 8 == 0 for s, n in zip(t.stride()[:-1], t.shape[:-1]) if n > 1)
+            and t.shape[-1] % 8 == 0 and t.data_ptr() % 16 == 0)
+
+
+def _mask_in_kernel(query, key, value, attn_mask, is_causal, scale):
+    """Whether an attn_mask call runs in the Hopper kernel (fa::forward_variants) rather than its exact
+    path: fp16 / bf16 (B, H, L, E) inputs on a compute capability 9.0 GPU with rows the kernel loads
+    (_rows_aligned), S >= 1, a scale >= 0, a bool, float32 or query-dtype mask on their device that
     broadcasts to (B, H, L, S) and needs no gradient, and no is_causal beside it (SDPA raises)."""
     if not (query.device.type == "cuda" and query.dtype in (torch.float16, torch.bfloat16) and query.dim() == 4
-            and key.dim() == 4 and not is_causal and attn_mask.device == query.device and attn_mask.dim() <= 4
-            and attn_mask.dtype in (torch.bool, torch.float32, query.dtype) and not attn_mask.requires_grad):
+            and key.dim() == 4 and value.dim() == 4 and key.shape[2] >= 1 and not is_causal
+            and (scale is None or scale >= 0) and attn_mask.device == query.device and attn_mask.dim() <= 4
+            and attn_mask.dtype in (torch.bool, torch.float32, query.dtype) and not attn_mask.requires_grad
+            and all(_rows_aligned(t) for t in (query, key, value))):
         return False
     target = (query.shape[0], query.shape[1], query.shape[2], key.shape[2])
     if any(m not in (1, t) for m, t in zip(reversed(attn_mask.shape), reversed(target))):
@@ -73,10 +82,10 @@ def _mask_in_kernel(query, key, attn_mask, is_causal):
     return _hopper(query.device.index)
 
 
-def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal=False):
+def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal=False, scale=None):
     """Why fa::forward (or, with an attn_mask, fa::forward_variants) cannot compute this call
     exactly, or None when it can."""
-    if attn_mask is not None and not _mask_in_kernel(query, key, attn_mask, is_causal):
+    if attn_mask is not None and not _mask_in_kernel(query, key, value, attn_mask, is_causal, scale):
         return "attn_mask"
     if dropout_p > 0.0:
         return "dropout_p > 0"
@@ -126,7 +135,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     compute capability 9.0. Anything else goes to PyTorch's SDPA. ``is_causal`` is SDPA's top-left
     mask in every case.
     """
-    reason = _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal)
+    reason = _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal, scale)
     if reason is not None:
         _count("sdpa", reason)
         return _torch_sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
