@@ -187,9 +187,12 @@ int fa_check_params(const fa_params *p);
 /* C backend (OpenMP over batch × heads × query blocks). */
 int fa_forward_cpu(const fa_params *p);
 
-/* With the variants of v (NULL: none): the C backend runs every one. The CUDA backend's kernels
- * take none yet: fa_forward_variants_cuda answers FA_ERR_UNSUPPORTED when v asks for any (the torch
- * binding then computes the call exactly through PyTorch). */
+/* With the variants of v (NULL: none): the C backend runs every one. The CUDA backend runs them
+ * in fp16/bf16 on sm_80 and later (the Hopper kernel on compute capability 9.0, packed sequences
+ * on the sm_80 kernel); fa_forward_variants_cuda answers FA_ERR_UNSUPPORTED for the rest (fp32,
+ * older devices, another family forced), which the torch binding computes exactly through PyTorch.
+ * CUDA never reads cu_seqlens on the host: packed sequences that break the rules above make the
+ * whole output and lse NaN. */
 int fa_forward_variants_cpu(const fa_params *p, const fa_variants *v);
 struct CUstream_st;
 int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CUstream_st *stream);

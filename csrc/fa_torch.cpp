@@ -22,7 +22,7 @@
 // (messages name the argument and what was expected), allocates the outputs, fills the fa_params
 // and fa_variants structs of fa.h and calls the C backend (CPU) or the CUDA launcher on the current
 // stream under a device guard. On CUDA, calls with variants that no kernel takes (fa_forward_variants_cuda
-// answers FA_ERR_UNSUPPORTED: fp32, packed sequences, GPUs other than Hopper) are computed exactly
+// answers FA_ERR_UNSUPPORTED: fp32, GPUs older than sm_80, a family forced that takes none) are computed exactly
 // through PyTorch (exact_attention below, in fp32, no host synchronisation) and counted.
 // Fake (meta) kernels live in torch_flashattn/_ops.py. In order: checks and the params struct, the
 // variants (checks, fa_variants), the exact paths (exact_scores, exact_attention), the forward
@@ -460,8 +460,8 @@ std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const a
 
 // Packed sequences: q (total_q, Hq, d), k, v (total_k, Hkv, d), cu_seqlens int32 (B + 1,) on q's
 // device. The CPU checks the cu_seqlens values (they are host memory); CUDA never reads them on the
-// host: it computes through PyTorch on sequences padded to max_seqlen, and a bad cu_seqlens makes
-// the whole output NaN.
+// host: the kernel (fp16/bf16) or the exact path (through PyTorch on sequences padded to
+// max_seqlen) makes the whole output NaN when they break the rules.
 std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const at::Tensor &k_in,
                                                   const at::Tensor &v_in, const at::Tensor &cu_q,
                                                   const at::Tensor &cu_k, int64_t max_q, int64_t max_k,
@@ -517,6 +517,36 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
     const at::Tensor v = v_in.stride(2) == 1 ? v_in : v_in.contiguous();
     const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
 
+    at::Tensor o = at::empty({total_q, Hq, d}, q.options());
+    at::Tensor lse = at::empty({Hq, total_q}, q.options().dtype(at::kFloat));
+    fa_params p;
+    std::memset(&p, 0, sizeof(p));
+    p.q = q.data_ptr(); p.k = k.data_ptr(); p.v = v.data_ptr(); p.o = o.data_ptr(); p.lse = lse.data_ptr<float>();
+    p.q_head_stride = q.stride(1); p.q_row_stride = q.stride(0);
+    p.k_head_stride = k.stride(1); p.k_row_stride = k.stride(0);
+    p.v_head_stride = v.stride(1); p.v_row_stride = v.stride(0);
+    p.o_head_stride = o.stride(1); p.o_row_stride = o.stride(0);
+    p.B = B; p.Hq = Hq; p.Hkv = k.size(1); p.Nq = max_q; p.Nk = max_k; p.d = d;
+    p.scale = sc;
+    p.causal = causal ? 1 : 0;
+    p.dtype = to_fa_dtype(q.scalar_type());
+    p.num_threads = at::get_num_threads();
+    fa_variants fv = to_fa_variants(va, q.scalar_type());
+    fv.cu_seqlens_q = cq.data_ptr<int32_t>();
+    fv.cu_seqlens_k = ck.data_ptr<int32_t>();
+    fv.total_q = total_q;
+    fv.total_k = total_k;
+#ifdef FA_WITH_CUDA
+    if (q.is_cuda() && !exact) {                // the kernels that take packed sequences, else the exact path
+        c10::cuda::CUDAGuard guard(q.device());
+        const int status = fa_forward_variants_cuda(&p, &fv, c10::cuda::getCurrentCUDAStream().stream());
+        if (status != FA_ERR_UNSUPPORTED) {
+            check_status(op, status);
+            return {o, lse};
+        }
+    }
+#endif
+
     if (exact || q.is_cuda()) {
         // Pad to (B, H, max, d) by gathering rows (indices clamped: a bad cu_seqlens reads inside
         // the tensors), attend with the real lengths, scatter the real rows back.
@@ -540,31 +570,11 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
         const at::Tensor dst = at::where(rq < len_q.view({B, 1}), cq64.narrow(0, 0, B).view({B, 1}) + rq, total_q)
                                  .clamp(0, total_q).reshape(-1);
         at::Tensor out = at::full({total_q + 1, Hq, d}, NAN, q.options());
-        at::Tensor lse = at::full({Hq, total_q + 1}, NAN, q.options().dtype(at::kFloat));
+        at::Tensor lse_all = at::full({Hq, total_q + 1}, NAN, q.options().dtype(at::kFloat));
         out.index_copy_(0, dst, op_.transpose(1, 2).reshape({B * max_q, Hq, d}));
-        lse.index_copy_(1, dst, lp.permute({1, 0, 2}).reshape({Hq, B * max_q}));
-        return {at::where(ok, out.narrow(0, 0, total_q), NAN), at::where(ok, lse.narrow(1, 0, total_q), NAN)};
+        lse_all.index_copy_(1, dst, lp.permute({1, 0, 2}).reshape({Hq, B * max_q}));
+        return {at::where(ok, out.narrow(0, 0, total_q), NAN), at::where(ok, lse_all.narrow(1, 0, total_q), NAN)};
     }
-
-    at::Tensor o = at::empty({total_q, Hq, d}, q.options());
-    at::Tensor lse = at::empty({Hq, total_q}, q.options().dtype(at::kFloat));
-    fa_params p;
-    std::memset(&p, 0, sizeof(p));
-    p.q = q.data_ptr(); p.k = k.data_ptr(); p.v = v.data_ptr(); p.o = o.data_ptr(); p.lse = lse.data_ptr<float>();
-    p.q_head_stride = q.stride(1); p.q_row_stride = q.stride(0);
-    p.k_head_stride = k.stride(1); p.k_row_stride = k.stride(0);
-    p.v_head_stride = v.stride(1); p.v_row_stride = v.stride(0);
-    p.o_head_stride = o.stride(1); p.o_row_stride = o.stride(0);
-    p.B = B; p.Hq = Hq; p.Hkv = k.size(1); p.Nq = max_q; p.Nk = max_k; p.d = d;
-    p.scale = sc;
-    p.causal = causal ? 1 : 0;
-    p.dtype = to_fa_dtype(q.scalar_type());
-    p.num_threads = at::get_num_threads();
-    fa_variants fv = to_fa_variants(va, q.scalar_type());
-    fv.cu_seqlens_q = cq.data_ptr<int32_t>();
-    fv.cu_seqlens_k = ck.data_ptr<int32_t>();
-    fv.total_q = total_q;
-    fv.total_k = total_k;
     check_status(op, fa_forward_variants_cpu(&p, &fv));
     return {o, lse};
 }

@@ -43,12 +43,12 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 LSE_SLACK = 1e-4   # absolute slack on lse over 2 × PyTorch's own lse error (test_forward: 1e-4)
 
 
-# The CPU backend, CUDA's automatic choice (the Hopper kernel for fp16/bf16 on compute capability
-# 9.0, the exact path for the rest), and the exact path itself on CUDA and on the CPU
-# (torch_flashattn._testing.exact_path), so that code is checked where no GPU is too. The forced
-# families other than sm90 take no variants (their calls are the exact path's), so they are not
-# listed again.
-VKERNELS = DEVICES + [pytest.param("cuda-exact", marks=pytest.mark.gpu), "cpu-exact"]
+# The CPU backend, CUDA's automatic choice (for fp16/bf16 the Hopper kernel on compute capability
+# 9.0 and the sm_80 kernel for packed sequences and elsewhere; the exact path for fp32), the sm_80
+# kernel forced, and the exact path itself on CUDA and on the CPU (torch_flashattn._testing.exact_path),
+# so that code is checked where no GPU is too. The fp32 and SIMT families take no variants (their
+# calls are the exact path's), so they are not listed again.
+VKERNELS = DEVICES + [pytest.param(k, marks=pytest.mark.gpu) for k in ("cuda-sm80", "cuda-exact")] + ["cpu-exact"]
 VDEVICES = DEVICES + ["cpu-exact"]
 
 

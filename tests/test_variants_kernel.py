@@ -1,15 +1,17 @@
-"""The variants in the Hopper kernel (csrc/cuda/sm90.cu, VAR): which calls it takes, and its
-accuracy where its own structure matters, on sequences long enough for many query tiles and key
-blocks (test_variants.py's shapes fit in one or two):
+"""The variants in the tensor-core kernels (csrc/cuda/sm90.cu and sm80.cu, VAR): which calls they
+take, and their accuracy where their own structure matters, on sequences long enough for many query
+tiles and key blocks (test_variants.py's shapes fit in one or two):
 
 - the key-block range of a tile (the window and causal about δ), blocks with and without masks,
   tiles whose rows see no key (bottom-right causal with Nq > Nk), tails of Nq and Nk;
-- each variant and their combinations at d = 64 (the 128 × 128 tile), 128 and 256 (80-key blocks),
-  fp16 and bf16, GQA, by FlashAttention's rule against test_variants' float64 reference;
-- that these calls run in the kernel (the exact path's counter does not move), and that the calls
-  it does not take (fp32, packed sequences) do take the exact path.
+- each variant and their combinations at d = 64, 128 and 256, fp16 and bf16, GQA, each family
+  forced, by FlashAttention's rule against test_variants' float64 reference;
+- packed sequences (the sm_80 kernel): long ragged ones with every variant, and cu_seqlens that
+  break the rules, which make the whole output NaN without a host read;
+- that these calls run in a kernel (the exact path's counter does not move), and that the calls
+  none takes (fp32) take the exact path.
 
-GPU only; the kernel needs compute capability 9.0.
+GPU only; the Hopper kernel needs compute capability 9.0, the sm_80 kernel 8.0 or later.
 """
 import pytest
 import torch
@@ -20,13 +22,15 @@ from test_variants import (alibi_heads, assert_variant_accurate, bernoulli, desc
 
 pytestmark = pytest.mark.gpu
 
-NEEDS_SM90 = "the variants run in the Hopper kernel on compute capability 9.0 only"
+FAMILIES = ["sm90", "sm80"]
 
 
-@pytest.fixture(autouse=True)
-def _hopper():
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip(NEEDS_SM90)
+def use_family(family, fa_overrides):
+    """Forces a tensor-core family (skipping where this GPU lacks it)."""
+    cc = torch.cuda.get_device_capability()
+    if (family == "sm90" and cc != (9, 0)) or cc < (8, 0):
+        pytest.skip(f"the {family} kernel does not run on compute capability {cc}")
+    fa_overrides(family=family)
 
 
 def padding_mask(B, Nk, device, left=False):
@@ -77,16 +81,18 @@ KERNEL_CASES = ["window_sym", "window_sym_bottom_right", "causal_bottom_right", 
 LONG_SHAPES = [(2, 4, 2, 300, 1100), (2, 2, 1, 1100, 700), (1, 4, 4, 513, 513)]
 
 
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("shape", LONG_SHAPES, ids=lambda s: "B{}-H{}-{}-Nq{}-Nk{}".format(*s))
 @pytest.mark.parametrize("case", KERNEL_CASES)
-def test_long_variants_in_the_kernel(case, shape, dtype, d):
+def test_long_variants_in_the_kernel(case, shape, dtype, d, family, fa_overrides):
+    use_family(family, fa_overrides)
     B, Hq, Hkv, Nq, Nk = shape
     g = torch.Generator().manual_seed(seed_of("kernel", case, shape, d))
     q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, dtype, "cuda")
     variants = kernel_case(case, g, B, Hq, Nq, Nk, dtype, "cuda")
-    what = f"{case} {dtype} {shape} d={d}: {describe(variants)}"
+    what = f"{family} {case} {dtype} {shape} d={d}: {describe(variants)}"
     before = torch.ops.fa._exact_calls()
     out, lse = torch_flashattn.attention_lse(q, k, v, **variants)
     assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
@@ -94,6 +100,8 @@ def test_long_variants_in_the_kernel(case, shape, dtype, d):
 
 
 def test_which_calls_the_kernel_takes():
+    if torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("the variants' kernels need compute capability 8.0")
     g = torch.Generator().manual_seed(5)
     q, k, v = make_qkv(g, 2, 4, 2, 64, 96, 64, torch.bfloat16, "cuda")
     counts = []
@@ -107,12 +115,14 @@ def test_which_calls_the_kernel_takes():
         before = torch.ops.fa._exact_calls()
         call()
         counts.append(torch.ops.fa._exact_calls() - before)
-    assert counts == [0, 1, 1, 1], "bf16 in the kernel; softcap with scale 0, fp32 and packed sequences exact"
+    assert counts == [0, 0, 1, 0], "bf16 (softcap with scale 0, packed sequences too) in a kernel; fp32 exact"
 
 
-def test_poisoned_output_fully_written():
+@pytest.mark.parametrize("family", FAMILIES)
+def test_poisoned_output_fully_written(family, fa_overrides):
     """Every output element and lse entry is written by the kernel (inputs that leave rows with
     no key, rows past the last query tile's end), including rows that see nothing."""
+    use_family(family, fa_overrides)
     g = torch.Generator().manual_seed(6)
     B, Hq, Nq, Nk, d = 2, 4, 333, 200, 128
     q, k, v = make_qkv(g, B, Hq, 2, Nq, Nk, d, torch.bfloat16, "cuda")
@@ -124,3 +134,62 @@ def test_poisoned_output_fully_written():
     assert not out.isnan().any() and not lse.isnan().any()
     assert (out[:, :, : Nq - Nk] == 0).all() and (lse[:, :, : Nq - Nk] == float("-inf")).all()
     assert_variant_accurate(out, lse, q, k, v, what="poisoned", **variants)
+
+
+# ---- packed sequences (the sm_80 kernel) -------------------------------------------------------
+
+# (lens_q, lens_k): sequences of many tiles and key blocks, one query, no query, no key, Nq_b > Nk_b.
+LONG_VARLEN = [([300, 1, 0, 513, 129, 700, 64], [1100, 130, 5, 513, 0, 600, 64])]
+VARLEN_CASES = {
+    "plain": lambda B, Hq, g: dict(),
+    "causal": lambda B, Hq, g: dict(causal=True),
+    "causal_bottom_right": lambda B, Hq, g: dict(causal=True, causal_align="bottom_right"),
+    "sliding_bottom_right": lambda B, Hq, g: dict(causal=True, causal_align="bottom_right", window=(200, -1)),
+    "window_sym": lambda B, Hq, g: dict(window=(100, 50)),
+    "softcap_alibi_batch_sinks": lambda B, Hq, g: dict(
+        softcap=20.0, alibi_slopes=(torch.rand(B, Hq, generator=g) * 0.05).cuda(), sinks=rand(g, Hq, device="cuda")),
+}
+
+
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", list(VARLEN_CASES))
+def test_long_varlen_in_the_kernel(case, dtype, d):
+    if torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("packed sequences run in the sm_80 kernel (compute capability 8.0+)")
+    from test_variants import assert_varlen_accurate, run_varlen
+    lens_q, lens_k = LONG_VARLEN[0]
+    Hq, Hkv = 4, 2
+    g = torch.Generator().manual_seed(seed_of("varlen", case, d))
+    q = rand(g, sum(lens_q), Hq, d, dtype=dtype, device="cuda")
+    k, v = (rand(g, sum(lens_k), Hkv, d, dtype=dtype, device="cuda") for _ in range(2))
+    variants = VARLEN_CASES[case](len(lens_q), Hq, g)
+    before = torch.ops.fa._exact_calls()
+    out, lse = run_varlen(q, k, v, lens_q, lens_k, return_lse=True, **variants)
+    what = f"varlen {case} {dtype} d={d}: {describe(variants)}"
+    assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
+    assert_varlen_accurate(out, q, k, v, lens_q, lens_k, what, lse=lse, **variants)
+
+
+@pytest.mark.parametrize("which", ["q", "k"])
+@pytest.mark.parametrize("bad", ["decreasing", "not_from_zero", "overrun", "too_long", "negative"])
+def test_varlen_bad_cu_seqlens_make_nan(which, bad):
+    """cu_seqlens on the GPU are never read on the host: when they break the rules (fa.h) the kernel
+    writes NaN over the whole output and lse, and touches nothing outside them."""
+    if torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("packed sequences run in the sm_80 kernel (compute capability 8.0+)")
+    g = torch.Generator().manual_seed(7)
+    q = rand(g, 40, 4, 64, dtype=torch.bfloat16, device="cuda")
+    k, v = (rand(g, 50, 2, 64, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    good = {"q": [0, 10, 40], "k": [0, 20, 50]}
+    total = {"q": 40, "k": 50}[which]
+    good[which] = {"decreasing": [0, 30, 20] if which == "q" else [0, 40, 30], "not_from_zero": [5, 10, total],
+                   "overrun": [0, 10, total + 7], "too_long": [0, 1, total], "negative": [0, -3, total]}[bad]
+    cu_q, cu_k = (torch.tensor(good[n], dtype=torch.int32, device="cuda") for n in ("q", "k"))
+    guard = torch.full((3, 1000), 7.0, device="cuda")
+    before = torch.ops.fa._exact_calls()
+    out, lse = torch_flashattn.attention_varlen(q, k, v, cu_q, cu_k, 30, 30, return_lse=True)
+    torch.cuda.synchronize()
+    assert torch.ops.fa._exact_calls() == before, "took the exact path, not the kernel"
+    assert out.isnan().all() and lse.isnan().all(), f"{which} {bad}: not all NaN"
+    assert (guard == 7.0).all()

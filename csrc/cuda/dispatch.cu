@@ -10,8 +10,9 @@
  *     auto     the fastest family that supports the problem
  *
  * A forced family that cannot run the problem answers FA_ERR_UNSUPPORTED rather than silently
- * running another one. Of fa.h's variants, the Hopper family takes all but packed sequences
- * (fa_forward_variants_cuda); the others answer FA_ERR_UNSUPPORTED for them. Under the automatic
+ * running another one. fa.h's variants (fa_forward_variants_cuda) run on the Hopper family (all
+ * but packed sequences) and the sm_80 family (all); the others answer FA_ERR_UNSUPPORTED for them.
+ * Under the automatic
  * choice, a non-causal call with a long run of keys and too few query tiles to fill the GPU goes to
  * the split-KV kernel (decode.cu), given its scratch.
  */
@@ -132,8 +133,9 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
     }
 }
 
-/* Calls with variants run on the Hopper kernel (automatic choice or sm90 forced, compute capability
- * 9.0, fp16/bf16, no packed sequences); everything else answers FA_ERR_UNSUPPORTED. */
+/* Calls with variants, fp16/bf16: the Hopper kernel (compute capability 9.0, no packed sequences),
+ * else the sm_80 kernel (sm_80+), automatic or forced; everything else (fp32, older devices, the
+ * other families forced) answers FA_ERR_UNSUPPORTED. */
 extern "C" int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CUstream_st *stream)
 {
     const int st = fa_check_variants(p, v);
@@ -145,7 +147,10 @@ extern "C" int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v
     fa_get_overrides(&o);
     if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
         return FA_OK;
+    if (o.family == FA_FAMILY_SM80)
+        return fa_sm80_forward_variants(p, v, stream);
     if (o.family != FA_FAMILY_AUTO && o.family != FA_FAMILY_SM90)
         return FA_ERR_UNSUPPORTED;
-    return fa_sm90_forward_variants(p, v, &o, stream);
+    const int st2 = fa_sm90_forward_variants(p, v, &o, stream);
+    return st2 == FA_ERR_UNSUPPORTED && o.family == FA_FAMILY_AUTO ? fa_sm80_forward_variants(p, v, stream) : st2;
 }

@@ -31,11 +31,13 @@ int fa_sm90_forward(const fa_params *p, const fa_overrides *o, void *scratch, si
                     cudaStream_t stream);
 int fa_sm90_scratch_bytes(const fa_params *p, const fa_overrides *o, size_t *bytes);
 /* The same kernel with the variants of v (checked by fa_check_variants): every one but packed
- * sequences (cu_seqlens), which answer FA_ERR_UNSUPPORTED. */
+ * sequences (cu_seqlens), which answer FA_ERR_UNSUPPORTED (the sm_80 kernel takes them). */
 int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream);
 
-/* sm80.cu: tensor cores (mma.sync), fp16 and bf16, sm_80 and later, Nk >= 1. */
+/* sm80.cu: tensor cores (mma.sync), fp16 and bf16, sm_80 and later, Nk >= 1. With the variants
+ * of v (checked by fa_check_variants): every one, packed sequences included. */
 int fa_sm80_forward(const fa_params *p, cudaStream_t stream);
+int fa_sm80_forward_variants(const fa_params *p, const fa_variants *v, cudaStream_t stream);
 
 /* fp32.cu: exact fp32 on CUDA cores (FFMA, no TF32), register-blocked tiles, Nk >= 1. */
 int fa_fp32_forward(const fa_params *p, cudaStream_t stream);

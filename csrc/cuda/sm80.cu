@@ -34,8 +34,10 @@
 #include <stdint.h>
 
 #include "families.h"
+#include "dtype.cuh"
 #include "ptx.cuh"
 #include "softmax.cuh"
+#include "variants.cuh"
 
 /* A tile shape: D the compiled head-dim width; BM query rows per CTA over WARPS warps (WM = BM /
  * 16 / WARPS m16 tiles per warp); BN keys per block; STAGES buffers per K and V ring; MIN_CTAS
@@ -62,6 +64,11 @@ struct sm80_tile {
 typedef sm80_tile< 64, 128, 128, 4, 2, 2, false> sm80_tile_d64;    /* 80 KB: 299; per-chunk loads 278 */
 typedef sm80_tile<128, 128,  64, 4, 2, 2, false> sm80_tile_d128;   /* 96 KB: 333; per-chunk loads 313 */
 typedef sm80_tile<256,  64,  64, 4, 1, 2, false> sm80_tile_d256;   /* 96 KB: 293; per-chunk 265, 128x64 8 warps 264 */
+/* The VAR kernels' tiles: the variants' state does not fit beside the d = 64 and 128 tiles above
+ * (ptxas spills 268 and 312 bytes there, sm_90a); with 64-key blocks at d = 64 and 16 rows per
+ * warp at d = 128 nothing spills. d = 256 keeps its tile (20 bytes spilled). */
+typedef sm80_tile< 64, 128,  64, 4, 2, 2, false> sm80_tile_var_d64;    /* 48 KB */
+typedef sm80_tile<128,  64,  64, 4, 2, 2, false> sm80_tile_var_d128;   /* 80 KB */
 
 /* Kernel arguments: the caller's params plus scalars derived once on the host. */
 typedef struct {
@@ -74,6 +81,19 @@ typedef struct {
     int vec_load;            /* q, k, v rows 16-byte aligned: cp.async; else scalar loads */
     int vec_store;           /* o rows 16-byte aligned: 16-byte stores; else scalar stores */
 } sm80_args;
+
+/* A VAR launch (fa_sm80_forward_variants): sm80_args and the resolved variants. */
+struct sm80_var_args : sm80_args {
+    fa_var var;
+};
+template <bool VAR>
+struct sm80_kargs {
+    typedef sm80_args type;
+};
+template <>
+struct sm80_kargs<true> {
+    typedef sm80_var_args type;
+};
 
 /* Shared memory of one CTA. Element (r, c) of a tile lives in 16-byte chunk (c/8) ^ (r%8). */
 template <typename T, class C>
@@ -164,19 +184,39 @@ __device__ __forceinline__ constexpr bool whole_loads() { return C::WHOLE && C::
 /* Issues the loads of key block kb (rows kb·BN..) of K or V (g: (Nk, d)) into s_tile. */
 template <class C>
 __device__ __forceinline__ void load_block(uint32_t s_tile, const uint16_t *g, int64_t row_stride,
-                                           int kb, const sm80_args &a)
+                                           int kb, int64_t Nk, const sm80_args &a)
 {
     const int64_t row0 = (int64_t)kb * C::BN;
     load_tile<C::BN, C::D, C::THREADS, whole_loads<C>()>(s_tile, g + row0 * row_stride, row_stride,
-                                                         (int)(a.p.Nk - row0), (int)a.p.d, a.vec_load);
+                                                         (int)(Nk - row0), (int)a.p.d, a.vec_load);
+}
+
+/* VAR, packed sequences that break fa.h's rules (var_seqlens_ok): the whole output and lse are
+ * NaN, as on the exact path. CTA blk of n fills its share of the total_q · Hq rows. */
+template <class C>
+__device__ void var_fill_nan(const sm80_var_args &a, int64_t blk, int64_t n)
+{
+    const fa_params &p = a.p;
+    const int64_t rows = a.var.v.total_q * p.Hq, per = (rows + n - 1) / n;
+    const int64_t r0 = blk * per, r1 = min(rows, r0 + per);
+    const uint16_t nan = p.dtype == FA_BFLOAT16 ? 0x7fc0 : 0x7e00;
+    for (int64_t i = r0 * p.d + threadIdx.x; i < r1 * p.d; i += C::THREADS) {
+        const int64_t r = i / p.d, row = r / p.Hq, h = r % p.Hq;
+        ((uint16_t *)p.o)[row * p.o_row_stride + h * p.o_head_stride + i % p.d] = nan;
+    }
+    if (p.lse != NULL)
+        for (int64_t r = r0 + threadIdx.x; r < r1; r += C::THREADS)
+            p.lse[(r % p.Hq) * a.var.v.total_q + r / p.Hq] = NAN;
 }
 
 /* ---- Kernel -------------------------------------------------------------------------------- */
 
-/* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: C::WARPS warps. */
-template <typename T, class C>
+/* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: C::WARPS warps. VAR: with the variants
+ * of a.var (variants.cuh); packed sequences take the grid of their longest, and a tile past its
+ * own sequence's end leaves at once. */
+template <typename T, class C, bool VAR = false>
 __global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
-fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
+fa_sm80_forward_kernel(const __grid_constant__ typename sm80_kargs<VAR>::type a)
 {
     constexpr int D = C::D, BM = C::BM, BN = C::BN, WM = C::WM, STAGES = C::STAGES;
     constexpr int THREADS = C::THREADS, WROWS = 16 * WM;        /* query rows per warp */
@@ -186,8 +226,9 @@ fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
     const fa_params &p = a.p;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;               /* fragment row group, column pair */
-    const int d = (int)p.d, Nq = (int)p.Nq, Nk = (int)p.Nk;
-    const float c = a.scale_log2;
+    const int d = (int)p.d;
+    int Nq = (int)p.Nq, Nk = (int)p.Nk;                 /* VAR, packed: this tile's sequence's */
+    const float c = VAR ? 1.f : a.scale_log2;            /* VAR: scores arrive in log2 units */
 
     /* CTA → (b·Hq + h, query tile). A head's tiles are consecutive so its K/V stays in L2;
      * causal runs them last-first: the heaviest tiles (most keys) start earliest. */
@@ -195,34 +236,57 @@ fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
     const int64_t bh = blk / a.n_q_tiles, rank = blk % a.n_q_tiles;
     const int m0 = (int)(p.causal ? a.n_q_tiles - 1 - rank : rank) * BM;
     const int64_t b = bh / p.Hq, h = bh % p.Hq, hk = h / a.q_per_kv;
+
+    /* This tile's sequence: rows q0.. of q and o, k0.. of k and v (packed), Nq queries, Nk keys;
+     * its key blocks kb0 .. kb0 + n_blocks − 1. Causal: keys past the tile's last row are masked
+     * for all its rows, so those blocks are never loaded. Every block below kv_end holds at least
+     * one key < Nk. */
+    int64_t q0 = 0, k0 = 0, kv_rows = p.Nk;             /* kv_rows: Nk, as load_block reads it */
+    int kb0 = 0, n_blocks = 0;
+    fa_var_seq seq;
+    if constexpr (VAR) {
+        /* Barrier (__syncthreads_and): every thread's share of the cu_seqlens check is in. */
+        if (a.var.v.cu_seqlens_q != NULL && !__syncthreads_and(var_seqlens_ok(a.var, p, threadIdx.x, THREADS))) {
+            var_fill_nan<C>(a, blk, a.n_q_tiles * p.B * p.Hq);
+            return;
+        }
+        seq = var_seq(a.var, p, b);
+        if (m0 >= seq.Nq)
+            return;                                     /* past this sequence's end: no barrier follows */
+        q0 = seq.q0, k0 = seq.k0, Nq = seq.Nq, Nk = seq.Nk, kv_rows = seq.Nk;
+        var_blocks<BN>(a.var, seq, m0, min(m0 + BM, Nq) - 1, kb0, n_blocks);
+    }
     if (threadIdx.x == 0) {                             /* published by the loop's first barrier */
-        s.o = (uint16_t *)p.o + b * p.o_batch_stride + h * p.o_head_stride;
-        s.lse = p.lse ? p.lse + bh * p.Nq : nullptr;
+        s.o = (uint16_t *)p.o + b * p.o_batch_stride + h * p.o_head_stride + q0 * p.o_row_stride;
+        if constexpr (VAR)
+            s.lse = p.lse == nullptr ? nullptr
+                  : a.var.v.cu_seqlens_q != NULL ? p.lse + h * a.var.v.total_q + q0 : p.lse + bh * p.Nq;
+        else
+            s.lse = p.lse ? p.lse + bh * p.Nq : nullptr;
     }
 
     /* g_q: rows m0.. of q[b, h] (Nq, d); g_k, g_v: k[b, hk], v[b, hk] (Nk, d) */
     const uint16_t *g_q = (const uint16_t *)p.q + b * p.q_batch_stride + h * p.q_head_stride
-                        + (int64_t)m0 * p.q_row_stride;
-    const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride;
-    const uint16_t *g_v = (const uint16_t *)p.v + b * p.v_batch_stride + hk * p.v_head_stride;
-
-    /* Causal: keys past the tile's last row are masked for all its rows, so those blocks are
-     * never loaded. Every block below kv_end holds at least one key < Nk. */
-    const int kv_end = p.causal ? min(Nk, m0 + BM) : Nk;
-    const int n_blocks = (kv_end + BN - 1) / BN;
+                        + (q0 + m0) * p.q_row_stride;
+    const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride + k0 * p.k_row_stride;
+    const uint16_t *g_v = (const uint16_t *)p.v + b * p.v_batch_stride + hk * p.v_head_stride + k0 * p.v_row_stride;
+    if constexpr (!VAR) {
+        const int kv_end = p.causal ? min(Nk, m0 + BM) : Nk;
+        n_blocks = (kv_end + BN - 1) / BN;
+    }
 
     /* Prologue. cp.async groups are committed in the order K0 (with Q), V0, K1, V1, ...; the
      * K ring runs one block ahead of the V ring: K0..K(STAGES−1) and V0..V(STAGES−2) here. */
     load_tile<BM, D, THREADS, whole_loads<C>()>(smem_u32(s.q), g_q, p.q_row_stride, Nq - m0, d, a.vec_load);
-    load_block<C>(smem_u32(s.k[0]), g_k, p.k_row_stride, 0, a);
+    load_block<C>(smem_u32(s.k[0]), g_k, p.k_row_stride, kb0, kv_rows, a);
     cp_async_commit();
 #pragma unroll
     for (int j = 1; j < STAGES; j++) {
         if (j - 1 < n_blocks)
-            load_block<C>(smem_u32(s.v[j - 1]), g_v, p.v_row_stride, j - 1, a);
+            load_block<C>(smem_u32(s.v[j - 1]), g_v, p.v_row_stride, kb0 + j - 1, kv_rows, a);
         cp_async_commit();
         if (j < n_blocks)
-            load_block<C>(smem_u32(s.k[j]), g_k, p.k_row_stride, j, a);
+            load_block<C>(smem_u32(s.k[j]), g_k, p.k_row_stride, kb0 + j, kv_rows, a);
         cp_async_commit();
     }
     if (a.neg_scale) {                                  /* rare: wait for Q, then flip it */
@@ -246,6 +310,21 @@ fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
     for (int mt = 0; mt < WM; mt++)
         m_i[mt][0] = m_i[mt][1] = -INFINITY, l_i[mt][0] = l_i[mt][1] = 0.f;
     uint32_t r_q[C::Q_IN_REGS ? WM : 1][C::Q_IN_REGS ? D / 16 : 1][4];   /* Q A fragments */
+    static_assert(!VAR || !C::Q_IN_REGS, "VAR: a warp's first block may come after kb = 0");
+
+    /* VAR: each m16 tile's rows (variants.cuh), and the keys [w_lo, w_hi) some row of the warp
+     * may see; blocks outside them are all masked for the warp. */
+    fa_var_rows y[VAR ? WM : 1];
+    int w_lo = 0, w_hi = 0;
+    if constexpr (VAR) {
+        const float scale = fabsf(a.var.scale);             /* its sign is folded into Q */
+#pragma unroll
+        for (int mt = 0; mt < WM; mt++)
+            y[mt] = var_rows(a.var, seq, b, h, row0 + 16 * mt, row0 + 16 * mt + 15, row0 + 16 * mt + g, scale);
+        int unused;
+        var_row_range(a.var, seq.delta, row0, Nk, w_lo, unused);
+        var_row_range(a.var, seq.delta, min(row0 + WROWS, Nq) - 1, Nk, unused, w_hi);
+    }
 
     for (int kb = 0; kb < n_blocks; kb++) {
         /* After K_kb, the groups V_kb .. K_(kb+STAGES−1) may still be in flight. */
@@ -255,14 +334,15 @@ fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
         __syncthreads();
         if (kb + STAGES - 1 < n_blocks)
             load_block<C>(smem_u32(s.v[(kb + STAGES - 1) % STAGES]), g_v, p.v_row_stride,
-                          kb + STAGES - 1, a);
+                          kb0 + kb + STAGES - 1, kv_rows, a);
         cp_async_commit();                              /* possibly empty: keeps the count */
 
         /* Warps past Nq idle; causal: a block starting past the warp's last row is all masked
          * for it. Block 0 shows key 0 to every row, so after it every m_i is finite and no
-         * exp2 below sees −inf − −inf. */
-        const int key0 = kb * BN;
-        const bool active = warp_live && !(p.causal && key0 > row0 + WROWS - 1);
+         * exp2 below sees −inf − −inf. VAR: a row may see no key until a later block, or none. */
+        const int key0 = (kb0 + kb) * BN;
+        const bool active = VAR ? warp_live && key0 < w_hi && key0 + BN > w_lo
+                                : warp_live && !(p.causal && key0 > row0 + WROWS - 1);
         const uint32_t s_k = smem_u32(s.k[kb % STAGES]), s_v = smem_u32(s.v[kb % STAGES]);
         uint32_t r_p[WM][BN / 16][4];                   /* P as A fragments, keys 16kk.. */
         if (active) {
@@ -306,8 +386,12 @@ fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
             }
 
             /* S = −inf where key >= Nk or (causal) key > row; only blocks on the Nk tail or
-             * crossing the warp's diagonal pay for the mask. */
-            if (key0 + BN > Nk || (p.causal && key0 + BN - 1 > row0)) {
+             * crossing the warp's diagonal pay for the mask. VAR: every variant, in log2 units. */
+            if constexpr (VAR) {
+#pragma unroll
+                for (int mt = 0; mt < WM; mt++)
+                    var_scores<T, BN>(reinterpret_cast<float (&)[BN / 2]>(r_s[mt]), key0, t, y[mt]);
+            } else if (key0 + BN > Nk || (p.causal && key0 + BN - 1 > row0)) {
 #pragma unroll
                 for (int mt = 0; mt < WM; mt++)
 #pragma unroll
@@ -347,7 +431,8 @@ fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
                 for (int mt = 0; mt < WM; mt++)
 #pragma unroll
                     for (int r = 0; r < 2; r++) {
-                        const float alpha = ex2((m_i[mt][r] - m_new[mt][r]) * c);
+                        const float alpha = VAR && m_new[mt][r] == -INFINITY ? 1.f
+                                                                             : ex2((m_i[mt][r] - m_new[mt][r]) * c);
                         l_i[mt][r] *= alpha;
 #pragma unroll
                         for (int n = 0; n < D / 8; n++) {
@@ -363,7 +448,10 @@ fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
              * g+8, a2, a3 = tile 2kk+1. */
 #pragma unroll
             for (int mt = 0; mt < WM; mt++) {
-                const float mc[2] = {m_new[mt][0] * c, m_new[mt][1] * c};
+                float mc[2] = {m_new[mt][0] * c, m_new[mt][1] * c};
+                if constexpr (VAR)                      /* a row with no key yet: P = 0 */
+                    for (int r = 0; r < 2; r++)
+                        mc[r] = m_new[mt][r] == -INFINITY ? 0.f : mc[r];
                 m_i[mt][0] = m_new[mt][0], m_i[mt][1] = m_new[mt][1];
 #pragma unroll
                 for (int n = 0; n < BN / 8; n++) {
@@ -384,7 +472,7 @@ fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
          * S = Q K_kbᵀ, whose K stage the load below overwrites. */
         __syncthreads();
         if (kb + STAGES < n_blocks)
-            load_block<C>(smem_u32(s.k[kb % STAGES]), g_k, p.k_row_stride, kb + STAGES, a);
+            load_block<C>(smem_u32(s.k[kb % STAGES]), g_k, p.k_row_stride, kb0 + kb + STAGES, kv_rows, a);
         cp_async_commit();
 
         /* O += P V. V is (key, col) row-major; ldmatrix.trans of 8 keys × 8 cols gives
@@ -412,18 +500,28 @@ fa_sm80_forward_kernel(const __grid_constant__ sm80_args a)
 
 #pragma unroll
     for (int mt = 0; mt < WM; mt++) {
-        /* l = rowsum over the quad; l > 0 since each row's max term is exp2(~0). O /= l. */
+        /* l = rowsum over the quad; l > 0 since each row's max term is exp2(~0). O /= l. VAR:
+         * a sink joins the denominator, and a row that saw no key (l = 0) gets O = 0. */
         float inv_l[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             float l = l_i[mt][r];
             l += __shfl_xor_sync(0xffffffffu, l, 1);
             l += __shfl_xor_sync(0xffffffffu, l, 2);
-            inv_l[r] = 1.f / l;
-            /* lse = ln Σ exp(scaled scores) = (m_i·c + log2 l) · ln 2; lse: (B, Hq, Nq). */
+            /* lse = ln Σ exp(scaled scores) = (m_i·c + log2 l) · ln 2; lse: (B, Hq, Nq), or
+             * packed (Hq, total_q). */
             const int row = row0 + 16 * mt + g + 8 * r;
-            if (g_lse && t == 0 && row < Nq)
-                g_lse[row] = fa_lse(m_i[mt][r] * c, l);
+            if constexpr (VAR) {
+                const float *sinks = a.var.v.sinks;
+                float lse2;
+                fa_row_end(m_i[mt][r], l, sinks != NULL, sinks != NULL ? sinks[h] * FA_LOG2E : 0.f, &inv_l[r], &lse2);
+                if (g_lse && t == 0 && row < Nq)
+                    g_lse[row] = lse2 * FA_LN2;
+            } else {
+                inv_l[r] = 1.f / l;
+                if (g_lse && t == 0 && row < Nq)
+                    g_lse[row] = fa_lse(m_i[mt][r] * c, l);
+            }
         }
 
         /* Stage this warp's O rows in its own Q rows (only this warp ever read them): C
@@ -493,11 +591,11 @@ static int sm80_prepare(const fa_params *p, sm80_args *a)
     return FA_OK;
 }
 
-/* Launches the tile shape C for element type T. */
-template <typename T, class C>
-static int sm80_launch(sm80_args *a, cudaStream_t stream)
+/* Launches the tile shape C for element type T (VAR: with a's variants). */
+template <typename T, class C, bool VAR = false>
+static int sm80_launch(typename sm80_kargs<VAR>::type *a, cudaStream_t stream)
 {
-    void (*kernel)(const sm80_args) = fa_sm80_forward_kernel<T, C>;
+    void (*kernel)(const typename sm80_kargs<VAR>::type) = fa_sm80_forward_kernel<T, C, VAR>;
     const size_t smem = sizeof(sm80_smem<T, C>);
 
     /* Once per device: sm_80+ with enough shared memory (else FA_ERR_UNSUPPORTED, and the SIMT kernel
@@ -525,5 +623,26 @@ extern "C" int fa_sm80_forward(const fa_params *p, cudaStream_t stream)
                     : sm80_launch<__half, sm80_tile_d128>(&a, stream);
     return bf16 ? sm80_launch<__nv_bfloat16, sm80_tile_d256>(&a, stream)
                 : sm80_launch<__half, sm80_tile_d256>(&a, stream);
+}
+
+/* A call with variants, packed sequences included: the VAR kernels. */
+extern "C" int fa_sm80_forward_variants(const fa_params *p, const fa_variants *v, cudaStream_t stream)
+{
+    sm80_var_args a;
+    const int st = sm80_prepare(p, &a);
+    if (st != FA_OK)
+        return st;
+    if (p->Nq + p->Nk > INT32_MAX - 256)                /* row + δ ± side in 32 bits */
+        return FA_ERR_UNSUPPORTED;
+    a.var = var_resolve(p, v);
+    const int bf16 = p->dtype == FA_BFLOAT16;
+    if (p->d <= 64)
+        return bf16 ? sm80_launch<__nv_bfloat16, sm80_tile_var_d64, true>(&a, stream)
+                    : sm80_launch<__half, sm80_tile_var_d64, true>(&a, stream);
+    if (p->d <= 128)
+        return bf16 ? sm80_launch<__nv_bfloat16, sm80_tile_var_d128, true>(&a, stream)
+                    : sm80_launch<__half, sm80_tile_var_d128, true>(&a, stream);
+    return bf16 ? sm80_launch<__nv_bfloat16, sm80_tile_d256, true>(&a, stream)
+                : sm80_launch<__half, sm80_tile_d256, true>(&a, stream);
 }
 #endif

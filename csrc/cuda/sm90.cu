@@ -24,12 +24,12 @@
  *
  * Reached through fa_sm90_forward() and, with variants, fa_sm90_forward_variants() (the CUDA
  * dispatcher, after fa_check_params); anything it does not take (negative scale, rows not 16-byte
- * aligned, zero strides) answers FA_ERR_UNSUPPORTED and runs on the sm_80 kernel (with variants: the
- * exact path). Tensor maps are encoded through the driver entry point: nothing links libcuda.
+ * aligned, zero strides) answers FA_ERR_UNSUPPORTED and runs on the sm_80 kernel. Tensor maps are
+ * encoded through the driver entry point: nothing links libcuda.
  *
  * Where the rest lives: the tile shapes and their measured reasons in tiles.h, the Hopper PTX
  * wrappers in ptx_sm90.cuh (wgmma instructions: wgmma.cuh, generated), the grid and walk rules in
- * plan.c, the tools' timing hooks in trace.cuh, the variants' steps (VAR) in sm90_variants.cuh.
+ * plan.c, the tools' timing hooks in trace.cuh, the variants' steps (VAR) in variants.cuh.
  * This file, in order: kernel arguments and shared memory, consumer steps, the kernel (producer,
  * consumers, split-tile merge), host launch. Builds with plain nvcc:
  *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/cuda/sm90.cu -Icsrc -Icsrc/cuda
@@ -196,7 +196,7 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
                                              float (&alpha)[2], int key0, const sm90_softmax_ctx &x)
 {
     constexpr int BN = C::BN;
-    /* VAR: S arrives masked and in log2 units (sm90_var_scores, c = 1), and a row may have seen
+    /* VAR: S arrives masked and in log2 units (var_scores, c = 1), and a row may have seen
      * no key yet (m = −inf): P = 0 then, and nothing to rescale. */
     if (!VAR && (key0 + BN > x.Nk || (x.causal && key0 + BN - 1 > x.row_first))) {
 #pragma unroll
@@ -420,7 +420,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
             sm90_item w = item_pos<C, SPLIT>(a, item);
             if constexpr (VAR)
-                var_blocks<C>(a, w.tp.m0, w.kb0, w.nb);
+                var_blocks<C::BN>(a.var, var_whole(a.var, p), w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
             const int b = w.tp.b, h = w.tp.h, hk = w.tp.hk, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
             const int qb = it % C::QBUFS;
             const uint32_t q_parity = (it / C::QBUFS) & 1;
@@ -469,7 +469,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
         sm90_item w = item_pos<C, SPLIT>(a, item);
         if constexpr (VAR)
-            var_blocks<C>(a, w.tp.m0, w.kb0, w.nb);
+            var_blocks<C::BN>(a.var, var_whole(a.var, p), w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
         SM90_TRACE(it, 12);
@@ -529,9 +529,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * row, so every m_i is finite after it. */
         const int n_act = !VAR && p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
-        sm90_var_ctx y;                                     /* VAR: scores in log2 units, masked */
+        fa_var_rows y;                                      /* VAR: scores in log2 units, masked */
         if constexpr (VAR)
-            y = var_ctx<C>(a, b, h, row_first, row0);
+            y = var_rows(a.var, var_whole(a.var, p), b, h, row_first, row_first + 63, row0, a.var.scale);
 
         SM90_TRACE_NS(it, 6);
         SM90_TRACE(it, 0);
@@ -557,7 +557,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             release(&s.empty_k[st], lane);
         }
         if constexpr (VAR)
-            sm90_var_scores<T, C>(r_s, kb0 * BN, t, y);
+            var_scores<T, BN>(r_s, kb0 * BN, t, y);
         sm90_softmax<C, VAR>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
         pack_p<T, BN>(r_p, r_s);
         SM90_TRACE(it, 2);
@@ -582,7 +582,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
             SM90_TIMED(tr_sm, reg_fence(r_s);
                               release(&s.empty_k[st], lane);
-                              if constexpr (VAR) sm90_var_scores<T, C>(r_s, (kb0 + kb) * BN, t, y);
+                              if constexpr (VAR) var_scores<T, BN>(r_s, (kb0 + kb) * BN, t, y);
                               sm90_softmax<C, VAR>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
                               softmax_done<C>(l_i));
             SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
@@ -891,17 +891,8 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
                     p->o_row_stride, 64))
         return FA_ERR_UNSUPPORTED;
     a.scale_log2 = fmaxf(p->scale * FA_LOG2E, FLT_MIN);
-    if constexpr (VAR) {
-        /* Sides wider than any row reaches are unbounded, so that row + δ ± side fits 32 bits
-         * (sm90_dispatch_variants keeps Nq + Nk below 2³¹). */
-        const int64_t span = p->Nq + p->Nk;
-        const int64_t left = v->window ? v->window_left : -1, right = p->causal ? 0 : v->window ? v->window_right : -1;
-        a.var.v = *v;
-        a.var.delta = v->align == FA_ALIGN_BOTTOM_RIGHT ? (int)(p->Nk - p->Nq) : 0;
-        a.var.left = left > span ? -1 : (int)left;
-        a.var.right = right > span ? -1 : (int)right;
-        a.var.scale = p->scale;
-    }
+    if constexpr (VAR)
+        a.var = var_resolve(p, v);                  /* row + δ ± side in 32 bits: Nq + Nk < 2³¹ */
 
     /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
@@ -950,13 +941,12 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
 }
 
 /* A call with variants (fa.h): the VAR kernels, 2 consumers at every width (3 consumers' 160
- * registers leave no room for the variants' state). Not taken: packed sequences (cu_seqlens), and
- * a softcap with scale 0 (the kernel caps where scale / softcap is nonzero: sm90_var_scores). */
+ * registers leave no room for the variants' state). Packed sequences (cu_seqlens) are not taken:
+ * the sm_80 kernel runs them. */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
-        || p->B > INT32_MAX || p->Hq > INT32_MAX || v->cu_seqlens_q != NULL || v->cu_seqlens_k != NULL
-        || (v->softcap > 0.f && p->scale == 0.f))
+        || p->B > INT32_MAX || p->Hq > INT32_MAX || v->cu_seqlens_q != NULL || v->cu_seqlens_k != NULL)
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
     if (p->d <= 64)
