@@ -1,9 +1,11 @@
 # Attention variants benchmark (H200): torch_flashattn.attention with a variant against the same
 # call on the exact path (what such calls ran before the kernel took them), our dense kernel on the
 # same tensors, SDPA given the variant as a dense attn_mask where one expresses it (cuDNN and
-# efficient backends, by name), and FlashAttention-3 where it is importable (window, softcap;
-# bf16). TFLOP/s count the visible query-key pairs only: 4 · d · pairs / time. Writes <out>.json
-# and <out>.md (the table, also printed); default bench/out/variants.
+# efficient backends, by name), and FlashAttention-3 where it is importable (window, softcap,
+# packed sequences; bf16). TFLOP/s count the visible query-key pairs only: 4 · d · pairs / time.
+# Packed sequences (varlen): `fa dense` is our dense kernel on the same sequences padded to the
+# longest. --family sm80 forces the sm_80 kernel for our calls (what an A100 runs). Writes
+# <out>.json and <out>.md (the table, also printed); default bench/out/variants.
 #
 #   python3 -m bench.variants                               # bf16, d = 128, H = 16
 #   python3 -m bench.variants --out bench/results/variants  # the committed table
@@ -25,9 +27,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def point(name, B, Nq, Nk, causal=False, align="top_left", window=(-1, -1), softcap=None, alibi=False,
-          sinks=False, valid=None, bias=False):
+          sinks=False, valid=None, bias=False, varlen=False):
     return dict(name=name, B=B, Nq=Nq, Nk=Nk, causal=causal, align=align, window=window, softcap=softcap,
-                alibi=alibi, sinks=sinks, valid=valid, bias=bias)
+                alibi=alibi, sinks=sinks, valid=valid, bias=bias, varlen=varlen)
 
 
 # B · Nk = 16k keys per head (a padded batch: 32k), H = 16, d = 128.
@@ -43,6 +45,9 @@ POINTS = [
     point("bottom-right causal 1k over 4k", 4, 1024, 4096, causal=True, align="bottom_right"),
     point("padded batch 8 × 4k (40-100 %)", 8, 4096, 4096, valid=(0.4, 1.0)),
     point("T5 bias (1, H, N, N), 2k", 8, 2048, 2048, bias=True),
+    # packed: 8 sequences of 1k..4k tokens (valid: their share of the longest), q and k alike
+    point("varlen 8 × 1k–4k", 8, 4096, 4096, valid=(0.25, 1.0), varlen=True),
+    point("varlen 8 × 1k–4k causal", 8, 4096, 4096, causal=True, valid=(0.25, 1.0), varlen=True),
 ]
 
 
@@ -61,15 +66,23 @@ def make(p, H, d, dtype):
     if p["valid"]:
         lo, hi = p["valid"]
         lengths = [int(Nk * (lo + (hi - lo) * b / max(B - 1, 1))) for b in range(B)]
-        kw["key_mask"] = torch.arange(Nk, device="cuda")[None, :] < torch.tensor(lengths, device="cuda")[:, None]
+        if not p["varlen"]:
+            kw["key_mask"] = torch.arange(Nk, device="cuda")[None, :] < torch.tensor(lengths, device="cuda")[:, None]
     if p["bias"]:
         kw["attn_mask"] = torch.randn(1, H, Nq, Nk, device="cuda", dtype=dtype, generator=g)
     return q, k, v, kw, lengths
 
 
+def packed(p, q, k, v, lengths):
+    """The padded batch's sequences packed: (q, k, v) as (total, H, d), cu_seqlens, max_seqlen."""
+    cu = torch.tensor([0] + torch.tensor(lengths).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
+    pack = lambda x: torch.cat([x[b, :, :n].transpose(0, 1) for b, n in enumerate(lengths)])  # noqa: E731
+    return pack(q), pack(k), pack(v), cu, max(lengths)
+
+
 def dense_mask(p, kw, H):
-    """The variant as SDPA's attn_mask (None where none expresses it: softcap, sinks)."""
-    if p["softcap"] or p["sinks"]:
+    """The variant as SDPA's attn_mask (None where none expresses it: softcap, sinks, packed)."""
+    if p["softcap"] or p["sinks"] or p["varlen"]:
         return None
     Nq, Nk = p["Nq"], p["Nk"]
     i = torch.arange(Nq, device="cuda")[:, None] + (Nk - Nq if p["align"] == "bottom_right" else 0)
@@ -94,9 +107,11 @@ def dense_mask(p, kw, H):
 def visible_pairs(p, lengths):
     """Query-key pairs that take part, per (batch, head), summed over the batch."""
     Nq, Nk = p["Nq"], p["Nk"]
-    i = torch.arange(Nq, dtype=torch.int64) + (Nk - Nq if p["align"] == "bottom_right" else 0)
     left, right = p["window"]
     right = 0 if p["causal"] else right
+    if p["varlen"]:
+        return sum(visible_pairs(dict(p, B=1, Nq=n, Nk=n, varlen=False), None) for n in lengths)
+    i = torch.arange(Nq, dtype=torch.int64) + (Nk - Nq if p["align"] == "bottom_right" else 0)
     lo = (i - left).clamp(min=0) if left >= 0 else torch.zeros_like(i)
     total = 0
     for b in range(p["B"]):
@@ -109,11 +124,18 @@ def visible_pairs(p, lengths):
 def fa3_call(p, q, k, v):
     """FlashAttention-3's forward for the variants it takes (bf16; window, softcap, bottom-right
     causal), or None."""
-    if q.dtype != torch.bfloat16 or p["alibi"] or p["sinks"] or p["valid"] or p["bias"]:
+    if p["alibi"] or p["sinks"] or (p["valid"] and not p["varlen"]) or p["bias"]:
         return None
     try:
-        from fa3_fwd_interface import flash_attn_func
+        from fa3_fwd_interface import flash_attn_func, flash_attn_varlen_func
     except ImportError:
+        return None
+    if p["varlen"]:                                   # q: packed(...)
+        qp, kp, vp, cu, n = q
+        if qp.dtype != torch.bfloat16:
+            return None
+        return lambda: flash_attn_varlen_func(qp, kp, vp, cu, cu, n, n, causal=p["causal"])
+    if q.dtype != torch.bfloat16:
         return None
     qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
     left, right = p["window"]
@@ -135,7 +157,9 @@ def main(argv=None):
     ap.add_argument("--d", type=int, default=128)
     ap.add_argument("--rep", type=float, default=200.0, help="do_bench rep, ms")
     ap.add_argument("--only", nargs="*", help="point names containing these words")
+    ap.add_argument("--family", default="auto", choices=["auto", "sm80"], help="our kernel family, forced")
     args = ap.parse_args(argv)
+    from torch_flashattn._testing import overrides
     from triton.testing import do_bench
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     H, d = args.H, args.d
@@ -145,13 +169,18 @@ def main(argv=None):
             continue
         q, k, v, kw, lengths = make(p, H, d, dtype)
         flops = 4.0 * d * H * visible_pairs(p, lengths)
-        ours = lambda: torch_flashattn.attention(q, k, v, **kw)  # noqa: E731
-        calls = {"fa": ours}
-        out = ours()
+        pk = packed(p, q, k, v, lengths) if p["varlen"] else None
+        if pk:
+            ours = lambda: torch_flashattn.attention_varlen(pk[0], pk[1], pk[2], pk[3], pk[3], pk[4], pk[4],  # noqa: E731
+                                                            causal=p["causal"])
+        else:
+            ours = lambda: torch_flashattn.attention(q, k, v, **kw)  # noqa: E731
+        with overrides(family=args.family):
+            out = ours()
         with exact_path():
-            err = (out.float() - torch_flashattn.attention(q, k, v, **kw).float()).abs().max().item()
+            err = (out.float() - ours().float()).abs().max().item()
         dense_causal = p["causal"] and p["align"] == "top_left"
-        calls["fa dense"] = lambda: torch_flashattn.attention(q, k, v, causal=dense_causal)
+        calls = {"fa": ours, "fa dense": lambda: torch_flashattn.attention(q, k, v, causal=dense_causal)}
         mask = dense_mask(p, kw, H)
         if mask is not None:
             for name, b in (("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION),
@@ -160,15 +189,16 @@ def main(argv=None):
                     with sdpa_kernel(b):
                         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
                 calls[name] = run
-        f3 = fa3_call(p, q, k, v)
+        f3 = fa3_call(p, pk if pk else q, k, v)
         if f3 is not None:
             calls["fa3"] = f3
         times = {}
         for name, fn in calls.items():
             try:
-                fn()
-                torch.cuda.synchronize()
-                times[name] = do_bench(fn, warmup=25, rep=args.rep, return_mode="median")
+                with overrides(family=args.family if name in ("fa", "fa dense") else "auto"):
+                    fn()
+                    torch.cuda.synchronize()
+                    times[name] = do_bench(fn, warmup=25, rep=args.rep, return_mode="median")
             except Exception as e:  # a backend that refuses the point
                 times[name] = f"n/a: {type(e).__name__}: {str(e).splitlines()[0][:80]}"
         with exact_path():
@@ -179,10 +209,11 @@ def main(argv=None):
         row["vs_best_peer"] = (row["tflops"]["fa"] / max(row["tflops"][n] for n in peers)) if peers else None
         rows.append(row)
         print(json.dumps(row), flush=True)
-        del q, k, v, kw, mask
+        del q, k, v, kw, mask, pk
         torch.cuda.empty_cache()
     names = ["fa", "fa dense", "fa exact path", "fa3", "sdpa-cudnn", "sdpa-efficient"]
-    md = [f"Variants, {args.dtype}, d = {d}, H = {H}, H200; TFLOP/s over the visible query-key pairs of each point "
+    fam = "" if args.family == "auto" else f", our calls on the {args.family} kernel (forced)"
+    md = [f"Variants, {args.dtype}, d = {d}, H = {H}, H200{fam}; TFLOP/s over the visible query-key pairs of each point "
           f"({git_commit()}). `fa dense`: our kernel on the same tensors without the variant (its time over the "
           "variant's pairs); `fa exact path`: the same call computed through PyTorch, as CUDA ran these before; "
           "SDPA backends get the variant as a dense attn_mask where one expresses it.", "",
@@ -196,7 +227,8 @@ def main(argv=None):
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(dict(environment=environment("cuda"), commit=git_commit(),
-                                                        dtype=args.dtype, H=H, d=d, rows=rows), indent=1))
+                                                        dtype=args.dtype, H=H, d=d, family=args.family,
+                                                        rows=rows), indent=1))
     out.with_suffix(".md").write_text(text)
 
 
