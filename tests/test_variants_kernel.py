@@ -6,7 +6,7 @@ tiles and key blocks (test_variants.py's shapes fit in one or two):
   tiles whose rows see no key (bottom-right causal with Nq > Nk), tails of Nq and Nk;
 - each variant and their combinations at d = 64, 128 and 256, fp16 and bf16, GQA, each family
   forced, by FlashAttention's rule against test_variants' float64 reference;
-- packed sequences (the sm_80 kernel): long ragged ones with every variant, and cu_seqlens that
+- packed sequences, each family forced: long ragged ones with every variant, and cu_seqlens that
   break the rules, which make the whole output NaN without a host read;
 - that these calls run in a kernel (the exact path's counter does not move), and that the calls
   none takes (fp32) take the exact path.
@@ -136,7 +136,7 @@ def test_poisoned_output_fully_written(family, fa_overrides):
     assert_variant_accurate(out, lse, q, k, v, what="poisoned", **variants)
 
 
-# ---- packed sequences (the sm_80 kernel) -------------------------------------------------------
+# ---- packed sequences ------------------------------------------------------------------------
 
 # (lens_q, lens_k): sequences of many tiles and key blocks, one query, no query, no key, Nq_b > Nk_b.
 LONG_VARLEN = [([300, 1, 0, 513, 129, 700, 64], [1100, 130, 5, 513, 0, 600, 64])]
@@ -151,12 +151,12 @@ VARLEN_CASES = {
 }
 
 
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("case", list(VARLEN_CASES))
-def test_long_varlen_in_the_kernel(case, dtype, d):
-    if torch.cuda.get_device_capability() < (8, 0):
-        pytest.skip("packed sequences run in the sm_80 kernel (compute capability 8.0+)")
+def test_long_varlen_in_the_kernel(case, dtype, d, family, fa_overrides):
+    use_family(family, fa_overrides)
     from test_variants import assert_varlen_accurate, run_varlen
     lens_q, lens_k = LONG_VARLEN[0]
     Hq, Hkv = 4, 2
@@ -166,18 +166,18 @@ def test_long_varlen_in_the_kernel(case, dtype, d):
     variants = VARLEN_CASES[case](len(lens_q), Hq, g)
     before = torch.ops.fa._exact_calls()
     out, lse = run_varlen(q, k, v, lens_q, lens_k, return_lse=True, **variants)
-    what = f"varlen {case} {dtype} d={d}: {describe(variants)}"
+    what = f"{family} varlen {case} {dtype} d={d}: {describe(variants)}"
     assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
     assert_varlen_accurate(out, q, k, v, lens_q, lens_k, what, lse=lse, **variants)
 
 
+@pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("which", ["q", "k"])
 @pytest.mark.parametrize("bad", ["decreasing", "not_from_zero", "overrun", "too_long", "negative"])
-def test_varlen_bad_cu_seqlens_make_nan(which, bad):
+def test_varlen_bad_cu_seqlens_make_nan(which, bad, family, fa_overrides):
     """cu_seqlens on the GPU are never read on the host: when they break the rules (fa.h) the kernel
     writes NaN over the whole output and lse, and touches nothing outside them."""
-    if torch.cuda.get_device_capability() < (8, 0):
-        pytest.skip("packed sequences run in the sm_80 kernel (compute capability 8.0+)")
+    use_family(family, fa_overrides)
     g = torch.Generator().manual_seed(7)
     q = rand(g, 40, 4, 64, dtype=torch.bfloat16, device="cuda")
     k, v = (rand(g, 50, 2, 64, dtype=torch.bfloat16, device="cuda") for _ in range(2))
@@ -193,3 +193,17 @@ def test_varlen_bad_cu_seqlens_make_nan(which, bad):
     assert torch.ops.fa._exact_calls() == before, "took the exact path, not the kernel"
     assert out.isnan().all() and lse.isnan().all(), f"{which} {bad}: not all NaN"
     assert (guard == 7.0).all()
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_varlen_rows_stay_in_their_sequence(family, fa_overrides):
+    """Sequences whose last query tile ends inside the next sequences' rows (70, 5, 130 rows against
+    64-row groups): each sequence's rows hold its own attention, not a neighbour's tail tile."""
+    use_family(family, fa_overrides)
+    from test_variants import assert_varlen_accurate
+    g = torch.Generator().manual_seed(8)
+    lens = [70, 5, 130]
+    q, k, v = (rand(g, 205, 2, 128, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    cu = torch.tensor([0, 70, 75, 205], dtype=torch.int32, device="cuda")
+    out = torch_flashattn.attention_varlen(q, k, v, cu, cu, 130, 130, causal=True)
+    assert_varlen_accurate(out, q, k, v, lens, lens, f"{family} neighbours", causal=True)

@@ -1,12 +1,14 @@
 /*
  * ptx_sm90.cuh — Hopper PTX wrappers for sm90.cu (sm_90a device code only): mbarriers, TMA loads
  * and stores, wgmma shared-memory descriptors, fences and named barriers; the wgmma instructions
- * themselves are in wgmma.cuh (generated).
+ * themselves are in wgmma.cuh (generated); on the host, the tensor maps TMA reads (make_map).
  */
 #ifndef FA_PTX_SM90_CUH
 #define FA_PTX_SM90_CUH
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
 #include <stdint.h>
 
 #include "wgmma.cuh"
@@ -131,4 +133,47 @@ __device__ __forceinline__ void turn_pass(int next_cw)
 }
 
 #endif /* sm_90a */
+/* ---- Tensor maps (host) ------------------------------------------------------------------- */
+
+/* cuTensorMapEncodeTiled from the driver, looked up once (no link against libcuda). */
+static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(void)
+{
+    static PFN_cuTensorMapEncodeTiled_v12000 fn;
+    static int looked_up;
+    if (!__atomic_load_n(&looked_up, __ATOMIC_ACQUIRE)) {
+        void *ptr = nullptr;
+        cudaDriverEntryPointQueryResult q;
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q)
+                != cudaSuccess || q != cudaDriverEntryPointSuccess)
+            ptr = nullptr;
+        __atomic_store_n(&fn, (PFN_cuTensorMapEncodeTiled_v12000)ptr, __ATOMIC_RELAXED);
+        __atomic_store_n(&looked_up, 1, __ATOMIC_RELEASE);
+    }
+    return fn;
+}
+
+/* A 4-D tensor map over x[b, h, n, 0..d) (strides in elements) with boxes of 64 columns × rows,
+ * 128-byte swizzle, zero fill out of bounds. TMA needs 16-byte aligned base and strides; a size-1
+ * dimension's stride is never used, so it is replaced by a legal one. Returns 0 on success. */
+static int make_map(CUtensorMap *map, int bf16, const void *x, int64_t B, int64_t H, int64_t N, int64_t d,
+                    int64_t batch_stride, int64_t head_stride, int64_t row_stride, int rows)
+{
+    PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
+    const int64_t strides[3] = {row_stride, head_stride, batch_stride}, sizes[3] = {N, H, B};
+    cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)N, (cuuint64_t)H, (cuuint64_t)B};
+    cuuint64_t bytes[3];
+    if (encode == nullptr || (uintptr_t)x % 16 != 0)
+        return 1;
+    for (int i = 0; i < 3; i++) {
+        bytes[i] = (cuuint64_t)(sizes[i] == 1 ? 16 : 2 * strides[i]);
+        if (sizes[i] > 1 && (strides[i] <= 0 || strides[i] % 8 != 0))
+            return 1;
+    }
+    const cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1}, unit[4] = {1, 1, 1, 1};
+    return encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+                  const_cast<void *>(x), dims, bytes, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS;
+}
+
 #endif /* FA_PTX_SM90_CUH */

@@ -191,24 +191,6 @@ __device__ __forceinline__ void load_block(uint32_t s_tile, const uint16_t *g, i
                                                          (int)(Nk - row0), (int)a.p.d, a.vec_load);
 }
 
-/* VAR, packed sequences that break fa.h's rules (var_seqlens_ok): the whole output and lse are
- * NaN, as on the exact path. CTA blk of n fills its share of the total_q · Hq rows. */
-template <class C>
-__device__ void var_fill_nan(const sm80_var_args &a, int64_t blk, int64_t n)
-{
-    const fa_params &p = a.p;
-    const int64_t rows = a.var.v.total_q * p.Hq, per = (rows + n - 1) / n;
-    const int64_t r0 = blk * per, r1 = min(rows, r0 + per);
-    const uint16_t nan = p.dtype == FA_BFLOAT16 ? 0x7fc0 : 0x7e00;
-    for (int64_t i = r0 * p.d + threadIdx.x; i < r1 * p.d; i += C::THREADS) {
-        const int64_t r = i / p.d, row = r / p.Hq, h = r % p.Hq;
-        ((uint16_t *)p.o)[row * p.o_row_stride + h * p.o_head_stride + i % p.d] = nan;
-    }
-    if (p.lse != NULL)
-        for (int64_t r = r0 + threadIdx.x; r < r1; r += C::THREADS)
-            p.lse[(r % p.Hq) * a.var.v.total_q + r / p.Hq] = NAN;
-}
-
 /* ---- Kernel -------------------------------------------------------------------------------- */
 
 /* Grid: 1-D, one CTA per (b·Hq + h, query tile); block: C::WARPS warps. VAR: with the variants
@@ -245,13 +227,8 @@ fa_sm80_forward_kernel(const __grid_constant__ typename sm80_kargs<VAR>::type a)
     int kb0 = 0, n_blocks = 0;
     fa_var_seq seq;
     if constexpr (VAR) {
-        /* Barrier (__syncthreads_and): every thread's share of the cu_seqlens check is in. */
-        if (a.var.v.cu_seqlens_q != NULL && !__syncthreads_and(var_seqlens_ok(a.var, p, threadIdx.x, THREADS))) {
-            var_fill_nan<C>(a, blk, a.n_q_tiles * p.B * p.Hq);
-            return;
-        }
         seq = var_seq(a.var, p, b);
-        if (m0 >= seq.Nq)
+        if (seq.packed && !var_packed_tile<THREADS>(a.var, p, seq.Nq, m0))
             return;                                     /* past this sequence's end: no barrier follows */
         q0 = seq.q0, k0 = seq.k0, Nq = seq.Nq, Nk = seq.Nk, kv_rows = seq.Nk;
         var_blocks<BN>(a.var, seq, m0, min(m0 + BM, Nq) - 1, kb0, n_blocks);

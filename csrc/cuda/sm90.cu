@@ -393,7 +393,12 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 
     const fa_params &p = a.p;
     const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   /* warp-uniform to the compiler */
-    const int Nq = (int)p.Nq, Nk = (int)p.Nk;
+    /* VAR: this CTA's sequence (packed calls run one tile per CTA; var_packed_tile). */
+    fa_var_seq seq{};
+    if constexpr (VAR)
+        seq = a.var.v.cu_seqlens_q != NULL ? var_seq(a.var, p, item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.b)
+                                           : var_whole(a.var, p);
+    const int Nq = VAR ? seq.Nq : (int)p.Nq, Nk = VAR ? seq.Nk : (int)p.Nk;
 
     if (threadIdx.x == 0) {
         for (int i = 0; i < C::QBUFS; i++)
@@ -406,6 +411,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     }
     /* Barrier: the mbarriers are initialised before any thread (or TMA) uses them. */
     __syncthreads();
+    if constexpr (VAR)                                      /* packed: cu_seqlens' rules, the tile's rows */
+        if (seq.packed && !var_packed_tile<C::THREADS>(a.var, p, Nq, item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.m0))
+            return;                                         /* the whole CTA, before any role */
 
     /* This CTA's tiles (cta_tile: one unless persistent); the producer and the consumers walk the
      * same sequence. The K/V ring and the Q buffers run on across tiles: kc counts the blocks this
@@ -420,8 +428,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
             sm90_item w = item_pos<C, SPLIT>(a, item);
             if constexpr (VAR)
-                var_blocks<C::BN>(a.var, var_whole(a.var, p), w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
-            const int b = w.tp.b, h = w.tp.h, hk = w.tp.hk, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
+                var_blocks<C::BN>(a.var, seq, w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
+            const int h = w.tp.h, hk = w.tp.hk, n_blocks = w.nb, kb0 = w.kb0;
+            /* Packed: the sequence's rows, in tensor maps of one batch entry over all rows. */
+            const int b = VAR && seq.packed ? 0 : w.tp.b;
+            const int m0 = w.tp.m0 + (VAR ? (int)seq.q0 : 0), k0 = VAR ? (int)seq.k0 : 0;
             const int qb = it % C::QBUFS;
             const uint32_t q_parity = (it / C::QBUFS) & 1;
             SM90_TRACE(it, 0);
@@ -450,12 +461,12 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 mbar_expect_tx(&s.full_k[st], BN * D * 2);
 #pragma unroll
                 for (int pn = 0; pn < PANELS; pn++)
-                    tma_load(s.k[st][pn], &a.tm_k, 64 * pn, (kb0 + kb) * BN, hk, b, &s.full_k[st]);
+                    tma_load(s.k[st][pn], &a.tm_k, 64 * pn, k0 + (kb0 + kb) * BN, hk, b, &s.full_k[st]);
                 mbar_wait(&s.empty_v[st], parity);
                 mbar_expect_tx(&s.full_v[st], BN * D * 2);
 #pragma unroll
                 for (int pn = 0; pn < PANELS; pn++)
-                    tma_load(s.v[st][pn], &a.tm_v, 64 * pn, (kb0 + kb) * BN, hk, b, &s.full_v[st]);
+                    tma_load(s.v[st][pn], &a.tm_v, 64 * pn, k0 + (kb0 + kb) * BN, hk, b, &s.full_v[st]);
             }
             SM90_TRACE(it, 2);
             kc += n_blocks;
@@ -469,7 +480,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
         sm90_item w = item_pos<C, SPLIT>(a, item);
         if constexpr (VAR)
-            var_blocks<C::BN>(a.var, var_whole(a.var, p), w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
+            var_blocks<C::BN>(a.var, seq, w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
         SM90_TRACE(it, 12);
@@ -531,7 +542,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
         fa_var_rows y;                                      /* VAR: scores in log2 units, masked */
         if constexpr (VAR)
-            y = var_rows(a.var, var_whole(a.var, p), b, h, row_first, row_first + 63, row0, a.var.scale);
+            y = var_rows(a.var, seq, b, h, row_first, row_first + 63, row0, a.var.scale);
 
         SM90_TRACE_NS(it, 6);
         SM90_TRACE(it, 0);
@@ -632,8 +643,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             const int row = row0 + 8 * r;
             if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM) */
                 a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
-            else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq) */
-                p.lse[bh * p.Nq + row] = VAR ? lse2 * FA_LN2 : fa_lse(m_i[r] * c, l);
+            else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q) */
+                p.lse[VAR && seq.packed ? h * seq.total_q + seq.q0 + row : bh * p.Nq + row] =
+                    VAR ? lse2 * FA_LN2 : fa_lse(m_i[r] * c, l);
         }
 
         /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is
@@ -672,6 +684,14 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * that one thread stores all 64 rows. */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         warpgroup_bar(1 + cw);
+        if (VAR && seq.packed) {                            /* packed: rows past Nq are another sequence's */
+            var_store_rows<D, BM>(p, s_q, seq, h, row_first);
+            warpgroup_bar(1 + cw);                          /* every thread has read its rows of Q's buffer */
+            if (threadIdx.x % 128 == 0)
+                mbar_arrive(&s.empty_q[qb]);
+            SM90_TRACE(it, 5);
+            continue;
+        }
         if (threadIdx.x % 128 == 0) {
 #pragma unroll
             for (int pn = 0; pn < PANELS; pn++)
@@ -739,47 +759,6 @@ __global__ void __launch_bounds__(32 * MERGE_ROWS) fa_sm90_merge_kernel(const __
 }
 
 /* ---- Host launch --------------------------------------------------------------------------- */
-
-/* cuTensorMapEncodeTiled from the driver, looked up once (no link against libcuda). */
-static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(void)
-{
-    static PFN_cuTensorMapEncodeTiled_v12000 fn;
-    static int looked_up;
-    if (!__atomic_load_n(&looked_up, __ATOMIC_ACQUIRE)) {
-        void *ptr = nullptr;
-        cudaDriverEntryPointQueryResult q;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault, &q)
-                != cudaSuccess || q != cudaDriverEntryPointSuccess)
-            ptr = nullptr;
-        __atomic_store_n(&fn, (PFN_cuTensorMapEncodeTiled_v12000)ptr, __ATOMIC_RELAXED);
-        __atomic_store_n(&looked_up, 1, __ATOMIC_RELEASE);
-    }
-    return fn;
-}
-
-/* A 4-D tensor map over x[b, h, n, 0..d) (strides in elements) with boxes of 64 columns × rows,
- * 128-byte swizzle, zero fill out of bounds. TMA needs 16-byte aligned base and strides; a size-1
- * dimension's stride is never used, so it is replaced by a legal one. Returns 0 on success. */
-static int make_map(CUtensorMap *map, int bf16, const void *x, int64_t B, int64_t H, int64_t N, int64_t d,
-                    int64_t batch_stride, int64_t head_stride, int64_t row_stride, int rows)
-{
-    PFN_cuTensorMapEncodeTiled_v12000 encode = encode_tiled();
-    const int64_t strides[3] = {row_stride, head_stride, batch_stride}, sizes[3] = {N, H, B};
-    cuuint64_t dims[4] = {(cuuint64_t)d, (cuuint64_t)N, (cuuint64_t)H, (cuuint64_t)B};
-    cuuint64_t bytes[3];
-    if (encode == nullptr || (uintptr_t)x % 16 != 0)
-        return 1;
-    for (int i = 0; i < 3; i++) {
-        bytes[i] = (cuuint64_t)(sizes[i] == 1 ? 16 : 2 * strides[i]);
-        if (sizes[i] > 1 && (strides[i] <= 0 || strides[i] % 8 != 0))
-            return 1;
-    }
-    const cuuint32_t box[4] = {64, (cuuint32_t)rows, 1, 1}, unit[4] = {1, 1, 1, 1};
-    return encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
-                  const_cast<void *>(x), dims, bytes, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS;
-}
 
 /* Whether tile C's persistent grid may split its last round along the keys: only the d = 128
  * three-consumer tile, where it gains (plan.c, fa_plan_sm90_walk); the split kernel and the merge kernel
@@ -854,7 +833,8 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.div_q_per_kv = sm90_divisor_make((uint32_t)(p->Hq / p->Hkv));
     a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
-    const int persistent = fa_plan_sm90_persistent(p, o);
+    const bool packed = VAR && v->cu_seqlens_q != NULL;     /* one tile per CTA: var_packed_tile */
+    const int persistent = !packed && fa_plan_sm90_persistent(p, o);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
     if (persistent) {
         size_t bytes = 0;
@@ -881,13 +861,16 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         return FA_OK;
     }
     const int bf16 = p->dtype == FA_BFLOAT16;
-    if (make_map(&a.tm_q, bf16, p->q, p->B, p->Hq, p->Nq, p->d, p->q_batch_stride, p->q_head_stride,
-                 p->q_row_stride, C::BM)
-        || make_map(&a.tm_k, bf16, p->k, p->B, p->Hkv, p->Nk, p->d, p->k_batch_stride, p->k_head_stride,
+    /* Packed: maps over all rows (total_q, total_k) as one batch entry. */
+    const int64_t mb = packed ? 1 : p->B, nq = packed ? v->total_q : p->Nq, nk = packed ? v->total_k : p->Nk;
+    if (nq > INT32_MAX || nk > INT32_MAX
+        || make_map(&a.tm_q, bf16, p->q, mb, p->Hq, nq, p->d, p->q_batch_stride, p->q_head_stride,
+                    p->q_row_stride, C::BM)
+        || make_map(&a.tm_k, bf16, p->k, mb, p->Hkv, nk, p->d, p->k_batch_stride, p->k_head_stride,
                     p->k_row_stride, C::BN)
-        || make_map(&a.tm_v, bf16, p->v, p->B, p->Hkv, p->Nk, p->d, p->v_batch_stride, p->v_head_stride,
+        || make_map(&a.tm_v, bf16, p->v, mb, p->Hkv, nk, p->d, p->v_batch_stride, p->v_head_stride,
                     p->v_row_stride, C::BN)
-        || make_map(&a.tm_o, bf16, p->o, p->B, p->Hq, p->Nq, p->d, p->o_batch_stride, p->o_head_stride,
+        || make_map(&a.tm_o, bf16, p->o, mb, p->Hq, nq, p->d, p->o_batch_stride, p->o_head_stride,
                     p->o_row_stride, 64))
         return FA_ERR_UNSUPPORTED;
     a.scale_log2 = fmaxf(p->scale * FA_LOG2E, FLT_MIN);
@@ -941,12 +924,12 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
 }
 
 /* A call with variants (fa.h): the VAR kernels, 2 consumers at every width (3 consumers' 160
- * registers leave no room for the variants' state). Packed sequences (cu_seqlens) are not taken:
- * the sm_80 kernel runs them. */
+ * registers leave no room for the variants' state). Packed sequences run one tile per CTA over
+ * the longest sequence's query tiles (a tile past its sequence's end leaves at once). */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
-        || p->B > INT32_MAX || p->Hq > INT32_MAX || v->cu_seqlens_q != NULL || v->cu_seqlens_k != NULL)
+        || p->B > INT32_MAX || p->Hq > INT32_MAX)
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
     if (p->d <= 64)

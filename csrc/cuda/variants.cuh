@@ -39,10 +39,13 @@ static inline fa_var var_resolve(const fa_params *p, const fa_variants *v)
 }
 
 #ifdef __CUDACC__
-/* One packed sequence as a tile sees it: its first rows in q/o and in k/v, its lengths and δ. */
+/* One packed sequence as a tile sees it: its first rows in q/o and in k/v, its lengths and δ.
+ * Unpacked calls: the whole (Nq, Nk) problem at rows 0 (packed false). */
 typedef struct {
     int64_t q0, k0;
     int Nq, Nk, delta;
+    bool packed;
+    int64_t total_q;                    /* packed: rows of q, o (lse: (Hq, total_q)) */
 } fa_var_seq;
 
 /* The whole (Nq, Nk) problem of an unpacked call. */
@@ -51,6 +54,8 @@ __device__ __forceinline__ fa_var_seq var_whole(const fa_var &x, const fa_params
     fa_var_seq s;
     s.q0 = s.k0 = 0;
     s.Nq = (int)p.Nq, s.Nk = (int)p.Nk, s.delta = x.delta;
+    s.packed = false;
+    s.total_q = 0;
     return s;
 }
 
@@ -69,6 +74,8 @@ __device__ __forceinline__ fa_var_seq var_seq(const fa_var &x, const fa_params &
     s.q0 = q0, s.k0 = k0;
     s.Nq = (int)min(q1 - q0, p.Nq), s.Nk = (int)min(k1 - k0, p.Nk);
     s.delta = x.v.align == FA_ALIGN_BOTTOM_RIGHT ? s.Nk - s.Nq : 0;
+    s.packed = true;
+    s.total_q = tq;
     return s;
 }
 
@@ -84,6 +91,37 @@ __device__ __forceinline__ bool var_seqlens_ok(const fa_var &x, const fa_params 
         ok = ok && lq >= 0 && lk >= 0 && lq <= p.Nq && lk <= p.Nk;
     }
     return ok;
+}
+
+/* Packed sequences that break fa.h's rules (var_seqlens_ok): the whole output and lse are NaN, as
+ * on the exact path. CTA blk of n fills its share of the total_q · Hq rows with its THREADS threads. */
+template <int THREADS>
+__device__ void var_fill_nan(const fa_var &x, const fa_params &p, int64_t blk, int64_t n)
+{
+    const int64_t rows = x.v.total_q * p.Hq, per = (rows + n - 1) / n;
+    const int64_t r0 = blk * per, r1 = min(rows, r0 + per);
+    const uint16_t nan = p.dtype == FA_BFLOAT16 ? 0x7fc0 : 0x7e00;
+    for (int64_t i = r0 * p.d + threadIdx.x; i < r1 * p.d; i += THREADS) {
+        const int64_t r = i / p.d, row = r / p.Hq, h = r % p.Hq;
+        ((uint16_t *)p.o)[row * p.o_row_stride + h * p.o_head_stride + i % p.d] = nan;
+    }
+    if (p.lse != NULL)
+        for (int64_t r = r0 + threadIdx.x; r < r1; r += THREADS)
+            p.lse[(r % p.Hq) * x.v.total_q + r / p.Hq] = NAN;
+}
+
+/* A packed call's CTA of THREADS threads (a 1-D grid, one tile each), at its start: whether its
+ * tile, rows m0.. of a sequence of Nq queries, has work. When cu_seqlens break the rules it fills
+ * its share of the output with NaN instead (var_fill_nan) and has none. Every thread calls it. */
+template <int THREADS>
+__device__ __forceinline__ bool var_packed_tile(const fa_var &x, const fa_params &p, int Nq, int m0)
+{
+    /* Barrier (__syncthreads_and): every thread's share of the check is in. */
+    if (!__syncthreads_and(var_seqlens_ok(x, p, threadIdx.x, THREADS))) {
+        var_fill_nan<THREADS>(x, p, blockIdx.x, gridDim.x);
+        return false;
+    }
+    return m0 < Nq;
 }
 
 /* What a thread knows about its two rows (row0, row0 + 8) beyond its kernel's softmax state: each
