@@ -55,8 +55,9 @@ def check_forward(family, dtype, B, Hq, Hkv, Nq, Nk, d, causal, note=""):
     return ok
 
 
-def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note):
-    """Every variant of the Hopper kernel at once, checked against the CPU backend; True when right."""
+def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90"):
+    """Every variant at once in the forced family's kernel, checked against the CPU backend; True
+    when right."""
     q = torch.randn(B, Nq, Hq, d, device="cuda", dtype=dtype).transpose(1, 2)
     k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", dtype=dtype) for _ in range(2))
     kw = dict(causal=True, causal_align="bottom_right", window=(150, -1), softcap=20.0,
@@ -71,27 +72,55 @@ def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note):
     fin = ref_lse.isfinite()
     lse_ok = torch.equal(fin, lse.cpu().isfinite()) and (lse.cpu()[fin] - ref_lse[fin]).abs().max().item() < 1e-3
     ok = err < 2e-2 and lse_ok
-    print(f"{'ok  ' if ok else 'FAIL'} sm90 variants {str(dtype):14} B={B} Hq={Hq} Hkv={Hkv} Nq={Nq} Nk={Nk} d={d} "
+    print(f"{'ok  ' if ok else 'FAIL'} {family} variants {str(dtype):14} B={B} Hq={Hq} Hkv={Hkv} Nq={Nq} Nk={Nk} d={d} "
           f"{note}: max err {err:.1e}, lse {'ok' if lse_ok else 'WRONG'}")
+    return ok
+
+
+def check_varlen(family, d, bad=False):
+    """Packed sequences (tails that end inside the next sequence's rows, an empty one, one query)
+    in the forced family's kernel against the CPU backend; bad: cu_seqlens that decrease, for the
+    kernel's NaN fill. True when right."""
+    lens_q, lens_k = [70, 0, 1, 300, 129], [90, 5, 64, 250, 129]
+    cq, ck = (torch.tensor([0] + torch.tensor(n).cumsum(0).tolist(), dtype=torch.int32) for n in (lens_q, lens_k))
+    if bad:
+        cq[2] = 80
+    q = torch.randn(sum(lens_q), 4, d, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(sum(lens_k), 2, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    kw = dict(causal=True, causal_align="bottom_right", window=(100, -1), softcap=20.0, sinks=torch.randn(4))
+    out, lse = torch_flashattn.attention_varlen(q, k, v, cq.cuda(), ck.cuda(), 300, 250, return_lse=True,
+                                                **{n: x.cuda() if isinstance(x, torch.Tensor) else x
+                                                   for n, x in kw.items()})
+    torch.cuda.synchronize()
+    if bad:
+        ok = bool(out.isnan().all() and lse.isnan().all())
+        err = float("nan")
+    else:
+        ref, ref_lse = torch_flashattn.attention_varlen(q.float().cpu(), k.float().cpu(), v.float().cpu(), cq, ck,
+                                                        300, 250, return_lse=True, **kw)
+        err = (out.float().cpu() - ref).abs().max().item()
+        fin = ref_lse.isfinite()
+        ok = err < 2e-2 and torch.equal(fin, lse.cpu().isfinite()) and \
+            (lse.cpu()[fin] - ref_lse[fin]).abs().max().item() < 1e-3
+    print(f"{'ok  ' if ok else 'FAIL'} {family} varlen d={d}{' bad cu_seqlens -> NaN' if bad else ''}: max err {err:.1e}")
     return ok
 
 
 def main():
     torch.manual_seed(0)
     failures = 0
-    # SANITIZE_ONLY=kvcache / sm90: the decode cases or the Hopper kernel's alone (a quicker run
-    # after a change to decode.cu or sm90.cu)
+    # SANITIZE_ONLY=kvcache / sm90 / variants: the decode cases, the Hopper kernel's or the
+    # variants' alone (a quicker run after a change to decode.cu, sm90.cu or variants.cuh)
     only = os.environ.get("SANITIZE_ONLY")
-    only_kvcache = only == "kvcache"
     families = {f: t for f, t in FAMILIES.items() if only != "sm90" or f == "sm90"}
-    for family, dtypes in ({} if only_kvcache else families).items():
+    for family, dtypes in ({} if only in ("kvcache", "variants") else families).items():
         set_overrides(family=family)
         for dtype in dtypes:
             for case in CASES:
                 if family == "fp32tc" and case[5] > 128:   # declined: auto runs fp32 there
                     continue
                 failures += not check_forward(family, dtype, *case)
-    if "sm90" in FAMILIES and not only_kvcache:
+    if "sm90" in FAMILIES and only in (None, "sm90"):
         # Persistent CTAs walking several tiles each (336 tiles): the K/V ring and the Q buffers
         # running on from tile to tile. Non-causal, on 132 SMs, the last round's 72 tiles are
         # split along the keys on the d = 128 three-consumer tile (2049 keys; 3 and 4 parts forced)
@@ -107,7 +136,7 @@ def main():
         for grid in ("persistent", "tile"):
             set_overrides(family="sm90", sm90_grid=grid)
             failures += not check_forward("sm90", torch.bfloat16, 1, 4, 2, 385, 2049, 128, False, " long keys")
-    if "sm90" in FAMILIES and not only_kvcache:
+    if "sm90" in FAMILIES and only in (None, "sm90", "variants"):
         # The variants in the Hopper kernel (VAR): windows that skip key blocks, bottom-right rows
         # that see nothing, key_mask and a strided float attn_mask read per element, sinks,
         # softcap and ALiBi, at each tile width; both grids.
@@ -115,9 +144,19 @@ def main():
             set_overrides(family="sm90", sm90_grid=grid)
             for d in (64, 128, 256):
                 failures += not check_variants(torch.bfloat16, 2, 4, 2, 333, 517, d, grid)
+    if only in (None, "sm90", "variants"):
+        # The variants in the sm_80 kernel (VAR), and packed sequences in both kernels: rows that
+        # end inside the next sequence's tile, and bad cu_seqlens (the NaN fill).
+        for family in ("sm90", "sm80") if "sm90" in FAMILIES else ("sm80",):
+            set_overrides(family=family)
+            for d in (64, 128, 256):
+                if family == "sm80":
+                    failures += not check_variants(torch.float16, 2, 4, 2, 333, 517, d, "", family="sm80")
+                failures += not check_varlen(family, d)
+            failures += not check_varlen(family, 128, bad=True)
     # The split rule's own plans, then 5 and 20 splits merged by each combine kernel (no clusters).
-    for family, merge in () if only == "sm90" else (("auto", "rule"), ("simt", "rule"), ("auto", "elem"),
-                                                    ("auto", "wide")):
+    merges = (("auto", "rule"), ("simt", "rule"), ("auto", "elem"), ("auto", "wide"))
+    for family, merge in () if only in ("sm90", "variants") else merges:
         set_overrides(family=family)
         if merge != "rule":
             set_overrides(family=family, decode_splits=5 if merge == "elem" else 20, decode_cluster="off",
