@@ -6,8 +6,8 @@ from a config (random weights, nothing downloaded). Needs `pip install transform
 
 Compares prefill logits and greedy generation with attn_implementation="sdpa", then a left-padded batch
 of three prompts of different lengths: tokens compared row by row, and the share of attention calls our
-kernels served (padded calls carry a mask: on a compute capability 9.0 GPU in fp16/bf16 the Hopper
-kernel reads it; elsewhere they go to PyTorch's SDPA, counted in fallback_reasons).
+kernels served (padded calls reach torch_flashattn.attention with a key_mask: the backend's mask function
+hands the padding over instead of a dense mask).
 """
 import copy
 import sys

@@ -179,11 +179,11 @@ def test_transformers_prefill_and_padding():
         torch.testing.assert_close(ours(ids).logits, ref(ids).logits, atol=1e-4, rtol=1e-4)
         assert torch_flashattn.stats()["fa"] == 2           # one call per layer
         mask = torch.ones(2, 37, dtype=torch.long)
-        mask[1, :5] = 0                                      # left padding: an explicit mask, so SDPA
+        mask[1, :5] = 0                                      # left padding: the op's key_mask
         keep = mask.bool()
         torch.testing.assert_close(ours(ids, attention_mask=mask).logits[keep],
                                    ref(ids, attention_mask=mask).logits[keep], atol=1e-4, rtol=1e-4)
-    assert torch_flashattn.stats()["fallback_reasons"] == {"attn_mask": 2}
+    assert torch_flashattn.stats()["fa"] == 4 and torch_flashattn.stats()["fallback_reasons"] == {}
 
 
 def test_transformers_greedy_generation_with_cache():

@@ -9,20 +9,28 @@ Every keyword that transformers' attention call sites pass is either computed he
 path; none is dropped (``KEYWORDS`` lists them, and tests/test_hf_keywords.py checks the list against
 the installed transformers). Four paths, each counted by ``torch_flashattn.stats()``:
 
-- our kernels, through ``torch_flashattn.scaled_dot_product_attention``: no mask (causal prefill,
-  encoders without padding), decoding steps (a few queries against the KV cache), and an explicit
-  mask (padding, sliding-window bands) for fp16/bf16 on a compute capability 9.0 GPU (the Hopper
-  kernel reads the mask tile by tile);
-- PyTorch's SDPA: an explicit mask elsewhere, and a relative position bias (``position_bias``, T5) or
-  a sparse key selection (``indices``) folded into that mask;
+- our kernels, through ``torch_flashattn.attention``: padding, sliding windows and offsets given as a
+  ``StructuredMask`` (below), on the CPU and in fp16/bf16 on sm_80+ GPUs; through
+  ``torch_flashattn.scaled_dot_product_attention``: no mask (causal prefill, encoders without padding),
+  decoding steps (a few queries against the KV cache), and a dense mask for fp16/bf16 on a compute
+  capability 9.0 GPU (the Hopper kernel reads the mask tile by tile);
+- PyTorch's SDPA: a dense mask elsewhere, and a relative position bias (``position_bias``, T5: the
+  kernels' float-mask path runs it at 0.28× cuDNN on the H200) or a sparse key selection
+  (``indices``) folded into that mask;
 - ``torch_flashattn.attention`` with its own variants: ``softcap`` (Gemma 2) and attention sinks
   (``s_aux`` / ``sinks``, GPT-OSS), with the mask, for inference (no dropout, no gradient);
 - the model's own eager attention function (read from its modeling file): those keywords in training,
   ``output_attentions=True`` (it returns the weights), and any keyword this module does not know,
   which ``stats()`` names as the reason.
 
-Masks are built as for ``attn_implementation="sdpa"`` (boolean, left out where the plain causal flag is
-exact). The name holds neither "sdpa" nor "flash", which transformers treats specially: it accepts this
+Masks: the backend's own mask function (``structured_mask``) recognises transformers' causal, sliding-window
+and bidirectional patterns with a padding mask, and hands the attention function a ``StructuredMask``
+(the 2-D padding mask as ``key_mask``, the window as ``window``, the query/key offsets as the causal
+alignment) instead of a dense 4-D mask; those calls run on ``torch_flashattn.attention`` (CPU, and CUDA
+fp16/bf16 on sm_80+). Any other pattern (chunked, packed sequences, image-token overlays), offsets given
+as tensors, and calls that fall back (dropout, gradients, eager attention) get the dense mask built as
+for ``attn_implementation="sdpa"`` (boolean, left out where the plain causal flag is exact). A padding
+mask with no padding is dropped after the same check transformers' own sdpa mask makes (one host read). The name holds neither "sdpa" nor "flash", which transformers treats specially: it accepts this
 backend for every model that calls attention through its interface, Gemma 2 and GPT-OSS included. The
 alias "fa_sdpa" (the earlier name) runs the same function; transformers refuses it for models without
 SDPA support. Models that bypass the interface (Falcon) ignore both names: run them with
@@ -32,6 +40,7 @@ dependency (``pip install transformers``).
 import ast
 import inspect
 import textwrap
+from dataclasses import dataclass
 
 import torch
 
@@ -46,7 +55,8 @@ ALIAS = "fa_sdpa"
 # is not listed here; at run time an unlisted keyword with a value goes to the eager path.
 KEYWORDS = {
     # computed here
-    "attention_mask": "mask: our kernels when None or (fp16/bf16, compute capability 9.0) given, SDPA otherwise",
+    "attention_mask": ("mask: our kernels when None or structured (structured_mask), or dense on compute "
+                       "capability 9.0 (fp16/bf16); SDPA otherwise"),
     "dropout": "SDPA's dropout_p (training)",
     "scaling": "scale",
     "is_causal": "SDPA's top-left causal flag, applied when no mask is given",
@@ -173,6 +183,120 @@ def _selection(module, query, key, mask, given, kwargs):
     return mask
 
 
+# ---- the structured mask ---------------------------------------------------------------------
+
+@dataclass
+class StructuredMask:
+    """What ``structured_mask`` hands the attention function instead of a dense mask: query i (absolute
+    position q_offset + i) sees key j (kv_offset + j) when key_mask[b, j] (None: every key) and
+    i + delta − left <= j <= i + delta + right (None: that side unbounded), delta = q_offset − kv_offset;
+    causal means right = 0. ``dense()`` builds the 4-D boolean mask transformers' sdpa mask builds."""
+    key_mask: torch.Tensor | None
+    causal: bool
+    left: int | None
+    right: int | None
+    delta: int
+    q_length: int
+    kv_length: int
+    build: object
+
+    def dense(self):
+        return self.build()
+
+    def op_arguments(self, key, value):
+        """(key, value, keyword arguments of torch_flashattn.attention) for this mask, or None where the
+        op cannot express it (a diagonal other than its two alignments). Causal calls drop the keys past
+        the last query's diagonal (views), which no query sees, so that the alignment is bottom-right."""
+        nq, nk, delta, key_mask = self.q_length, self.kv_length, self.delta, self.key_mask
+        if self.causal:
+            if delta < 0 or delta + nq > nk:
+                return None
+            nk = delta + nq
+            key, value = key[:, :, :nk], value[:, :, :nk]
+            key_mask = None if key_mask is None else key_mask[:, :nk]
+            align = "bottom_right"
+        elif self.left is None and self.right is None or delta == 0:
+            align = "top_left"
+        elif delta == nk - nq:
+            align = "bottom_right"
+        else:
+            return None
+        window = (-1 if self.left is None else self.left, -1 if self.right is None else self.right)
+        kw = dict(causal=self.causal, causal_align=align, key_mask=key_mask)
+        if window != (-1, -1) and not (self.causal and window == (-1, 0)):
+            kw["window"] = window
+        return key, value, kw
+
+
+def _closure(fn):
+    return dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
+
+
+def _structure(fn):
+    """(causal, left, right) of a transformers mask function made of the patterns this backend knows
+    (causal, bidirectional, sliding-window overlays, intersections of them), in key offsets from the
+    diagonal; None for any other."""
+    from transformers import masking_utils as mu
+
+    if fn is mu.causal_mask_function:
+        return True, None, 0
+    if fn is mu.bidirectional_mask_function:
+        return False, None, None
+    name = getattr(fn, "__qualname__", "")
+    try:
+        cells = _closure(fn)
+    except (AttributeError, ValueError):
+        return None
+    if name == "sliding_window_overlay.<locals>.inner_mask":          # kv > q − w
+        return False, cells["sliding_window"] - 1, None
+    if name == "sliding_window_bidirectional_overlay.<locals>.inner_mask":   # |q − kv| <= w
+        return False, cells["sliding_window"], cells["sliding_window"]
+    if name == "and_masks.<locals>.and_mask":
+        parts = [_structure(f) for f in cells["mask_functions"]]
+        if not parts or any(p is None for p in parts):
+            return None
+        side = lambda vals: min((v for v in vals if v is not None), default=None)  # noqa: E731
+        return any(p[0] for p in parts), side(p[1] for p in parts), side(p[2] for p in parts)
+    return None
+
+
+def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None,
+                    attention_mask=None, allow_is_causal_skip=True, **kwargs):
+    """transformers' mask-interface protocol (as ``sdpa_mask``): a ``StructuredMask`` for the patterns
+    ``_structure`` knows, None where the plain causal flag is exact, else sdpa_mask's dense mask."""
+    from transformers import masking_utils as mu
+
+    mask_function = mask_function or mu.causal_mask_function
+    args = dict(batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset,
+                kv_offset=kv_offset, mask_function=mask_function, attention_mask=attention_mask,
+                allow_is_causal_skip=allow_is_causal_skip, **kwargs)
+    build = lambda: mu.sdpa_mask(**args)  # noqa: E731
+    shape = _structure(mask_function)
+    if shape is None or not all(isinstance(x, int) for x in (q_offset, kv_offset, q_length, kv_length)):
+        return build()
+    padding = mu.prepare_padding_mask(attention_mask, kv_length, kv_offset)
+    if shape == (True, None, 0) and allow_is_causal_skip and mu._ignore_causal_mask_sdpa(
+            padding, q_length, kv_length, q_offset, kv_offset, kwargs.get("local_size")):
+        return None                                      # the plain causal flag (top-left) is exact
+    key_mask = None if padding is None else padding[:, kv_offset:kv_offset + kv_length]
+    if key_mask is not None and mu.fast_all(key_mask):   # transformers' own check (one host read)
+        key_mask = None
+    return StructuredMask(key_mask, *shape, q_offset - kv_offset, q_length, kv_length, build)
+
+
+def _structured_takes(query, key, value, dropout):
+    """Whether torch_flashattn.attention runs a StructuredMask call at its speed: inference (no dropout,
+    no gradient), (B, H, L, d) inputs of one dtype, on the CPU or in fp16/bf16 on a CUDA GPU of compute
+    capability 8.0 or later (elsewhere the op would compute it exactly through PyTorch)."""
+    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
+    if dropout or grad or not (query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype):
+        return False
+    if query.device.type == "cpu":
+        return query.dtype in (torch.float32, torch.float16, torch.bfloat16)
+    return (query.device.type == "cuda" and query.dtype in (torch.float16, torch.bfloat16)
+            and torch.cuda.get_device_capability(query.device) >= (8, 0))
+
+
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None,
                       **kwargs):
     """transformers' attention-function protocol: query (B, Hq, L, d), key and value (B, Hkv, S, d);
@@ -180,6 +304,22 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
     is_causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     # transformers passes None for a feature that is off (and False for output_attentions).
     given = {k: v for k, v in kwargs.items() if v is not None}
+    if isinstance(attention_mask, StructuredMask):
+        # The op computes it (softcap and sinks too) unless a keyword needs another path: a selection or
+        # position bias to fold, the weights asked for, both sinks tensors, or one this module does not know.
+        op = None
+        if (all(k in KEYWORDS for k in given) and not given.get("output_attentions")
+                and not any(k in given for k in ("indices", "block_indices", "position_bias"))
+                and not ("s_aux" in given and "sinks" in given) and _structured_takes(query, key, value, dropout)):
+            op = attention_mask.op_arguments(key, value)
+        if op is not None:
+            k, v, kw = op
+            sinks = given.get("s_aux", given.get("sinks"))
+            _sdpa._count("fa")
+            out = _attention(query, k, v, scale=scaling, softcap=given.get("softcap"),
+                             sinks=None if sinks is None else sinks.float(), **kw)
+            return out.transpose(1, 2).contiguous(), None
+        attention_mask = attention_mask.dense()          # every other path reads the dense mask
     # The causal flag applies only without a mask (transformers leaves the mask out where it is exact).
     causal = attention_mask is None and query.shape[2] > 1 and is_causal
     if attention_mask is not None and attention_mask.dtype != torch.bool:
@@ -222,9 +362,9 @@ def register(name=NAME):
     """Registers the backend (and SDPA-style mask construction) under ``name`` and under the alias
     "fa_sdpa"; returns ``name``."""
     from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+    from transformers.masking_utils import AttentionMaskInterface
 
     for n in {name, ALIAS}:
         AttentionInterface.register(n, attention_forward)
-        AttentionMaskInterface.register(n, sdpa_mask)
+        AttentionMaskInterface.register(n, structured_mask)
     return name

@@ -1,0 +1,98 @@
+"""The transformers backend's structured mask (torch_flashattn.hf.structured_mask): which of
+transformers' mask patterns it recognises, and that the op given its StructuredMask (key_mask, window,
+alignment, keys cut at the last query's diagonal) computes what SDPA computes with the dense mask
+transformers' sdpa mask function builds for the same arguments: padding left and right, sliding
+windows, bidirectional windows, a prefill chunk against a cache, a static cache longer than the
+tokens seen, cross-attention shapes. CPU here; the model battery (test_hf_models.py) runs it on CUDA.
+"""
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+mu = pytest.importorskip("transformers.masking_utils")
+
+import torch_flashattn  # noqa: E402
+from torch_flashattn.hf import StructuredMask, _structure, structured_mask  # noqa: E402
+
+
+def test_patterns_recognised():
+    assert _structure(mu.causal_mask_function) == (True, None, 0)
+    assert _structure(mu.bidirectional_mask_function) == (False, None, None)
+    assert _structure(mu.sliding_window_causal_mask_function(5)) == (True, 4, 0)
+    assert _structure(mu.sliding_window_bidirectional_mask_function(3)) == (False, 3, 3)
+    assert _structure(mu.and_masks(mu.sliding_window_overlay(8), mu.sliding_window_overlay(4),
+                                   mu.causal_mask_function)) == (True, 3, 0)
+    # Patterns it does not express: the dense mask.
+    assert _structure(mu.chunked_causal_mask_function(4, torch.zeros(2, dtype=torch.long))) is None
+    assert _structure(mu.or_masks(mu.causal_mask_function, mu.bidirectional_mask_function)) is None
+    assert _structure(mu.and_masks(mu.causal_mask_function, mu.padding_mask_function(torch.ones(1, 4, dtype=bool)))) is None
+    assert _structure(lambda b, h, q, kv: kv <= q) is None
+
+
+def padding(B, n, left, g):
+    """(B, n) bool: row b has 3·b padded positions, at the start (left) or the end."""
+    m = torch.ones(B, n, dtype=torch.bool)
+    for b in range(B):
+        p = min(3 * b, n - 1)
+        if p:
+            if left:
+                m[b, :p] = False
+            else:
+                m[b, n - p:] = False
+    return m
+
+
+# (name, mask_function, q_length, kv_length, q_offset, kv_offset, padded length or None, left padding)
+CASES = [
+    ("causal prefill, left padded", mu.causal_mask_function, 12, 12, 0, 0, 12, True),
+    ("causal decode step, left padded", mu.causal_mask_function, 1, 13, 12, 0, 13, True),
+    ("causal chunk against a cache", mu.causal_mask_function, 5, 17, 12, 0, None, False),
+    ("causal chunk, padded", mu.causal_mask_function, 5, 17, 12, 0, 17, True),
+    ("static cache longer than the tokens seen", mu.causal_mask_function, 3, 32, 10, 0, 13, True),
+    ("sliding window prefill", mu.sliding_window_causal_mask_function(4), 12, 12, 0, 0, None, False),
+    ("sliding window decode, padded", mu.sliding_window_causal_mask_function(4), 1, 13, 12, 0, 13, True),
+    ("sliding window cache with offset", mu.sliding_window_causal_mask_function(6), 2, 8, 14, 8, 16, True),
+    ("bidirectional, right padded", mu.bidirectional_mask_function, 10, 10, 0, 0, 10, False),
+    ("bidirectional window", mu.sliding_window_bidirectional_mask_function(2), 10, 10, 0, 0, 10, False),
+    ("cross attention, padded encoder", mu.bidirectional_mask_function, 4, 9, 0, 0, 9, False),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_structured_mask_matches_dense(case):
+    name, fn, nq, nk, q_off, kv_off, padded, left = case
+    g = torch.Generator().manual_seed(len(name))
+    B, H, d = 3, 2, 16
+    attention_mask = padding(B, padded, left, g) if padded else None
+    kw = dict(batch_size=B, q_length=nq, kv_length=nk, q_offset=q_off, kv_offset=kv_off, mask_function=fn,
+              attention_mask=attention_mask)
+    if "sliding" in name:                       # as create_sliding_window_causal_mask passes it
+        kw["local_size"] = {4: 4, 6: 6}[_structure(fn)[1] + 1]
+    m = structured_mask(**kw)
+    dense = mu.sdpa_mask(**kw)
+    q = torch.randn(B, H, nq, d, generator=g)
+    k, v = torch.randn(B, H, nk, d, generator=g), torch.randn(B, H, nk, d, generator=g)
+    if dense is None:        # the plain causal flag is exact: the mask function says so too
+        assert m is None, name
+        return
+    assert isinstance(m, StructuredMask), name
+    assert torch.equal(m.dense(), dense), name
+    op = m.op_arguments(k, v)
+    assert op is not None, name
+    kk, vv, args = op
+    out = torch_flashattn.attention(q, kk, vv, **args)
+    full = dense.expand(B, H, nq, nk)
+    with sdpa_kernel(SDPBackend.MATH):
+        ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=full)
+    seen = full.any(-1)
+    torch.testing.assert_close(out[seen], ref[seen].float(), atol=2e-6, rtol=0, msg=name)
+    assert (out[~seen] == 0).all(), f"{name}: a query that sees no key is not 0"
+
+
+def test_offsets_as_tensors_get_the_dense_mask():
+    """Static caches may pass a tensor q_offset: reading it would need the host, so the dense mask."""
+    kw = dict(batch_size=1, q_length=1, kv_length=8, q_offset=torch.tensor(5), kv_offset=0,
+              mask_function=mu.causal_mask_function, attention_mask=torch.ones(1, 8, dtype=torch.bool),
+              allow_is_causal_skip=False)
+    assert isinstance(structured_mask(**kw), torch.Tensor)
