@@ -54,13 +54,14 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--longest", type=int, help="the longest prompt (default 2048; --quick: 512, CPU 64)")
     args = ap.parse_args(argv)
     dev = args.device
     dtype = torch.bfloat16 if dev == "cuda" else torch.float32
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
     name = torch_flashattn.hf.register()
     B = 8
-    longest = (64 if dev == "cpu" else 512) if args.quick else 2048
+    longest = args.longest or ((64 if dev == "cpu" else 512) if args.quick else 2048)
     lengths = [int(longest * (0.25 + 0.75 * b / (B - 1))) for b in range(B)]
     g = torch.Generator(device=dev).manual_seed(0)
     ids = torch.randint(3, 32000, (B, longest), device=dev, generator=g)
