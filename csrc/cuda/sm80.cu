@@ -225,11 +225,11 @@ fa_sm80_forward_kernel(const __grid_constant__ typename sm80_kargs<VAR>::type a)
      * one key < Nk. */
     int64_t q0 = 0, k0 = 0, kv_rows = p.Nk;             /* kv_rows: Nk, as load_block reads it */
     int kb0 = 0, n_blocks = 0;
-    fa_var_seq seq;
+    fa_var_seq seq{};
     if constexpr (VAR) {
         seq = var_seq(a.var, p, b);
         if (seq.packed && !var_packed_tile<THREADS>(a.var, p, seq.Nq, m0))
-            return;                                     /* past this sequence's end: no barrier follows */
+            return;                                     /* past its sequence's end, or NaN filled */
         q0 = seq.q0, k0 = seq.k0, Nq = seq.Nq, Nk = seq.Nk, kv_rows = seq.Nk;
         var_blocks<BN>(a.var, seq, m0, min(m0 + BM, Nq) - 1, kb0, n_blocks);
     }
