@@ -558,34 +558,38 @@ int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
 /* Backward (FlashAttention-2's algorithm, written as plain loops).           */
 
 /* One (batch, kv head): the query heads of its group one after another, each query row's scores
- * recomputed from lse; dK and dV summed in fp32 buffers of the kv head's keys, dQ per row. */
+ * recomputed from lse; dK and dV summed in fp32 buffers of the kv head's keys, dQ per row. Packed
+ * sequences: sequence b's rows q0.., k0.. (the batch strides are 0), lse rows h · total_q + q0... */
 static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, int64_t b, int64_t hk, float *buf,
                             double *dsinks)
 {
     const fa_params *p = &bp->p;
-    const int64_t d = p->d, Nk = p->Nk, G = p->Hq / p->Hkv;
+    const int packed = v->cu_seqlens_q != NULL;
+    const int64_t q0 = packed ? v->cu_seqlens_q[b] : 0, k0 = packed ? v->cu_seqlens_k[b] : 0;
+    const int64_t Nq = packed ? v->cu_seqlens_q[b + 1] - q0 : p->Nq;
+    const int64_t d = p->d, Nk = packed ? v->cu_seqlens_k[b + 1] - k0 : p->Nk, G = p->Hq / p->Hkv;
     const size_t es = dtype_size(p->dtype);
     float *kf = buf, *vf = kf + Nk * d, *dk = vf + Nk * d, *dv = dk + Nk * d;
     float *pr = dv + Nk * d, *dpr = pr + Nk, *tr = dpr + Nk;   /* one row's P, dP, tanh per key */
     float q[FA_MAX_HEAD_DIM], dout[FA_MAX_HEAD_DIM], dq[FA_MAX_HEAD_DIM];
     for (int64_t j = 0; j < Nk; j++) {
-        load_row(kf + j * d, (const char *)p->k + (b * p->k_batch_stride + hk * p->k_head_stride + j * p->k_row_stride) * es,
-                 d, p->dtype, 1.0f);
-        load_row(vf + j * d, (const char *)p->v + (b * p->v_batch_stride + hk * p->v_head_stride + j * p->v_row_stride) * es,
-                 d, p->dtype, 1.0f);
+        load_row(kf + j * d, (const char *)p->k + (b * p->k_batch_stride + hk * p->k_head_stride
+                                                   + (k0 + j) * p->k_row_stride) * es, d, p->dtype, 1.0f);
+        load_row(vf + j * d, (const char *)p->v + (b * p->v_batch_stride + hk * p->v_head_stride
+                                                   + (k0 + j) * p->v_row_stride) * es, d, p->dtype, 1.0f);
     }
     memset(dk, 0, sizeof(float) * Nk * d * 2);
-    const int64_t delta = fa_delta(v, p->Nq, Nk);
+    const int64_t delta = fa_delta(v, Nq, Nk);
     const float c = v->softcap;
     for (int64_t h = hk * G; h < (hk + 1) * G; h++) {
         const float slope = v->alibi_slopes != NULL ? v->alibi_slopes[b * v->alibi_batch_stride + h] : 0.0f;
-        for (int64_t i = 0; i < p->Nq; i++) {
-            const int64_t row = (b * p->Hq + h) * p->Nq + i;
+        for (int64_t i = 0; i < Nq; i++) {
+            const int64_t row = packed ? h * v->total_q + q0 + i : (b * p->Hq + h) * p->Nq + i, qi = q0 + i;
             const float lse = p->lse[row], dlse = bp->dlse != NULL ? bp->dlse[row] : 0.0f;
-            load_row(q, (const char *)p->q + (b * p->q_batch_stride + h * p->q_head_stride + i * p->q_row_stride) * es,
+            load_row(q, (const char *)p->q + (b * p->q_batch_stride + h * p->q_head_stride + qi * p->q_row_stride) * es,
                      d, p->dtype, 1.0f);
             load_row(dout, (const char *)bp->dout + (b * bp->do_batch_stride + h * bp->do_head_stride
-                                                     + i * bp->do_row_stride) * es, d, p->dtype, 1.0f);
+                                                     + qi * bp->do_row_stride) * es, d, p->dtype, 1.0f);
             for (int64_t x = 0; x < d; x++)
                 dq[x] = 0.0f;
             if (lse == -INFINITY)                        /* a row that sees nothing: no gradient */
@@ -647,15 +651,15 @@ static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, 
                 }
             }
         store:
-            store_row((char *)bp->dq + (b * bp->dq_batch_stride + h * bp->dq_head_stride + i * bp->dq_row_stride) * es,
+            store_row((char *)bp->dq + (b * bp->dq_batch_stride + h * bp->dq_head_stride + qi * bp->dq_row_stride) * es,
                       dq, d, p->dtype, 1.0f);
         }
     }
     for (int64_t j = 0; j < Nk; j++) {
-        store_row((char *)bp->dk + (b * bp->dk_batch_stride + hk * bp->dk_head_stride + j * bp->dk_row_stride) * es,
-                  dk + j * d, d, p->dtype, 1.0f);
-        store_row((char *)bp->dv + (b * bp->dv_batch_stride + hk * bp->dv_head_stride + j * bp->dv_row_stride) * es,
-                  dv + j * d, d, p->dtype, 1.0f);
+        store_row((char *)bp->dk + (b * bp->dk_batch_stride + hk * bp->dk_head_stride
+                                    + (k0 + j) * bp->dk_row_stride) * es, dk + j * d, d, p->dtype, 1.0f);
+        store_row((char *)bp->dv + (b * bp->dv_batch_stride + hk * bp->dv_head_stride
+                                    + (k0 + j) * bp->dv_row_stride) * es, dv + j * d, d, p->dtype, 1.0f);
     }
     return FA_OK;
 }
@@ -670,8 +674,10 @@ int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v_in)
     int status = fa_check_variants(p, v);
     if (status != FA_OK)
         return status;
-    if (v->cu_seqlens_q != NULL)
-        return FA_ERR_UNSUPPORTED;
+    if (v->cu_seqlens_q != NULL &&
+        ((status = fa_check_cu_seqlens(v->cu_seqlens_q, p->B, p->Nq, v->total_q)) != FA_OK ||
+         (status = fa_check_cu_seqlens(v->cu_seqlens_k, p->B, p->Nk, v->total_k)) != FA_OK))
+        return status;
     const int64_t strides[12] = {bp->do_batch_stride, bp->do_head_stride, bp->do_row_stride, bp->dq_batch_stride,
                                  bp->dq_head_stride, bp->dq_row_stride, bp->dk_batch_stride, bp->dk_head_stride,
                                  bp->dk_row_stride, bp->dv_batch_stride, bp->dv_head_stride, bp->dv_row_stride};

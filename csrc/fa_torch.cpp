@@ -13,6 +13,8 @@
 //                                                   (attention over a KV cache; CUDA: split-KV)
 //   fa::backward(dout, q, k, v, out, lse, dlse?, ...forward_variants' arguments..., delta?)
 //                -> (dq, dk, dv, dsinks)            (the gradients; torch_flashattn/_autograd.py)
+//   fa::backward_varlen(dout, q, k, v, out, lse, dlse?, ...forward_varlen's arguments...)
+//                -> (dq, dk, dv, dsinks)            (the gradients of forward_varlen)
 //   fa::_set_exact(bool on) -> bool                  (tests: variant calls take the exact path)
 //   fa::_exact_calls(bool reset=False) -> int        (calls the exact path computed)
 //   fa::_set_overrides(int[] fields), fa::_get_overrides() -> int[]   (tests and tools: fa_overrides)
@@ -620,10 +622,12 @@ std::tuple<at::Tensor, at::Tensor> forward_lse(const at::Tensor &q, const at::Te
 // The backward pass through PyTorch (CUDA, and the CPU under _set_exact): scores recomputed from
 // lse a block of query rows at a time, as exact_attention computes them, then FlashAttention-2's
 // formulas (D from the fp32 P: Σ_j P dP). Returns dq, dk, dv in q's dtype and dsinks (Hq) fp32 (empty without sinks).
+// q_len, k_len (B,) int64 or undefined: each sequence's real lengths, as in exact_attention (rows past
+// q_len must come with lse = −inf: they then add nothing).
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
     const at::Tensor &dout, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, const at::Tensor &out,
     const at::Tensor &lse, const at::Tensor &dlse, const at::Tensor &delta, double scale, bool causal,
-    const Variants &va)
+    const Variants &va, const at::Tensor &q_len = at::Tensor(), const at::Tensor &k_len = at::Tensor())
 {
     g_exact_calls++;
     const int64_t B = q.size(0), Hq = q.size(1), Nq = q.size(2), d = q.size(3), Hkv = k.size(1), Nk = k.size(2);
@@ -636,7 +640,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
         return {dq.to(q.scalar_type()), dk.to(q.scalar_type()), dv.to(q.scalar_type()), dsinks};
     }
     const at::Tensor k32 = k.to(at::kFloat), v32 = v.to(at::kFloat);
-    const int64_t shift = va.align == FA_ALIGN_BOTTOM_RIGHT ? Nk - Nq : 0;
+    at::Tensor shift = at::zeros({B, 1, 1, 1}, i64);   // δ per sequence
+    if (va.align == FA_ALIGN_BOTTOM_RIGHT)
+        shift = ((k_len.defined() ? k_len : at::full({B}, Nk, i64)) - (q_len.defined() ? q_len : at::full({B}, Nq, i64)))
+                    .view({B, 1, 1, 1});
     const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(Nq, (int64_t(1) << 26) / std::max<int64_t>(B * Hq * Nk, 1)));
     for (int64_t r0 = 0; r0 < Nq; r0 += rows) {
         const int64_t rc = std::min(rows, Nq - r0);
@@ -650,7 +657,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
         }
         const at::Tensor i = at::arange(r0, r0 + rc, i64).view({1, 1, rc, 1}) + shift;
         at::Tensor visible, t;
-        const at::Tensor sc = exact_scores(qc, k32, scale, causal, va, i, at::Tensor(), r0, &visible, &t);
+        const at::Tensor sc = exact_scores(qc, k32, scale, causal, va, i, k_len, r0, &visible, &t);
         visible = visible & l.isneginf().logical_not();
         const at::Tensor P = at::where(visible, at::exp(sc - l), 0.0);                       // (B, Hq, rc, Nk)
         const at::Tensor Pg = P.reshape({B, Hkv, G * rc, Nk}), dOg = doc.reshape({B, Hkv, G * rc, d});
@@ -745,6 +752,143 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
     bp.dv_batch_stride = dv.stride(0); bp.dv_head_stride = dv.stride(1); bp.dv_row_stride = dv.stride(2);
     bp.dsinks = va.sinks.defined() ? dsinks.data_ptr<float>() : nullptr;
     const fa_variants fv = to_fa_variants(va, q.scalar_type());
+    check_status(op, fa_backward_cpu(&bp, &fv));
+    return {dq, dk, dv, dsinks};
+}
+
+// The gradients of fa::forward_varlen: q, dout, out (total_q, Hq, d), k, v (total_k, Hkv, d), lse and
+// dlse (Hq, total_q). Rows outside every sequence get zero gradients. The CPU checks the cu_seqlens
+// values; CUDA (and the CPU under _set_exact) computes through exact_backward on the sequences padded
+// to max_seqlen, with no host read: bad cu_seqlens make every gradient NaN, as the forward does.
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
+    const at::Tensor &dout_in, const at::Tensor &q_in, const at::Tensor &k_in, const at::Tensor &v_in,
+    const at::Tensor &out_in, const at::Tensor &lse_in, const std::optional<at::Tensor> &dlse_in,
+    const at::Tensor &cu_q, const at::Tensor &cu_k, int64_t max_q, int64_t max_k, std::optional<double> scale,
+    bool causal, int64_t align, int64_t window_left, int64_t window_right, std::optional<double> softcap,
+    const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks)
+{
+    const char *op = "fa.backward_varlen";
+    const bool exact = g_force_exact.load();
+    const std::pair<const char *, const at::Tensor *> args[] = {{"q", &q_in}, {"k", &k_in}, {"v", &v_in}};
+    for (const auto &[name, t] : args)
+        FA_CHECK(t->dim() == 3, "%s: %s must be a 3-D tensor (total, H, d), got %d-D with shape %s", op, name,
+                 (int)t->dim(), shape(*t).c_str());
+    check_inputs(op, q_in.transpose(0, 1).unsqueeze(0), k_in.transpose(0, 1).unsqueeze(0),
+                 v_in.transpose(0, 1).unsqueeze(0), scale);
+    const std::pair<const char *, const at::Tensor *> same[] = {{"dout", &dout_in}, {"out", &out_in}};
+    for (const auto &[name, t] : same)
+        FA_CHECK(t->sizes() == q_in.sizes() && t->scalar_type() == q_in.scalar_type() && t->device() == q_in.device(),
+                 "%s: %s must have q's shape %s, dtype and device, got %s %s on %s", op, name, shape(q_in).c_str(),
+                 shape(*t).c_str(), dtype_name(*t), t->device().str().c_str());
+    const int64_t total_q = q_in.size(0), total_k = k_in.size(0), Hq = q_in.size(1), Hkv = k_in.size(1), d = q_in.size(2);
+    for (const auto &[name, t] : {std::pair<const char *, const at::Tensor *>{"lse", &lse_in},
+                                  std::pair<const char *, const at::Tensor *>{"dlse", dlse_in ? &*dlse_in : nullptr}})
+        FA_CHECK(t == nullptr || (t->dim() == 2 && t->size(0) == Hq && t->size(1) == total_q &&
+                                  t->scalar_type() == at::kFloat && t->device() == q_in.device()),
+                 "%s: %s must be float32 (Hq, total_q) = (%lld, %lld) on q's device, got %s %s", op, name,
+                 (long long)Hq, (long long)total_q, t ? dtype_name(*t) : "", t ? shape(*t).c_str() : "");
+    for (const auto &[name, t] : {std::pair<const char *, const at::Tensor *>{"cu_seqlens_q", &cu_q},
+                                  std::pair<const char *, const at::Tensor *>{"cu_seqlens_k", &cu_k}})
+        FA_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) >= 1 && t->size(0) == cu_q.size(0) &&
+                     t->device() == q_in.device(),
+                 "%s: %s must be a 1-D int32 tensor of B + 1 offsets (as long as the other) on %s, got %s %s", op,
+                 name, q_in.device().str().c_str(), dtype_name(*t), shape(*t).c_str());
+    FA_CHECK(max_q >= 0 && max_k >= 0, "%s: max_seqlen_q and max_seqlen_k must be >= 0, got %lld and %lld", op,
+             (long long)max_q, (long long)max_k);
+    const int64_t B = cu_q.size(0) - 1;
+    const Variants va = check_variants(op, q_in, B, Hq, max_q, max_k, align, window_left, window_right, softcap,
+                                       alibi_slopes, sinks, std::nullopt, std::nullopt);
+    const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
+    const at::Tensor cq = cu_q.contiguous(), ck = cu_k.contiguous(), lse = lse_in.contiguous();
+    const at::Tensor dlse = dlse_in.has_value() ? dlse_in->contiguous() : at::Tensor();
+    auto rows = [](const at::Tensor &t) { return t.stride(2) == 1 ? t : t.contiguous(); };   // (total, H, d)
+    const at::Tensor q = rows(q_in), k = rows(k_in), v = rows(v_in), o = rows(out_in), dO = rows(dout_in);
+
+    if (q.is_cuda() || exact) {
+#ifdef FA_WITH_CUDA
+        std::optional<c10::cuda::CUDAGuard> guard;
+        if (q.is_cuda())
+            guard.emplace(q.device());
+#endif
+        // Padded to (B, H, max, d) as forward_varlen's exact path does; padding rows get lse = −inf
+        // (no gradient) and padding keys are invisible (k_len).
+        const auto i64 = q.options().dtype(at::kLong);
+        const at::Tensor cq64 = cq.to(at::kLong), ck64 = ck.to(at::kLong);
+        const at::Tensor len_q = cq64.narrow(0, 1, B) - cq64.narrow(0, 0, B), len_k = ck64.narrow(0, 1, B) - ck64.narrow(0, 0, B);
+        at::Tensor ok = (cq64[0] == 0) & (ck64[0] == 0) & (cq64[B] <= total_q) & (ck64[B] <= total_k);
+        if (B > 0)
+            ok = ok & (len_q >= 0).all() & (len_k >= 0).all() & (len_q <= max_q).all() & (len_k <= max_k).all();
+        const at::Tensor rq = at::arange(max_q, i64).view({1, max_q}), rk = at::arange(max_k, i64).view({1, max_k});
+        const at::Tensor iq = (cq64.narrow(0, 0, B).view({B, 1}) + rq).clamp(0, std::max<int64_t>(total_q - 1, 0)).reshape(-1);
+        const at::Tensor ik = (ck64.narrow(0, 0, B).view({B, 1}) + rk).clamp(0, std::max<int64_t>(total_k - 1, 0)).reshape(-1);
+        const at::Tensor real_q = rq < len_q.view({B, 1}), real_k = rk < len_k.view({B, 1});   // (B, max)
+        auto pad = [&](const at::Tensor &x, const at::Tensor &idx, int64_t n) {
+            return x.numel() == 0 ? at::zeros({B, x.size(1), n, d}, x.options())
+                                  : x.index_select(0, idx).view({B, n, x.size(1), d}).transpose(1, 2);
+        };
+        auto pad_lse = [&](const at::Tensor &x) {      // (Hq, total_q) -> (B, Hq, max_q), −inf past len_q
+            const at::Tensor g = x.numel() == 0 ? at::zeros({Hq, B * max_q}, x.options()) : x.index_select(1, iq);
+            return at::where(real_q.view({B, 1, max_q}), g.view({Hq, B, max_q}).permute({1, 0, 2}), -INFINITY);
+        };
+        const at::Tensor qp = pad(q, iq, max_q), kp = pad(k, ik, max_k), vp = pad(v, ik, max_k);
+        const at::Tensor op_ = pad(o, iq, max_q), dop = pad(dO, iq, max_q) * real_q.view({B, 1, max_q, 1});
+        const at::Tensor lsep = pad_lse(lse), dlsep = dlse.defined() ? pad_lse(dlse).nan_to_num(0.0, 0.0, 0.0) : at::Tensor();
+        auto [dqp, dkp, dvp, dsinks] = exact_backward(dop, qp, kp, vp, op_, lsep, dlsep, at::Tensor(), sc, causal, va,
+                                                      len_q, len_k);
+        // Real rows go back to their packed rows, padding rows to a spare row past the end.
+        auto unpad = [&](const at::Tensor &xp, const at::Tensor &real, const at::Tensor &c64, int64_t n, int64_t total,
+                         int64_t H) {
+            const at::Tensor dst = at::where(real, c64.narrow(0, 0, B).view({B, 1}) + at::arange(n, i64).view({1, n}),
+                                             total).clamp(0, total).reshape(-1);
+            at::Tensor x = at::zeros({total + 1, H, d}, xp.options());
+            x.index_copy_(0, dst, xp.transpose(1, 2).reshape({B * n, H, d}));
+            return at::where(ok, x.narrow(0, 0, total), NAN);
+        };
+        return {unpad(dqp, real_q, cq64, max_q, total_q, Hq), unpad(dkp, real_k, ck64, max_k, total_k, Hkv),
+                unpad(dvp, real_k, ck64, max_k, total_k, Hkv), at::where(ok, dsinks, NAN)};
+    }
+    for (const auto &[name, t, max_len, total] :
+         {std::tuple<const char *, const at::Tensor *, int64_t, int64_t>{"cu_seqlens_q", &cq, max_q, total_q},
+          std::tuple<const char *, const at::Tensor *, int64_t, int64_t>{"cu_seqlens_k", &ck, max_k, total_k}}) {
+        const int32_t *c = t->data_ptr<int32_t>();
+        FA_CHECK(c[0] == 0 && c[B] <= total, "%s: %s must start at 0 and end within the %lld packed rows, got %d .. %d",
+                 op, name, (long long)total, (int)c[0], (int)c[B]);
+        for (int64_t b = 0; b < B; b++)
+            FA_CHECK(c[b + 1] >= c[b] && c[b + 1] - c[b] <= max_len,
+                     "%s: %s must not decrease and keep each length within %lld, got %d after %d at index %lld", op,
+                     name, (long long)max_len, (int)c[b + 1], (int)c[b], (long long)(b + 1));
+    }
+    at::Tensor dq = at::zeros_like(q, at::MemoryFormat::Contiguous), dk = at::zeros_like(k, at::MemoryFormat::Contiguous),
+               dv = at::zeros_like(v, at::MemoryFormat::Contiguous);
+    at::Tensor dsinks = va.sinks.defined() ? at::zeros({Hq}, q.options().dtype(at::kFloat))
+                                           : at::empty({0}, q.options().dtype(at::kFloat));
+    fa_backward_params bp;
+    std::memset(&bp, 0, sizeof(bp));
+    fa_params &p = bp.p;
+    p.q = q.data_ptr(); p.k = k.data_ptr(); p.v = v.data_ptr(); p.o = const_cast<void *>(o.data_ptr());
+    p.lse = lse.data_ptr<float>();
+    p.q_head_stride = q.stride(1); p.q_row_stride = q.stride(0);
+    p.k_head_stride = k.stride(1); p.k_row_stride = k.stride(0);
+    p.v_head_stride = v.stride(1); p.v_row_stride = v.stride(0);
+    p.o_head_stride = o.stride(1); p.o_row_stride = o.stride(0);
+    p.B = B; p.Hq = Hq; p.Hkv = Hkv; p.Nq = max_q; p.Nk = max_k; p.d = d;
+    p.scale = sc;
+    p.causal = causal ? 1 : 0;
+    p.dtype = to_fa_dtype(q.scalar_type());
+    p.num_threads = at::get_num_threads();
+    bp.dout = dO.data_ptr();
+    bp.do_head_stride = dO.stride(1); bp.do_row_stride = dO.stride(0);
+    bp.dlse = dlse.defined() ? dlse.data_ptr<float>() : nullptr;
+    bp.dq = dq.data_ptr(); bp.dk = dk.data_ptr(); bp.dv = dv.data_ptr();
+    bp.dq_head_stride = dq.stride(1); bp.dq_row_stride = dq.stride(0);
+    bp.dk_head_stride = dk.stride(1); bp.dk_row_stride = dk.stride(0);
+    bp.dv_head_stride = dv.stride(1); bp.dv_row_stride = dv.stride(0);
+    bp.dsinks = va.sinks.defined() ? dsinks.data_ptr<float>() : nullptr;
+    fa_variants fv = to_fa_variants(va, q.scalar_type());
+    fv.cu_seqlens_q = cq.data_ptr<int32_t>();
+    fv.cu_seqlens_k = ck.data_ptr<int32_t>();
+    fv.total_q = total_q;
+    fv.total_k = total_k;
     check_status(op, fa_backward_cpu(&bp, &fv));
     return {dq, dk, dv, dsinks};
 }
@@ -923,6 +1067,10 @@ TORCH_LIBRARY(fa, m)
           "float? scale=None, bool causal=False, int align=0, int window_left=-1, int window_right=-1, "
           "float? softcap=None, Tensor? alibi_slopes=None, Tensor? sinks=None, Tensor? key_mask=None, "
           "Tensor? attn_mask=None, Tensor? delta=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dsinks)");
+    m.def("backward_varlen(Tensor dout, Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, Tensor? dlse, "
+          "Tensor cu_seqlens_q, Tensor cu_seqlens_k, int max_seqlen_q, int max_seqlen_k, float? scale=None, "
+          "bool causal=False, int align=0, int window_left=-1, int window_right=-1, float? softcap=None, "
+          "Tensor? alibi_slopes=None, Tensor? sinks=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dsinks)");
     m.def("_set_overrides(int[] fields) -> ()", &set_overrides);
     m.def("_get_overrides() -> int[]", &get_overrides);
 }
@@ -935,6 +1083,7 @@ TORCH_LIBRARY_IMPL(fa, CPU, m)
     m.impl("forward_variants", &forward_variants);
     m.impl("forward_varlen", &forward_varlen);
     m.impl("backward", &backward);
+    m.impl("backward_varlen", &backward_varlen);
 }
 
 #ifdef FA_WITH_CUDA
@@ -947,6 +1096,7 @@ TORCH_LIBRARY_IMPL(fa, CUDA, m)
     m.impl("forward_variants", &forward_variants);
     m.impl("forward_varlen", &forward_varlen);
     m.impl("backward", &backward);
+    m.impl("backward_varlen", &backward_varlen);
 }
 #endif
 

@@ -1,5 +1,5 @@
-"""The backward pass (fa::backward and the autograd formulas of fa::forward, forward_lse and
-forward_variants).
+"""The backward pass (fa::backward, fa::backward_varlen and the autograd formulas of fa::forward,
+forward_lse, forward_variants and forward_varlen).
 
 Gradients of q, k, v (and sinks) are checked against autograd through test_variants'
 float64 reference, by FlashAttention's rule: our error is at most 2 × PyTorch's own error (autograd
@@ -7,7 +7,8 @@ through the same reference computed as SDPA computes in the inputs' dtype) plus 
 CPU backend, the exact path CUDA takes ("cpu-exact") and CUDA (gpu): plain, causal in both
 alignments, window, softcap, ALiBi, sinks, key_mask, attn_mask, everything at once, GQA, a loss that
 uses lse, strided views; opcheck of the autograd registration and torch.compile(fullgraph=True) of
-forward + backward; the arguments that get no gradient raise. The sinks' gradient, one sum per
+forward + backward; the arguments that get no gradient raise; packed sequences (attention_varlen)
+over the same devices, and opcheck of its autograd registration. The sinks' gradient, one sum per
 head over every row, is held to the rule plus the dtype's rounding of that sum (check_grads).
 """
 import pytest
@@ -193,3 +194,80 @@ def test_gqa_gradients_sum_over_the_group():
     torch_flashattn.attention(*b, causal=True).sum().backward()
     torch.testing.assert_close(a[1].grad, b[1].grad.view(1, 2, 3, 30, 16).sum(2), atol=1e-5, rtol=0)
     torch.testing.assert_close(a[2].grad, b[2].grad.view(1, 2, 3, 30, 16).sum(2), atol=1e-5, rtol=0)
+
+
+# ---- packed sequences (fa::backward_varlen) -----------------------------------------------------
+
+VARLEN_GRAD_CASES = {
+    "plain": lambda Hq, g: dict(),
+    "causal_bottom_right": lambda Hq, g: dict(causal=True, causal_align="bottom_right"),
+    "window_softcap_sinks": lambda Hq, g: dict(window=(6, 2), softcap=3.0, sinks=torch.randn(Hq, generator=g)),
+}
+
+
+@pytest.mark.parametrize("device", VDEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", list(VARLEN_GRAD_CASES))
+@pytest.mark.parametrize("use_lse", [False, True], ids=["out", "out_and_lse"])
+def test_varlen_gradients(device, dtype, case, use_lse):
+    """attention_varlen's gradients (dq, dk, dv, dsinks) against float64 autograd through each sequence
+    alone, by the rule; rows of q, k and v outside every sequence get zero gradients."""
+    from test_variants import cu, varlen_reference
+    device = use_vdevice(device)
+    g = torch.Generator().manual_seed(seed_of("varlen grad", case, use_lse))
+    lens_q, lens_k = [9, 1, 17, 4], [13, 6, 17, 2]             # Nq_b < Nk_b, one query, equal, Nq_b > Nk_b
+    Hq, Hkv, d = 4, 2, 24
+    q = torch.randn(sum(lens_q) + 3, Hq, d, generator=g).to(dtype)   # 3 rows past the last sequence
+    k, v = (torch.randn(sum(lens_k) + 2, Hkv, d, generator=g).to(dtype) for _ in range(2))
+    variants = VARLEN_GRAD_CASES[case](Hq, g)
+    g_out = torch.randn(q.shape, generator=g, dtype=torch.float64)
+    g_lse = torch.randn(Hq, q.shape[0], generator=g, dtype=torch.float64) if use_lse else None
+    nq, nk = sum(lens_q), sum(lens_k)
+
+    def grads(fn, dt, dev):
+        leaves = [leaf(t.to(dev), dt) for t in (q, k, v)]
+        kw = dict(variants)
+        if kw.get("sinks") is not None:
+            kw["sinks"] = leaf(kw["sinks"].to(dev), torch.float64 if dt == torch.float64 else torch.float32)
+            leaves.append(kw["sinks"])
+        out, lse = fn(*leaves[:3], kw)
+        loss = (out[:nq].double() * g_out[:nq].to(dev)).sum()
+        if g_lse is not None:
+            loss = loss + (lse[:, :nq].double() * g_lse[:, :nq].to(dev)).sum()
+        return torch.autograd.grad(loss, leaves)
+
+    def reference(qq, kk, vv, kw, as_pytorch=False):
+        out, lse = varlen_reference(qq[:nq], kk[:nk], vv[:nk], lens_q, lens_k, as_pytorch=as_pytorch, **kw)
+        return out, lse
+
+    ref = grads(reference, torch.float64, "cpu")
+    pt = grads(lambda a, b, c, kw: reference(a, b, c, kw, as_pytorch=True), None, "cpu")
+    ours = grads(lambda a, b, c, kw: torch_flashattn.attention_varlen(
+        a, b, c, cu(lens_q, device), cu(lens_k, device), max(lens_q), max(lens_k), return_lse=True, **kw),
+        None, device)
+    what = f"varlen {case} {dtype} lse={use_lse}"
+    for name, a, r, p in zip(("dq", "dk", "dv", "dsinks"), ours, ref, pt):
+        a = a.double().cpu()
+        if name in ("dq", "dk", "dv"):
+            n = nq if name == "dq" else nk
+            assert (a[n:] == 0).all(), f"{what}: {name} rows outside every sequence are not 0"
+            a, r, p = a[:n], r[:n], p[:n]
+        assert torch.isfinite(a).all(), f"{what}: {name} not finite"
+        err, err_pt = (a - r).abs().max().item(), (p.double() - r).abs().max().item()
+        bound = 2 * err_pt + GRAD_SLACK[dtype]
+        if name == "dsinks":                     # as in check_grads: the dtype's rounding of the sum
+            bound += torch.finfo(dtype).eps * r.abs().max().item()
+        assert err <= bound, f"{what}: {name} error {err:.3e} > 2 × PyTorch's {err_pt:.3e} + slack = {bound:.3e}"
+
+
+@pytest.mark.parametrize("device", VDEVICES)
+def test_opcheck_varlen_autograd(device):
+    from test_variants import cu
+    device = use_vdevice(device)
+    g = torch.Generator().manual_seed(9)
+    q = torch.randn(7, 2, 16, generator=g).to(device).requires_grad_(True)
+    k, v = (torch.randn(9, 1, 16, generator=g).to(device).requires_grad_(True) for _ in range(2))
+    args = (q, k, v, cu([3, 4], device), cu([5, 4], device), 4, 5, None, True, 1, 3, -1, 2.0, None,
+            torch.randn(2, generator=g).to(device).requires_grad_(True))
+    torch.library.opcheck(torch.ops.fa.forward_varlen.default, args,
+                          test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))

@@ -1,7 +1,8 @@
-"""Autograd formulas of the fa:: forward ops (torch.library.register_autograd), through fa::backward.
+"""Autograd formulas of the fa:: forward ops (torch.library.register_autograd), through fa::backward
+(fa::backward_varlen for packed sequences).
 
 fa::forward saves q, k, v and its output and recomputes lse in the backward pass (one more forward);
-fa::forward_lse and fa::forward_variants save their lse. Gradients flow to q, k, v and sinks; a
+fa::forward_lse, fa::forward_variants and fa::forward_varlen save their lse. Gradients flow to q, k, v and sinks; a
 float attn_mask or ALiBi slopes that require grad raise when the forward runs (no gradient is
 computed for them, and a silent zero would be wrong).
 """
@@ -57,6 +58,27 @@ def _backward_variants(ctx, dout, dlse):
     return dq, dk, dv, None, None, None, None, None, None, None, dsinks if sinks is not None else None, None, None
 
 
+def _setup_varlen(ctx, inputs, output):
+    q, k, v, cu_q, cu_k, max_q, max_k, scale, causal, align, left, right, softcap, alibi_slopes, sinks = inputs
+    if alibi_slopes is not None and alibi_slopes.requires_grad:
+        raise RuntimeError("fa.forward_varlen: alibi_slopes has no gradient here; pass alibi_slopes.detach()")
+    ctx.args = (max_q, max_k, scale, causal, align, left, right, softcap)
+    ctx.has = tuple(t is not None for t in (alibi_slopes, sinks))
+    ctx.save_for_backward(q, k, v, *output, cu_q, cu_k, *[t for t in (alibi_slopes, sinks) if t is not None])
+
+
+def _backward_varlen(ctx, dout, dlse):
+    q, k, v, out, lse, cu_q, cu_k, *saved = ctx.saved_tensors
+    it = iter(saved)
+    alibi_slopes, sinks = (next(it) if h else None for h in ctx.has)
+    dout = torch.zeros_like(out) if dout is None else dout.contiguous()
+    max_q, max_k, *rest = ctx.args
+    dq, dk, dv, dsinks = torch.ops.fa.backward_varlen(dout, q, k, v, out, lse, dlse, cu_q, cu_k, max_q, max_k, *rest,
+                                                      alibi_slopes, sinks)
+    return (dq, dk, dv) + (None,) * 11 + (dsinks if sinks is not None else None,)
+
+
 torch.library.register_autograd("fa::forward", _backward_forward, setup_context=_setup_forward)
 torch.library.register_autograd("fa::forward_lse", _backward_forward_lse, setup_context=_setup_forward_lse)
 torch.library.register_autograd("fa::forward_variants", _backward_variants, setup_context=_setup_variants)
+torch.library.register_autograd("fa::forward_varlen", _backward_varlen, setup_context=_setup_varlen)

@@ -62,3 +62,11 @@ def _backward_fake(dout, q, k, v, out, lse, dlse=None, scale=None, causal=False,
                    delta=None):
     dsinks = q.new_empty((q.shape[1],) if sinks is not None else (0,), dtype=torch.float32)
     return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dsinks
+
+
+@torch.library.register_fake("fa::backward_varlen")
+def _backward_varlen_fake(dout, q, k, v, out, lse, dlse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                          scale=None, causal=False, align=0, window_left=-1, window_right=-1, softcap=None,
+                          alibi_slopes=None, sinks=None):
+    dsinks = q.new_empty((q.shape[1],) if sinks is not None else (0,), dtype=torch.float32)
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape), dsinks
