@@ -26,9 +26,11 @@
 // stream under a device guard. On CUDA, calls with variants that no kernel takes (fa_forward_variants_cuda
 // answers FA_ERR_UNSUPPORTED: fp32, GPUs older than sm_80, a family forced that takes none) are computed exactly
 // through PyTorch (exact_attention below, in fp32, no host synchronisation) and counted.
-// Fake (meta) kernels live in torch_flashattn/_ops.py. In order: checks and the params struct, the
-// variants (checks, fa_variants), the exact paths (exact_scores, exact_attention), the forward
-// ops, varlen, the backward (exact_backward, fa::backward), the KV cache, overrides, registration.
+// Fake (meta) kernels live in torch_flashattn/_ops.py. In order (each section opens with a "// ----"
+// line): checks and the params struct; the variants (checks, fa_variants, the exact paths
+// exact_scores and exact_attention, fa::forward_variants); packed sequences (host cu_seqlens checks,
+// their params, the exact path's padding, fa::forward_varlen); the plain forward ops; the backward
+// (exact_backward, fa::backward, fa::backward_varlen); the KV cache; overrides; registration.
 #include <Python.h>
 
 #include <ATen/ATen.h>
@@ -460,6 +462,123 @@ std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const a
     return {c.o, c.lse};
 }
 
+// ---- Packed sequences ---------------------------------------------------------------------
+
+// cu_seqlens read on the host (the CPU backend's tensors): fa.h's rules, each break naming its argument.
+void check_host_cu_seqlens(const char *op, const at::Tensor &cq, const at::Tensor &ck, int64_t B, int64_t max_q,
+                           int64_t max_k, int64_t total_q, int64_t total_k)
+{
+    for (const auto &[name, t, max_len, total] :
+         {std::tuple<const char *, const at::Tensor *, int64_t, int64_t>{"cu_seqlens_q", &cq, max_q, total_q},
+          std::tuple<const char *, const at::Tensor *, int64_t, int64_t>{"cu_seqlens_k", &ck, max_k, total_k}}) {
+        const bool is_q = name == std::string("cu_seqlens_q");
+        const int32_t *c = t->data_ptr<int32_t>();
+        FA_CHECK(c[0] == 0, "%s: %s must start at 0, got %d", op, name, (int)c[0]);
+        for (int64_t b = 0; b < B; b++) {
+            FA_CHECK(c[b + 1] >= c[b], "%s: %s must not decrease, got %d after %d at index %lld", op, name,
+                     (int)c[b + 1], (int)c[b], (long long)(b + 1));
+            FA_CHECK(c[b + 1] - c[b] <= max_len, "%s: sequence %lld has length %d, more than the %s %lld given",
+                     op, (long long)b, (int)(c[b + 1] - c[b]), is_q ? "max_seqlen_q" : "max_seqlen_k",
+                     (long long)max_len);
+        }
+        FA_CHECK(c[B] <= total, "%s: %s ends at %d, past the %lld rows of %s", op, name, (int)c[B],
+                 (long long)total, is_q ? "q" : "k and v");
+    }
+}
+
+// fa_params over packed q, k, v, o (total, H, d) and lse (Hq, total_q): B sequences of at most
+// max_q queries and max_k keys (batch strides 0; fa_variants carries cu_seqlens).
+fa_params packed_params(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, const at::Tensor &o,
+                        const at::Tensor &lse, int64_t B, int64_t max_q, int64_t max_k, float scale, bool causal)
+{
+    fa_params p;
+    std::memset(&p, 0, sizeof(p));
+    p.q = q.data_ptr(); p.k = k.data_ptr(); p.v = v.data_ptr(); p.o = const_cast<void *>(o.data_ptr());
+    p.lse = const_cast<float *>(lse.data_ptr<float>());
+    p.q_head_stride = q.stride(1); p.q_row_stride = q.stride(0);
+    p.k_head_stride = k.stride(1); p.k_row_stride = k.stride(0);
+    p.v_head_stride = v.stride(1); p.v_row_stride = v.stride(0);
+    p.o_head_stride = o.stride(1); p.o_row_stride = o.stride(0);
+    p.B = B; p.Hq = q.size(1); p.Hkv = k.size(1); p.Nq = max_q; p.Nk = max_k; p.d = q.size(2);
+    p.scale = scale;
+    p.causal = causal ? 1 : 0;
+    p.dtype = to_fa_dtype(q.scalar_type());
+    p.num_threads = at::get_num_threads();
+    return p;
+}
+
+// The exact paths' view of packed sequences: each padded to its max_seqlen by gathering rows
+// (indices clamped: bad cu_seqlens read inside the tensors), and padded results scattered back. ok is
+// whether cu_seqlens follow fa.h's rules, a device scalar never read on the host: results are NaN
+// where it is false.
+struct Padded {
+    int64_t B, max_q, max_k, total_q, total_k;
+    at::Tensor cq64, ck64, len_q, len_k, ok, iq, ik, real_q, real_k;   // iq, ik: (B·max); real_*: (B, max)
+
+    Padded(const at::Tensor &cq, const at::Tensor &ck, int64_t B_, int64_t max_q_, int64_t max_k_, int64_t total_q_,
+           int64_t total_k_)
+        : B(B_), max_q(max_q_), max_k(max_k_), total_q(total_q_), total_k(total_k_)
+    {
+        const auto i64 = cq.options().dtype(at::kLong);
+        cq64 = cq.to(at::kLong);
+        ck64 = ck.to(at::kLong);
+        len_q = cq64.narrow(0, 1, B) - cq64.narrow(0, 0, B);
+        len_k = ck64.narrow(0, 1, B) - ck64.narrow(0, 0, B);
+        ok = (cq64[0] == 0) & (ck64[0] == 0) & (cq64[B] <= total_q) & (ck64[B] <= total_k);
+        if (B > 0)
+            ok = ok & (len_q >= 0).all() & (len_k >= 0).all() & (len_q <= max_q).all() & (len_k <= max_k).all();
+        const at::Tensor rq = at::arange(max_q, i64).view({1, max_q}), rk = at::arange(max_k, i64).view({1, max_k});
+        iq = (cq64.narrow(0, 0, B).view({B, 1}) + rq).clamp(0, std::max<int64_t>(total_q - 1, 0)).reshape(-1);
+        ik = (ck64.narrow(0, 0, B).view({B, 1}) + rk).clamp(0, std::max<int64_t>(total_k - 1, 0)).reshape(-1);
+        real_q = rq < len_q.view({B, 1});
+        real_k = rk < len_k.view({B, 1});
+    }
+
+    // (total, H, d) rows of q (is_q) or of k / v -> (B, H, max, d).
+    at::Tensor rows(const at::Tensor &x, bool is_q) const
+    {
+        const int64_t n = is_q ? max_q : max_k;
+        return x.numel() == 0 ? at::zeros({B, x.size(1), n, x.size(2)}, x.options())
+                              : x.index_select(0, is_q ? iq : ik).view({B, n, x.size(1), x.size(2)}).transpose(1, 2);
+    }
+
+    // (Hq, total_q) -> (B, Hq, max_q), `pad` on the padding rows.
+    at::Tensor lse(const at::Tensor &x, double pad) const
+    {
+        const int64_t Hq = x.size(0);
+        const at::Tensor g = x.numel() == 0 ? at::zeros({Hq, B * max_q}, x.options()) : x.index_select(1, iq);
+        return at::where(real_q.view({B, 1, max_q}), g.view({Hq, B, max_q}).permute({1, 0, 2}), pad);
+    }
+
+    // Where row (b, i) of the padding goes: q (or k) row cu[b] + i when it is real, else a spare row `total`.
+    at::Tensor dst(bool is_q) const
+    {
+        const int64_t n = is_q ? max_q : max_k, total = is_q ? total_q : total_k;
+        const at::Tensor &c64 = is_q ? cq64 : ck64;
+        return at::where(is_q ? real_q : real_k,
+                         c64.narrow(0, 0, B).view({B, 1}) + at::arange(n, c64.options()).view({1, n}), total)
+            .clamp(0, total).reshape(-1);
+    }
+
+    // (B, H, max, d) -> (total, H, d): real rows back in place, rows outside every sequence `fill`.
+    at::Tensor back(const at::Tensor &xp, bool is_q, double fill) const
+    {
+        const int64_t n = is_q ? max_q : max_k, total = is_q ? total_q : total_k, H = xp.size(1), d = xp.size(3);
+        at::Tensor x = at::full({total + 1, H, d}, fill, xp.options());
+        x.index_copy_(0, dst(is_q), xp.transpose(1, 2).reshape({B * n, H, d}));
+        return at::where(ok, x.narrow(0, 0, total), NAN);
+    }
+
+    // (B, Hq, max_q) -> (Hq, total_q), rows outside every sequence `fill`.
+    at::Tensor back_lse(const at::Tensor &lp, double fill) const
+    {
+        const int64_t Hq = lp.size(1);
+        at::Tensor x = at::full({Hq, total_q + 1}, fill, lp.options());
+        x.index_copy_(1, dst(true), lp.permute({1, 0, 2}).reshape({Hq, B * max_q}));
+        return at::where(ok, x.narrow(1, 0, total_q), NAN);
+    }
+};
+
 // Packed sequences: q (total_q, Hq, d), k, v (total_k, Hkv, d), cu_seqlens int32 (B + 1,) on q's
 // device. The CPU checks the cu_seqlens values (they are host memory); CUDA never reads them on the
 // host: the kernel (fp16/bf16) or the exact path (through PyTorch on sequences padded to
@@ -495,23 +614,8 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
     const int64_t B = cu_q.size(0) - 1, total_q = q_in.size(0), total_k = k_in.size(0);
     const int64_t Hq = q_in.size(1), d = q_in.size(2);
     const at::Tensor cq = cu_q.contiguous(), ck = cu_k.contiguous();
-    if (!q_in.is_cuda() && !exact) {            // the exact path keeps CUDA's contract (no host reads)
-        for (const auto &[name, t, max_len, total] :
-             {std::tuple<const char *, const at::Tensor *, int64_t, int64_t>{"cu_seqlens_q", &cq, max_q, total_q},
-              std::tuple<const char *, const at::Tensor *, int64_t, int64_t>{"cu_seqlens_k", &ck, max_k, total_k}}) {
-            const int32_t *c = t->data_ptr<int32_t>();
-            FA_CHECK(c[0] == 0, "%s: %s must start at 0, got %d", op, name, (int)c[0]);
-            for (int64_t b = 0; b < B; b++) {
-                FA_CHECK(c[b + 1] >= c[b], "%s: %s must not decrease, got %d after %d at index %lld", op, name,
-                         (int)c[b + 1], (int)c[b], (long long)(b + 1));
-                FA_CHECK(c[b + 1] - c[b] <= max_len, "%s: sequence %lld has length %d, more than the %s %lld given",
-                         op, (long long)b, (int)(c[b + 1] - c[b]), name == std::string("cu_seqlens_q") ? "max_seqlen_q"
-                         : "max_seqlen_k", (long long)max_len);
-            }
-            FA_CHECK(c[B] <= total, "%s: %s ends at %d, past the %lld rows of %s", op, name, (int)c[B],
-                     (long long)total, name == std::string("cu_seqlens_q") ? "q" : "k and v");
-        }
-    }
+    if (!q_in.is_cuda() && !exact)              // the exact path keeps CUDA's contract (no host reads)
+        check_host_cu_seqlens(op, cq, ck, B, max_q, max_k, total_q, total_k);
     const Variants va = check_variants(op, q_in, B, Hq, max_q, max_k, align, window_left, window_right, softcap,
                                        alibi_slopes, sinks, std::nullopt, std::nullopt);
     const at::Tensor q = q_in.stride(2) == 1 ? q_in : q_in.contiguous();
@@ -521,18 +625,7 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
 
     at::Tensor o = at::empty({total_q, Hq, d}, q.options());
     at::Tensor lse = at::empty({Hq, total_q}, q.options().dtype(at::kFloat));
-    fa_params p;
-    std::memset(&p, 0, sizeof(p));
-    p.q = q.data_ptr(); p.k = k.data_ptr(); p.v = v.data_ptr(); p.o = o.data_ptr(); p.lse = lse.data_ptr<float>();
-    p.q_head_stride = q.stride(1); p.q_row_stride = q.stride(0);
-    p.k_head_stride = k.stride(1); p.k_row_stride = k.stride(0);
-    p.v_head_stride = v.stride(1); p.v_row_stride = v.stride(0);
-    p.o_head_stride = o.stride(1); p.o_row_stride = o.stride(0);
-    p.B = B; p.Hq = Hq; p.Hkv = k.size(1); p.Nq = max_q; p.Nk = max_k; p.d = d;
-    p.scale = sc;
-    p.causal = causal ? 1 : 0;
-    p.dtype = to_fa_dtype(q.scalar_type());
-    p.num_threads = at::get_num_threads();
+    fa_params p = packed_params(q, k, v, o, lse, B, max_q, max_k, sc, causal);
     fa_variants fv = to_fa_variants(va, q.scalar_type());
     fv.cu_seqlens_q = cq.data_ptr<int32_t>();
     fv.cu_seqlens_k = ck.data_ptr<int32_t>();
@@ -550,36 +643,18 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
 #endif
 
     if (exact || q.is_cuda()) {
-        // Pad to (B, H, max, d) by gathering rows (indices clamped: a bad cu_seqlens reads inside
-        // the tensors), attend with the real lengths, scatter the real rows back.
-        const auto i64 = q.options().dtype(at::kLong);
-        const at::Tensor cq64 = cq.to(at::kLong), ck64 = ck.to(at::kLong);
-        const at::Tensor len_q = cq64.narrow(0, 1, B) - cq64.narrow(0, 0, B);
-        const at::Tensor len_k = ck64.narrow(0, 1, B) - ck64.narrow(0, 0, B);
-        at::Tensor ok = (cq64[0] == 0) & (ck64[0] == 0) & (cq64[B] <= total_q) & (ck64[B] <= total_k);
-        if (B > 0)
-            ok = ok & (len_q >= 0).all() & (len_k >= 0).all() & (len_q <= max_q).all() & (len_k <= max_k).all();
-        const at::Tensor rq = at::arange(max_q, i64).view({1, max_q}), rk = at::arange(max_k, i64).view({1, max_k});
-        const at::Tensor iq = (cq64.narrow(0, 0, B).view({B, 1}) + rq).clamp(0, std::max<int64_t>(total_q - 1, 0));
-        const at::Tensor ik = (ck64.narrow(0, 0, B).view({B, 1}) + rk).clamp(0, std::max<int64_t>(total_k - 1, 0));
-        auto gather = [&](const at::Tensor &x, const at::Tensor &idx, int64_t n) {
-            return x.numel() == 0 ? at::zeros({B, x.size(1), n, x.size(2)}, x.options())
-                                  : x.index_select(0, idx.reshape(-1)).view({B, n, x.size(1), x.size(2)}).transpose(1, 2);
-        };
-        const at::Tensor qp = gather(q, iq, max_q), kp = gather(k, ik, max_k), vp = gather(v, ik, max_k);
-        auto [op_, lp] = exact_attention(qp, kp, vp, sc, causal, va, len_q, len_k);
-        // Row (b, i) of the padding goes to q row cu_q[b] + i when i < len_q[b], else to a spare row.
-        const at::Tensor dst = at::where(rq < len_q.view({B, 1}), cq64.narrow(0, 0, B).view({B, 1}) + rq, total_q)
-                                 .clamp(0, total_q).reshape(-1);
-        at::Tensor out = at::full({total_q + 1, Hq, d}, NAN, q.options());
-        at::Tensor lse_all = at::full({Hq, total_q + 1}, NAN, q.options().dtype(at::kFloat));
-        out.index_copy_(0, dst, op_.transpose(1, 2).reshape({B * max_q, Hq, d}));
-        lse_all.index_copy_(1, dst, lp.permute({1, 0, 2}).reshape({Hq, B * max_q}));
-        return {at::where(ok, out.narrow(0, 0, total_q), NAN), at::where(ok, lse_all.narrow(1, 0, total_q), NAN)};
+        // Each sequence padded to max_seqlen, attended with its real lengths, its rows scattered back
+        // (rows outside every sequence NaN).
+        const Padded pd(cq, ck, B, max_q, max_k, total_q, total_k);
+        auto [op_, lp] = exact_attention(pd.rows(q, true), pd.rows(k, false), pd.rows(v, false), sc, causal, va,
+                                         pd.len_q, pd.len_k);
+        return {pd.back(op_, true, NAN), pd.back_lse(lp, NAN)};
     }
     check_status(op, fa_forward_variants_cpu(&p, &fv));
     return {o, lse};
 }
+
+// ---- The plain forward ops ------------------------------------------------------------------
 
 int64_t exact_calls(bool reset)
 {
@@ -616,6 +691,21 @@ std::tuple<at::Tensor, at::Tensor> forward_lse(const at::Tensor &q, const at::Te
 {
     return run("fa.forward_lse", q, k, v, scale, causal, true);
 }
+
+#ifdef FA_WITH_CUDA
+// The benchmark's baseline: same schema, N×N fp32 scores materialised in a scratch tensor.
+at::Tensor naive_forward(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                         std::optional<double> scale, bool causal)
+{
+    Call c = prepare("fa.naive_forward", q, k, v, scale, causal, false);
+    const c10::cuda::CUDAGuard guard(c.q.device());
+    const int64_t n_floats = static_cast<int64_t>(fa_naive_scratch_bytes(&c.p) / sizeof(float));
+    at::Tensor scratch = at::empty({n_floats}, c.q.options().dtype(at::kFloat));
+    const int status = fa_naive_forward(&c.p, scratch.data_ptr<float>(), c10::cuda::getCurrentCUDAStream().stream());
+    check_status("fa.naive_forward", status);
+    return c.o;
+}
+#endif
 
 // ---- Backward -----------------------------------------------------------------------------
 
@@ -780,7 +870,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
         FA_CHECK(t->sizes() == q_in.sizes() && t->scalar_type() == q_in.scalar_type() && t->device() == q_in.device(),
                  "%s: %s must have q's shape %s, dtype and device, got %s %s on %s", op, name, shape(q_in).c_str(),
                  shape(*t).c_str(), dtype_name(*t), t->device().str().c_str());
-    const int64_t total_q = q_in.size(0), total_k = k_in.size(0), Hq = q_in.size(1), Hkv = k_in.size(1), d = q_in.size(2);
+    const int64_t total_q = q_in.size(0), total_k = k_in.size(0), Hq = q_in.size(1), d = q_in.size(2);
     for (const auto &[name, t] : {std::pair<const char *, const at::Tensor *>{"lse", &lse_in},
                                   std::pair<const char *, const at::Tensor *>{"dlse", dlse_in ? &*dlse_in : nullptr}})
         FA_CHECK(t == nullptr || (t->dim() == 2 && t->size(0) == Hq && t->size(1) == total_q &&
@@ -801,8 +891,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
     const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
     const at::Tensor cq = cu_q.contiguous(), ck = cu_k.contiguous(), lse = lse_in.contiguous();
     const at::Tensor dlse = dlse_in.has_value() ? dlse_in->contiguous() : at::Tensor();
-    auto rows = [](const at::Tensor &t) { return t.stride(2) == 1 ? t : t.contiguous(); };   // (total, H, d)
-    const at::Tensor q = rows(q_in), k = rows(k_in), v = rows(v_in), o = rows(out_in), dO = rows(dout_in);
+    auto unit_last = [](const at::Tensor &t) { return t.stride(2) == 1 ? t : t.contiguous(); };   // (total, H, d)
+    const at::Tensor q = unit_last(q_in), k = unit_last(k_in), v = unit_last(v_in), o = unit_last(out_in),
+                     dO = unit_last(dout_in);
 
     if (q.is_cuda() || exact) {
 #ifdef FA_WITH_CUDA
@@ -810,72 +901,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
         if (q.is_cuda())
             guard.emplace(q.device());
 #endif
-        // Padded to (B, H, max, d) as forward_varlen's exact path does; padding rows get lse = −inf
-        // (no gradient) and padding keys are invisible (k_len).
-        const auto i64 = q.options().dtype(at::kLong);
-        const at::Tensor cq64 = cq.to(at::kLong), ck64 = ck.to(at::kLong);
-        const at::Tensor len_q = cq64.narrow(0, 1, B) - cq64.narrow(0, 0, B), len_k = ck64.narrow(0, 1, B) - ck64.narrow(0, 0, B);
-        at::Tensor ok = (cq64[0] == 0) & (ck64[0] == 0) & (cq64[B] <= total_q) & (ck64[B] <= total_k);
-        if (B > 0)
-            ok = ok & (len_q >= 0).all() & (len_k >= 0).all() & (len_q <= max_q).all() & (len_k <= max_k).all();
-        const at::Tensor rq = at::arange(max_q, i64).view({1, max_q}), rk = at::arange(max_k, i64).view({1, max_k});
-        const at::Tensor iq = (cq64.narrow(0, 0, B).view({B, 1}) + rq).clamp(0, std::max<int64_t>(total_q - 1, 0)).reshape(-1);
-        const at::Tensor ik = (ck64.narrow(0, 0, B).view({B, 1}) + rk).clamp(0, std::max<int64_t>(total_k - 1, 0)).reshape(-1);
-        const at::Tensor real_q = rq < len_q.view({B, 1}), real_k = rk < len_k.view({B, 1});   // (B, max)
-        auto pad = [&](const at::Tensor &x, const at::Tensor &idx, int64_t n) {
-            return x.numel() == 0 ? at::zeros({B, x.size(1), n, d}, x.options())
-                                  : x.index_select(0, idx).view({B, n, x.size(1), d}).transpose(1, 2);
-        };
-        auto pad_lse = [&](const at::Tensor &x) {      // (Hq, total_q) -> (B, Hq, max_q), −inf past len_q
-            const at::Tensor g = x.numel() == 0 ? at::zeros({Hq, B * max_q}, x.options()) : x.index_select(1, iq);
-            return at::where(real_q.view({B, 1, max_q}), g.view({Hq, B, max_q}).permute({1, 0, 2}), -INFINITY);
-        };
-        const at::Tensor qp = pad(q, iq, max_q), kp = pad(k, ik, max_k), vp = pad(v, ik, max_k);
-        const at::Tensor op_ = pad(o, iq, max_q), dop = pad(dO, iq, max_q) * real_q.view({B, 1, max_q, 1});
-        const at::Tensor lsep = pad_lse(lse), dlsep = dlse.defined() ? pad_lse(dlse).nan_to_num(0.0, 0.0, 0.0) : at::Tensor();
-        auto [dqp, dkp, dvp, dsinks] = exact_backward(dop, qp, kp, vp, op_, lsep, dlsep, at::Tensor(), sc, causal, va,
-                                                      len_q, len_k);
-        // Real rows go back to their packed rows, padding rows to a spare row past the end.
-        auto unpad = [&](const at::Tensor &xp, const at::Tensor &real, const at::Tensor &c64, int64_t n, int64_t total,
-                         int64_t H) {
-            const at::Tensor dst = at::where(real, c64.narrow(0, 0, B).view({B, 1}) + at::arange(n, i64).view({1, n}),
-                                             total).clamp(0, total).reshape(-1);
-            at::Tensor x = at::zeros({total + 1, H, d}, xp.options());
-            x.index_copy_(0, dst, xp.transpose(1, 2).reshape({B * n, H, d}));
-            return at::where(ok, x.narrow(0, 0, total), NAN);
-        };
-        return {unpad(dqp, real_q, cq64, max_q, total_q, Hq), unpad(dkp, real_k, ck64, max_k, total_k, Hkv),
-                unpad(dvp, real_k, ck64, max_k, total_k, Hkv), at::where(ok, dsinks, NAN)};
+        // Padded as forward_varlen's exact path does; padding rows get dO = 0 and lse = −inf (no
+        // gradient), padding keys are invisible (k_len); rows outside every sequence get zero gradients.
+        const Padded pd(cq, ck, B, max_q, max_k, total_q, total_k);
+        const at::Tensor dop = pd.rows(dO, true) * pd.real_q.view({B, 1, max_q, 1});
+        const at::Tensor dlsep = dlse.defined() ? pd.lse(dlse, 0.0) : at::Tensor();
+        auto [dqp, dkp, dvp, dsinks] = exact_backward(dop, pd.rows(q, true), pd.rows(k, false), pd.rows(v, false),
+                                                      pd.rows(o, true), pd.lse(lse, -INFINITY), dlsep, at::Tensor(),
+                                                      sc, causal, va, pd.len_q, pd.len_k);
+        return {pd.back(dqp, true, 0.0), pd.back(dkp, false, 0.0), pd.back(dvp, false, 0.0),
+                at::where(pd.ok, dsinks, NAN)};
     }
-    for (const auto &[name, t, max_len, total] :
-         {std::tuple<const char *, const at::Tensor *, int64_t, int64_t>{"cu_seqlens_q", &cq, max_q, total_q},
-          std::tuple<const char *, const at::Tensor *, int64_t, int64_t>{"cu_seqlens_k", &ck, max_k, total_k}}) {
-        const int32_t *c = t->data_ptr<int32_t>();
-        FA_CHECK(c[0] == 0 && c[B] <= total, "%s: %s must start at 0 and end within the %lld packed rows, got %d .. %d",
-                 op, name, (long long)total, (int)c[0], (int)c[B]);
-        for (int64_t b = 0; b < B; b++)
-            FA_CHECK(c[b + 1] >= c[b] && c[b + 1] - c[b] <= max_len,
-                     "%s: %s must not decrease and keep each length within %lld, got %d after %d at index %lld", op,
-                     name, (long long)max_len, (int)c[b + 1], (int)c[b], (long long)(b + 1));
-    }
+    check_host_cu_seqlens(op, cq, ck, B, max_q, max_k, total_q, total_k);
     at::Tensor dq = at::zeros_like(q, at::MemoryFormat::Contiguous), dk = at::zeros_like(k, at::MemoryFormat::Contiguous),
                dv = at::zeros_like(v, at::MemoryFormat::Contiguous);
     at::Tensor dsinks = va.sinks.defined() ? at::zeros({Hq}, q.options().dtype(at::kFloat))
                                            : at::empty({0}, q.options().dtype(at::kFloat));
     fa_backward_params bp;
     std::memset(&bp, 0, sizeof(bp));
-    fa_params &p = bp.p;
-    p.q = q.data_ptr(); p.k = k.data_ptr(); p.v = v.data_ptr(); p.o = const_cast<void *>(o.data_ptr());
-    p.lse = lse.data_ptr<float>();
-    p.q_head_stride = q.stride(1); p.q_row_stride = q.stride(0);
-    p.k_head_stride = k.stride(1); p.k_row_stride = k.stride(0);
-    p.v_head_stride = v.stride(1); p.v_row_stride = v.stride(0);
-    p.o_head_stride = o.stride(1); p.o_row_stride = o.stride(0);
-    p.B = B; p.Hq = Hq; p.Hkv = Hkv; p.Nq = max_q; p.Nk = max_k; p.d = d;
-    p.scale = sc;
-    p.causal = causal ? 1 : 0;
-    p.dtype = to_fa_dtype(q.scalar_type());
-    p.num_threads = at::get_num_threads();
+    bp.p = packed_params(q, k, v, o, lse, B, max_q, max_k, sc, causal);
     bp.dout = dO.data_ptr();
     bp.do_head_stride = dO.stride(1); bp.do_row_stride = dO.stride(0);
     bp.dlse = dlse.defined() ? dlse.data_ptr<float>() : nullptr;
@@ -892,6 +936,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
     check_status(op, fa_backward_cpu(&bp, &fv));
     return {dq, dk, dv, dsinks};
 }
+
+// ---- The KV cache ------------------------------------------------------------------------------
 
 // A KV cache call with variants, computed exactly through PyTorch (the decode kernels take no
 // variant yet) with the CUDA kernels' contract: no host synchronisation, and when any
@@ -1000,20 +1046,7 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
     return c.o;
 }
 
-#ifdef FA_WITH_CUDA
-// The benchmark's baseline: same schema, N×N fp32 scores materialised in a scratch tensor.
-at::Tensor naive_forward(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
-                         std::optional<double> scale, bool causal)
-{
-    Call c = prepare("fa.naive_forward", q, k, v, scale, causal, false);
-    const c10::cuda::CUDAGuard guard(c.q.device());
-    const int64_t n_floats = static_cast<int64_t>(fa_naive_scratch_bytes(&c.p) / sizeof(float));
-    at::Tensor scratch = at::empty({n_floats}, c.q.options().dtype(at::kFloat));
-    const int status = fa_naive_forward(&c.p, scratch.data_ptr<float>(), c10::cuda::getCurrentCUDAStream().stream());
-    check_status("fa.naive_forward", status);
-    return c.o;
-}
-#endif
+// ---- Overrides ---------------------------------------------------------------------------------
 
 // Private to tests and tools (torch_flashattn._testing.overrides): the fields of fa_overrides in
 // their order in fa.h, zero = automatic.
@@ -1041,6 +1074,8 @@ std::vector<int64_t> get_overrides()
 }
 
 }  // namespace
+
+// ---- Registration ------------------------------------------------------------------------------
 
 TORCH_LIBRARY(fa, m)
 {
