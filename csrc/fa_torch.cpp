@@ -464,6 +464,31 @@ std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const a
 
 // ---- Packed sequences ---------------------------------------------------------------------
 
+// The checks every packed-sequence op makes on its arguments: q, k, v (total, H, d) with the shared
+// checks on (1, H, total, d) views; cu_seqlens 1-D int32 of one length B + 1 on q's device;
+// max_seqlen >= 0. Returns B.
+int64_t check_packed_inputs(const char *op, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+                            const at::Tensor &cu_q, const at::Tensor &cu_k, int64_t max_q, int64_t max_k,
+                            std::optional<double> scale)
+{
+    const std::pair<const char *, const at::Tensor *> args[] = {{"q", &q}, {"k", &k}, {"v", &v}};
+    for (const auto &[name, t] : args)
+        FA_CHECK(t->dim() == 3, "%s: %s must be a 3-D tensor (total, H, d), got %d-D with shape %s", op, name,
+                 (int)t->dim(), shape(*t).c_str());
+    check_inputs(op, q.transpose(0, 1).unsqueeze(0), k.transpose(0, 1).unsqueeze(0), v.transpose(0, 1).unsqueeze(0),
+                 scale);
+    const std::pair<const char *, const at::Tensor *> cus[] = {{"cu_seqlens_q", &cu_q}, {"cu_seqlens_k", &cu_k}};
+    for (const auto &[name, t] : cus)
+        FA_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) >= 1 && t->device() == q.device(),
+                 "%s: %s must be a 1-D int32 tensor of B + 1 offsets on %s, got %s %s on %s", op, name,
+                 q.device().str().c_str(), dtype_name(*t), shape(*t).c_str(), t->device().str().c_str());
+    FA_CHECK(cu_q.size(0) == cu_k.size(0), "%s: cu_seqlens_q and cu_seqlens_k must have the same length B + 1, got %lld "
+             "and %lld", op, (long long)cu_q.size(0), (long long)cu_k.size(0));
+    FA_CHECK(max_q >= 0 && max_k >= 0, "%s: max_seqlen_q and max_seqlen_k must be >= 0, got %lld and %lld", op,
+             (long long)max_q, (long long)max_k);
+    return cu_q.size(0) - 1;
+}
+
 // cu_seqlens read on the host (the CPU backend's tensors): fa.h's rules, each break naming its argument.
 void check_host_cu_seqlens(const char *op, const at::Tensor &cq, const at::Tensor &ck, int64_t B, int64_t max_q,
                            int64_t max_k, int64_t total_q, int64_t total_k)
@@ -594,24 +619,8 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
 {
     const char *op = "fa.forward_varlen";
     const bool exact = g_force_exact.load();
-    const std::pair<const char *, const at::Tensor *> args[] = {{"q", &q_in}, {"k", &k_in}, {"v", &v_in}};
-    for (const auto &[name, t] : args)
-        FA_CHECK(t->dim() == 3, "%s: %s must be a 3-D tensor (total, H, d), got %d-D with shape %s", op, name,
-                 (int)t->dim(), shape(*t).c_str());
-    // The shared checks on 4-D views (1, H, total, d).
-    const at::Tensor q4 = q_in.transpose(0, 1).unsqueeze(0), k4 = k_in.transpose(0, 1).unsqueeze(0),
-                     v4 = v_in.transpose(0, 1).unsqueeze(0);
-    check_inputs(op, q4, k4, v4, scale);
-    const std::pair<const char *, const at::Tensor *> cus[] = {{"cu_seqlens_q", &cu_q}, {"cu_seqlens_k", &cu_k}};
-    for (const auto &[name, t] : cus)
-        FA_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) >= 1 && t->device() == q_in.device(),
-                 "%s: %s must be a 1-D int32 tensor of B + 1 offsets on %s, got %s %s on %s", op, name,
-                 q_in.device().str().c_str(), dtype_name(*t), shape(*t).c_str(), t->device().str().c_str());
-    FA_CHECK(cu_q.size(0) == cu_k.size(0), "%s: cu_seqlens_q and cu_seqlens_k must have the same length B + 1, got %lld "
-             "and %lld", op, (long long)cu_q.size(0), (long long)cu_k.size(0));
-    FA_CHECK(max_q >= 0 && max_k >= 0, "%s: max_seqlen_q and max_seqlen_k must be >= 0, got %lld and %lld", op,
-             (long long)max_q, (long long)max_k);
-    const int64_t B = cu_q.size(0) - 1, total_q = q_in.size(0), total_k = k_in.size(0);
+    const int64_t B = check_packed_inputs(op, q_in, k_in, v_in, cu_q, cu_k, max_q, max_k, scale);
+    const int64_t total_q = q_in.size(0), total_k = k_in.size(0);
     const int64_t Hq = q_in.size(1), d = q_in.size(2);
     const at::Tensor cq = cu_q.contiguous(), ck = cu_k.contiguous();
     if (!q_in.is_cuda() && !exact)              // the exact path keeps CUDA's contract (no host reads)
@@ -859,12 +868,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
 {
     const char *op = "fa.backward_varlen";
     const bool exact = g_force_exact.load();
-    const std::pair<const char *, const at::Tensor *> args[] = {{"q", &q_in}, {"k", &k_in}, {"v", &v_in}};
-    for (const auto &[name, t] : args)
-        FA_CHECK(t->dim() == 3, "%s: %s must be a 3-D tensor (total, H, d), got %d-D with shape %s", op, name,
-                 (int)t->dim(), shape(*t).c_str());
-    check_inputs(op, q_in.transpose(0, 1).unsqueeze(0), k_in.transpose(0, 1).unsqueeze(0),
-                 v_in.transpose(0, 1).unsqueeze(0), scale);
+    const int64_t B = check_packed_inputs(op, q_in, k_in, v_in, cu_q, cu_k, max_q, max_k, scale);
     const std::pair<const char *, const at::Tensor *> same[] = {{"dout", &dout_in}, {"out", &out_in}};
     for (const auto &[name, t] : same)
         FA_CHECK(t->sizes() == q_in.sizes() && t->scalar_type() == q_in.scalar_type() && t->device() == q_in.device(),
@@ -877,15 +881,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
                                   t->scalar_type() == at::kFloat && t->device() == q_in.device()),
                  "%s: %s must be float32 (Hq, total_q) = (%lld, %lld) on q's device, got %s %s", op, name,
                  (long long)Hq, (long long)total_q, t ? dtype_name(*t) : "", t ? shape(*t).c_str() : "");
-    for (const auto &[name, t] : {std::pair<const char *, const at::Tensor *>{"cu_seqlens_q", &cu_q},
-                                  std::pair<const char *, const at::Tensor *>{"cu_seqlens_k", &cu_k}})
-        FA_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) >= 1 && t->size(0) == cu_q.size(0) &&
-                     t->device() == q_in.device(),
-                 "%s: %s must be a 1-D int32 tensor of B + 1 offsets (as long as the other) on %s, got %s %s", op,
-                 name, q_in.device().str().c_str(), dtype_name(*t), shape(*t).c_str());
-    FA_CHECK(max_q >= 0 && max_k >= 0, "%s: max_seqlen_q and max_seqlen_k must be >= 0, got %lld and %lld", op,
-             (long long)max_q, (long long)max_k);
-    const int64_t B = cu_q.size(0) - 1;
     const Variants va = check_variants(op, q_in, B, Hq, max_q, max_k, align, window_left, window_right, softcap,
                                        alibi_slopes, sinks, std::nullopt, std::nullopt);
     const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
