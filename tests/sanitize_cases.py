@@ -55,14 +55,26 @@ def check_forward(family, dtype, B, Hq, Hkv, Nq, Nk, d, causal, note=""):
     return ok
 
 
-def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90"):
+def padded_key_mask(B, Nk):
+    """key_mask rows the kernels scan for their ranges: left and right padding, none, holes."""
+    m = torch.rand(B, Nk, device="cuda") < 0.9
+    m[0, :Nk // 3] = False
+    m[0, Nk // 3:] = True
+    m[1, Nk - 40:] = False
+    m[1, :Nk - 40] = True
+    if B > 2:
+        m[2] = False
+    return m
+
+
+def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90", key_mask=None):
     """Every variant at once in the forced family's kernel, checked against the CPU backend; True
-    when right."""
+    when right. key_mask: instead of a random one."""
     q = torch.randn(B, Nq, Hq, d, device="cuda", dtype=dtype).transpose(1, 2)
     k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", dtype=dtype) for _ in range(2))
     kw = dict(causal=True, causal_align="bottom_right", window=(150, -1), softcap=20.0,
               alibi_slopes=torch.rand(B, Hq, device="cuda") * 0.05, sinks=torch.randn(Hq, device="cuda"),
-              key_mask=torch.rand(B, Nk, device="cuda") < 0.9,
+              key_mask=torch.rand(B, Nk, device="cuda") < 0.9 if key_mask is None else key_mask,
               attn_mask=torch.randn(B, 1, Nk, Nq, device="cuda").transpose(-1, -2))
     out, lse = torch_flashattn.attention_lse(q, k, v, **kw)
     torch.cuda.synchronize()
@@ -144,6 +156,8 @@ def main():
             set_overrides(family="sm90", sm90_grid=grid)
             for d in (64, 128, 256):
                 failures += not check_variants(torch.bfloat16, 2, 4, 2, 333, 517, d, grid)
+                failures += not check_variants(torch.bfloat16, 3, 2, 1, 200, 517, d, grid + " padded key_mask",
+                                               key_mask=padded_key_mask(3, 517))
     if only in (None, "sm90", "variants"):
         # The variants in the sm_80 kernel (VAR), and packed sequences in both kernels: rows that
         # end inside the next sequence's tile, and bad cu_seqlens (the NaN fill).
@@ -152,6 +166,8 @@ def main():
             for d in (64, 128, 256):
                 if family == "sm80":
                     failures += not check_variants(torch.float16, 2, 4, 2, 333, 517, d, "", family="sm80")
+                    failures += not check_variants(torch.float16, 3, 2, 1, 200, 517, d, "padded key_mask",
+                                                   family="sm80", key_mask=padded_key_mask(3, 517))
                 failures += not check_varlen(family, d)
             failures += not check_varlen(family, 128, bad=True)
     # The split rule's own plans, then 5 and 20 splits merged by each combine kernel (no clusters).

@@ -8,6 +8,8 @@ tiles and key blocks (test_variants.py's shapes fit in one or two):
   forced, by FlashAttention's rule against test_variants' float64 reference;
 - packed sequences, each family forced: long ragged ones with every variant, and cu_seqlens that
   break the rules, which make the whole output NaN without a host read;
+- key_mask rows of every kind (none, whole runs, holes, many batch entries), whose ranges the
+  kernels scan on the device;
 - that these calls run in a kernel (the exact path's counter does not move), and that the calls
   none takes (fp32) take the exact path.
 
@@ -134,6 +136,46 @@ def test_poisoned_output_fully_written(family, fa_overrides):
     assert not out.isnan().any() and not lse.isnan().any()
     assert (out[:, :, : Nq - Nk] == 0).all() and (lse[:, :, : Nq - Nk] == float("-inf")).all()
     assert_variant_accurate(out, lse, q, k, v, what="poisoned", **variants)
+
+
+# ---- key_mask's ranges -----------------------------------------------------------------------
+
+def key_mask_rows(g, B, Nk, device):
+    """key_mask rows of every kind the kernels tell apart (each batch entry's range of visible keys,
+    whether it is whole, scanned on the device): all keys, none, a middle run, holes inside a
+    middle run, one last key, left padding, one first key, then random rows."""
+    m = torch.zeros(B, Nk, dtype=torch.bool)
+    kinds = [lambda r: r.fill_(True), lambda r: None, lambda r: r[Nk // 5: Nk // 5 * 3].fill_(True),
+             lambda r: r[Nk // 3: Nk - 7].copy_(torch.rand(Nk - 7 - Nk // 3, generator=g) < 0.6),
+             lambda r: r[Nk - 1:].fill_(True), lambda r: r[Nk - Nk // 3:].fill_(True), lambda r: r[:1].fill_(True)]
+    for b in range(B):
+        if b < len(kinds):
+            kinds[b](m[b])
+        else:
+            m[b] = torch.rand(Nk, generator=g) < 0.5
+    return m.to(device)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("shape", [(9, 2, 1, 300, 1501), (300, 1, 1, 70, 259)],
+                         ids=lambda s: "B{}-H{}-{}-Nq{}-Nk{}".format(*s))
+@pytest.mark.parametrize("causal", [False, True])
+def test_key_mask_ranges(causal, shape, d, family, fa_overrides):
+    """key_mask rows of every kind: the blocks outside a row's visible keys are skipped, a whole run
+    acts as a window, holes keep the per-key test, a row with none gives 0 (lse −inf). Rows start
+    off 16-byte boundaries (Nk odd); B = 300 is past the room the d = 256 Hopper tile has for
+    every row's range, where it tests every key instead."""
+    use_family(family, fa_overrides)
+    B, Hq, Hkv, Nq, Nk = shape
+    g = torch.Generator().manual_seed(seed_of("key_mask", shape, d, causal))
+    q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, torch.bfloat16, "cuda")
+    variants = dict(key_mask=key_mask_rows(g, B, Nk, "cuda"), causal=causal, causal_align="bottom_right")
+    before = torch.ops.fa._exact_calls()
+    out, lse = torch_flashattn.attention_lse(q, k, v, **variants)
+    assert torch.ops.fa._exact_calls() == before, "took the exact path, not the kernel"
+    assert (out[1] == 0).all() and (lse[1] == float("-inf")).all(), "a row with no key: 0 and lse −inf"
+    assert_variant_accurate(out, lse, q, k, v, what=f"{family} key_mask {shape} d={d} causal={causal}", **variants)
 
 
 # ---- packed sequences ------------------------------------------------------------------------

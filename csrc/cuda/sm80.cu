@@ -226,12 +226,14 @@ fa_sm80_forward_kernel(const __grid_constant__ typename sm80_kargs<VAR>::type a)
     int64_t q0 = 0, k0 = 0, kv_rows = p.Nk;             /* kv_rows: Nk, as load_block reads it */
     int kb0 = 0, n_blocks = 0;
     fa_var_seq seq{};
+    fa_var_keys kr = {0, Nk, true};                     /* VAR: key_mask's range (var_keys_cta) */
     if constexpr (VAR) {
         seq = var_seq(a.var, p, b);
         if (seq.packed && !var_packed_tile<THREADS>(a.var, p, seq.Nq, m0))
             return;                                     /* past its sequence's end, or NaN filled */
         q0 = seq.q0, k0 = seq.k0, Nq = seq.Nq, Nk = seq.Nk, kv_rows = seq.Nk;
-        var_blocks<BN>(a.var, seq, m0, min(m0 + BM, Nq) - 1, kb0, n_blocks);
+        kr = var_keys_cta<THREADS>(a.var, seq, b);
+        var_blocks<BN>(a.var, seq, kr, m0, min(m0 + BM, Nq) - 1, kb0, n_blocks);
     }
     if (threadIdx.x == 0) {                             /* published by the loop's first barrier */
         s.o = (uint16_t *)p.o + b * p.o_batch_stride + h * p.o_head_stride + q0 * p.o_row_stride;
@@ -297,10 +299,12 @@ fa_sm80_forward_kernel(const __grid_constant__ typename sm80_kargs<VAR>::type a)
         const float scale = fabsf(a.var.scale);             /* its sign is folded into Q */
 #pragma unroll
         for (int mt = 0; mt < WM; mt++)
-            y[mt] = var_rows(a.var, seq, b, h, row0 + 16 * mt, row0 + 16 * mt + 15, row0 + 16 * mt + g, scale);
+            y[mt] = var_rows(a.var, seq, kr, b, h, row0 + 16 * mt, row0 + 16 * mt + 15, row0 + 16 * mt + g,
+                             scale, false);                 /* c = 1: scores in log2 units */
         int unused;
         var_row_range(a.var, seq.delta, row0, Nk, w_lo, unused);
         var_row_range(a.var, seq.delta, min(row0 + WROWS, Nq) - 1, Nk, unused, w_hi);
+        w_lo = max(w_lo, kr.lo), w_hi = min(w_hi, kr.hi);
     }
 
     for (int kb = 0; kb < n_blocks; kb++) {

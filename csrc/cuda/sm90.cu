@@ -196,8 +196,8 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
                                              float (&alpha)[2], int key0, const sm90_softmax_ctx &x)
 {
     constexpr int BN = C::BN;
-    /* VAR: S arrives masked and in log2 units (var_scores, c = 1), and a row may have seen
-     * no key yet (m = −inf): P = 0 then, and nothing to rescale. */
+    /* VAR: S arrives masked (var_scores), in log2 units with c = 1 or raw with c the scale's,
+     * and a row may have seen no key yet (m = −inf): P = 0 then, and nothing to rescale. */
     if (!VAR && (key0 + BN > x.Nk || (x.causal && key0 + BN - 1 > x.row_first))) {
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) {
@@ -400,6 +400,17 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                                            : var_whole(a.var, p);
     const int Nq = VAR ? seq.Nq : (int)p.Nq, Nk = VAR ? seq.Nk : (int)p.Nk;
 
+    /* VAR with key_mask: each batch entry's key range (var_keys_rows), after the struct when the
+     * launch gave it room (a.key_rows), scanned by every warp before the roles part. */
+    const uint32_t keys = smem_u32(&s + 1);
+    if constexpr (VAR) {
+        if (a.key_rows) {                                   /* one tile per CTA: its own row only */
+            const bool one = a.tile_stride >= a.n_items;
+            const int64_t b0 = one ? item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.b : 0;
+            var_keys_rows(a.var, p, reinterpret_cast<uint2 *>(&s + 1), b0, one ? b0 + 1 : p.B, threadIdx.x / 32,
+                          C::THREADS / 32);
+        }
+    }
     if (threadIdx.x == 0) {
         for (int i = 0; i < C::QBUFS; i++)
             mbar_init(&s.full_q[i], 1), mbar_init(&s.empty_q[i], C::CONSUMERS);
@@ -409,7 +420,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    /* Barrier: the mbarriers are initialised before any thread (or TMA) uses them. */
+    /* Barrier: the mbarriers are initialised (and the key ranges in) before any thread (or TMA)
+     * uses them. */
     __syncthreads();
     if constexpr (VAR)                                      /* packed: cu_seqlens' rules, the tile's rows */
         if (seq.packed && !var_packed_tile<C::THREADS>(a.var, p, Nq, item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.m0))
@@ -427,8 +439,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             return;
         for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
             sm90_item w = item_pos<C, SPLIT>(a, item);
-            if constexpr (VAR)
-                var_blocks<C::BN>(a.var, seq, w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
+            fa_var_keys kr;
+            if constexpr (VAR) {
+                kr = var_keys_get(a.var, keys, a.key_rows, w.tp.b, Nk);
+                var_blocks<C::BN>(a.var, seq, kr, w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
+            }
             const int h = w.tp.h, hk = w.tp.hk, n_blocks = w.nb, kb0 = w.kb0;
             /* Packed: the sequence's rows, in tensor maps of one batch entry over all rows. */
             const int b = VAR && seq.packed ? 0 : w.tp.b;
@@ -479,8 +494,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     bool stored = false;                                    /* STORE_DEFER: the last item's O store */
     for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
         sm90_item w = item_pos<C, SPLIT>(a, item);
-        if constexpr (VAR)
-            var_blocks<C::BN>(a.var, seq, w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
+        fa_var_keys kr;
+        if constexpr (VAR) {
+            kr = var_keys_get(a.var, keys, a.key_rows, w.tp.b, Nk);
+            var_blocks<C::BN>(a.var, seq, kr, w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
+        }
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
         SM90_TRACE(it, 12);
@@ -540,9 +558,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * row, so every m_i is finite after it. */
         const int n_act = !VAR && p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
-        fa_var_rows y;                                      /* VAR: scores in log2 units, masked */
-        if constexpr (VAR)
-            y = var_rows(a.var, seq, b, h, row_first, row_first + 63, row0, a.var.scale);
+        fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
+        if constexpr (VAR) {
+            y = var_rows(a.var, seq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
+            ctx.c = y.raw ? y.c : 1.f;
+        }
 
         SM90_TRACE_NS(it, 6);
         SM90_TRACE(it, 0);
@@ -636,7 +656,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             float lse2 = 0.f;
             if constexpr (VAR) {
                 const float *sinks = a.var.v.sinks;
-                fa_row_end(m_i[r], l, sinks != NULL, sinks != NULL ? sinks[h] * FA_LOG2E : 0.f, &inv_l[r], &lse2);
+                fa_row_end(m_i[r] * ctx.c, l, sinks != NULL, sinks != NULL ? sinks[h] * FA_LOG2E : 0.f, &inv_l[r],
+                           &lse2);
             } else {
                 inv_l[r] = 1.f / l;
             }
@@ -803,7 +824,9 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             ok = attr.binaryVersion == 90;
         }
         if (ok) {
-            FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+            /* VAR: up to all of it, for key_mask's ranges past the struct (a.key_rows). */
+            FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             VAR ? info.smem_optin : (int)smem));
             if constexpr (sm90_splits<C>() && !VAR)
                 FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, false>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
@@ -874,8 +897,15 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
                     p->o_row_stride, 64))
         return FA_ERR_UNSUPPORTED;
     a.scale_log2 = fmaxf(p->scale * FA_LOG2E, FLT_MIN);
-    if constexpr (VAR)
+    size_t launch_smem = smem;
+    if constexpr (VAR) {
         a.var = var_resolve(p, v);                  /* row + δ ± side in 32 bits: Nq + Nk < 2³¹ */
+        /* key_mask: each batch entry's key range in 8 bytes past the struct, where they fit (else
+         * the kernel tests every key of every block). */
+        a.key_rows = v->key_mask != NULL && !packed && smem + 8 * (size_t)p->B <= (size_t)info.smem_optin;
+        if (a.key_rows)
+            launch_smem += 8 * (size_t)p->B;
+    }
 
     /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
@@ -892,7 +922,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             return FA_OK;
         }
     }
-    kernel<<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+    kernel<<<(unsigned)grid, C::THREADS, launch_smem, stream>>>(a);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;
 }

@@ -13,6 +13,7 @@
 /* A VAR launch: sm90_args and the resolved variants. */
 struct sm90_var_args : sm90_args {
     fa_var var;
+    int key_rows;                       /* key_mask's ranges after the shared struct (var_keys_rows) */
 };
 
 /* The kernel's argument type: sm90_args, or with VAR sm90_var_args. */

@@ -1,14 +1,17 @@
 /*
  * variants.cuh — the variants of fa.h (fa_variants) in the tensor-core kernels (sm90.cu, sm80.cu):
- * the launch's resolved variants, packed sequences, what each thread precomputes for its rows, the
- * per-score steps (softcap, ALiBi, key_mask, attn_mask, visibility) and the key blocks a tile reads.
+ * the launch's resolved variants, packed sequences, key_mask's range per batch entry, what each
+ * thread precomputes for its rows, the per-score steps (softcap, ALiBi, key_mask, attn_mask,
+ * visibility) and the key blocks a tile reads.
  * Both kernels hold scores in the mma C layout, 8 keys × 2 rows per 4 floats: element i of a
  * thread's 16-row strip is (row row0 + 8·((i/2)%2), key key0 + 8·(i/4) + 2t + i%2). The semantics
- * live in fa_variant.h, shared with the C backend. Includes: ptx.cuh (ex2), dtype.cuh (to_float).
+ * live in fa_variant.h, shared with the C backend. Includes: dtype.cuh (to_float).
  */
 #ifndef FA_VARIANTS_CUH
 #define FA_VARIANTS_CUH
 
+#include <float.h>
+#include <limits.h>
 #include <stdint.h>
 
 #include "fa_variant.h"
@@ -124,6 +127,119 @@ __device__ __forceinline__ bool var_packed_tile(const fa_var &x, const fa_params
     return m0 < Nq;
 }
 
+/* The keys that key_mask's row b lets take part: every visible key lies in [lo, hi); dense: every
+ * key of [lo, hi) is visible, so the row acts as a window (var_rows folds it into each row's range
+ * and drops the per-key test). A row with no visible key: [0, 0). Calls without key_mask: [0, Nk). */
+typedef struct {
+    int lo, hi;
+    bool dense;
+} fa_var_keys;
+
+/* The nonzero bytes of the 4 at byte `at` (var_keys_part). */
+__device__ __forceinline__ void var_keys_word(uint32_t w, unsigned at, unsigned &lo, unsigned &hi, unsigned &cnt)
+{
+    const uint32_t bits = __vcmpne4(w, 0u) & 0x01010101u;         /* bit 8k: byte k nonzero */
+    if (bits != 0) {
+        lo = min(lo, at + (unsigned)(__ffs(bits) - 1) / 8);
+        hi = at + (unsigned)(31 - __clz(bits)) / 8 + 1;
+        cnt += __popc(bits);
+    }
+}
+
+/* Thread tid of n's share of the scan of the Nk bytes at m: the first, past-the-last and number of
+ * nonzero bytes it saw (UINT_MAX, 0, 0: none). 16-byte loads between a byte-wise head and tail,
+ * UNROLL in flight (a warp alone wants several; a CTA's registers may not spare them). */
+template <int UNROLL>
+__device__ __forceinline__ void var_keys_part(const uint8_t *m, int Nk, int tid, int n, unsigned &lo, unsigned &hi,
+                                              unsigned &cnt)
+{
+    lo = UINT_MAX, hi = 0, cnt = 0;
+    const int head = min(Nk, (int)((16 - ((uintptr_t)m & 15)) & 15));
+    const int nv = (Nk - head) / 16;
+    for (int j = tid; j < head; j += n)
+        if (m[j] != 0)
+            lo = min(lo, (unsigned)j), hi = (unsigned)j + 1, cnt++;
+    const uint4 *mv = reinterpret_cast<const uint4 *>(m + head);
+#pragma unroll UNROLL
+    for (int i = tid; i < nv; i += n) {
+        const uint4 x = __ldg(mv + i);
+        const unsigned at = (unsigned)(head + 16 * i);
+        var_keys_word(x.x, at, lo, hi, cnt);
+        var_keys_word(x.y, at + 4, lo, hi, cnt);
+        var_keys_word(x.z, at + 8, lo, hi, cnt);
+        var_keys_word(x.w, at + 12, lo, hi, cnt);
+    }
+    for (int j = head + 16 * nv + tid; j < Nk; j += n)
+        if (m[j] != 0)
+            lo = min(lo, (unsigned)j), hi = (unsigned)j + 1, cnt++;
+}
+
+/* The scans' totals as a range: dense when the visible keys fill it. */
+__device__ __forceinline__ fa_var_keys var_keys_make(unsigned lo, unsigned hi, unsigned cnt)
+{
+    fa_var_keys k;
+    k.lo = cnt == 0 ? 0 : (int)lo;
+    k.hi = cnt == 0 ? 0 : (int)hi;
+    k.dense = cnt == (unsigned)(k.hi - k.lo);
+    return k;
+}
+
+/* Batch entry b's key range (fa_var_keys) over Nk keys, scanned by the 32 lanes of one warp, which
+ * all call it. */
+__device__ __forceinline__ fa_var_keys var_keys_warp(const fa_var &x, int Nk, int64_t b, int lane)
+{
+    unsigned lo, hi, cnt;
+    var_keys_part<4>(x.v.key_mask + b * x.v.key_mask_batch_stride, Nk, lane, 32, lo, hi, cnt);
+    return var_keys_make(__reduce_min_sync(0xffffffffu, lo), __reduce_max_sync(0xffffffffu, hi),
+                         __reduce_add_sync(0xffffffffu, cnt));
+}
+
+/* The key ranges of batch entries b0..b1−1, for a CTA whose tiles lie in them: warp `warp` of
+ * `warps` scans rows b0 + warp, b0 + warp + warps, ... into keys[b] = (lo | dense << 31, hi).
+ * Whole warps call it. */
+__device__ __forceinline__ void var_keys_rows(const fa_var &x, const fa_params &p, uint2 *keys, int64_t b0,
+                                              int64_t b1, int warp, int warps)
+{
+    for (int64_t b = b0 + warp; b < b1; b += warps) {
+        const fa_var_keys k = var_keys_warp(x, (int)p.Nk, b, threadIdx.x % 32);
+        if (threadIdx.x % 32 == 0)
+            keys[b] = make_uint2((unsigned)k.lo | (k.dense ? 1u << 31 : 0u), (unsigned)k.hi);
+    }
+}
+
+/* Batch entry b's key range: from keys (var_keys_rows; its shared-memory address) when there are
+ * any (have), else every key of Nk, with the per-key test when a key_mask is given. */
+__device__ __forceinline__ fa_var_keys var_keys_get(const fa_var &x, uint32_t keys, bool have, int64_t b, int Nk)
+{
+    if (!have)
+        return fa_var_keys{0, Nk, x.v.key_mask == NULL};
+    uint32_t lo, hi;
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(lo), "=r"(hi) : "r"(keys + 8 * (uint32_t)b) : "memory");
+    return fa_var_keys{(int)(lo & 0x7fffffffu), (int)hi, (lo >> 31) != 0};
+}
+
+/* The same, scanned by the whole CTA of THREADS threads, which all call it (two barriers). */
+template <int THREADS>
+__device__ __forceinline__ fa_var_keys var_keys_cta(const fa_var &x, const fa_var_seq &s, int64_t b)
+{
+    if (x.v.key_mask == NULL)
+        return fa_var_keys{0, s.Nk, true};
+    __shared__ unsigned tot[3];
+    if (threadIdx.x == 0)
+        tot[0] = UINT_MAX, tot[1] = 0, tot[2] = 0;
+    /* Barrier: the totals are reset before any warp adds to them. */
+    __syncthreads();
+    unsigned lo, hi, cnt;
+    var_keys_part<1>(x.v.key_mask + b * x.v.key_mask_batch_stride, s.Nk, threadIdx.x, THREADS, lo, hi, cnt);
+    lo = __reduce_min_sync(0xffffffffu, lo), hi = __reduce_max_sync(0xffffffffu, hi);
+    cnt = __reduce_add_sync(0xffffffffu, cnt);
+    if (threadIdx.x % 32 == 0)
+        atomicMin(&tot[0], lo), atomicMax(&tot[1], hi), atomicAdd(&tot[2], cnt);
+    /* Barrier: every warp's share is in. */
+    __syncthreads();
+    return var_keys_make(tot[0], tot[1], tot[2]);
+}
+
 /* What a thread knows about its two rows (row0, row0 + 8) beyond its kernel's softmax state: each
  * row's visible keys [lo, hi) from the window and causal about δ, clamped to 0..Nk; the keys
  * [all_lo, all_hi) visible to every row of its strip, whose blocks need no mask; and the (b, h)
@@ -132,6 +248,7 @@ typedef struct {
     int row[2], lo[2], hi[2], rd[2];    /* this thread's rows; rd: row + δ */
     int all_lo, all_hi;
     float c;                            /* scale · log2 e (no softcap) or softcap · log2 e */
+    bool raw;                           /* masks only: scores stay q·k, the softmax scales by c */
     float cap_in;                       /* softcap: scale / softcap */
     bool cap;                           /* a softcap (also with scale 0: every score capped to 0) */
     float slope2;                       /* ALiBi slope · log2 e; 0: none */
@@ -152,9 +269,12 @@ __device__ __forceinline__ void var_row_range(const fa_var &x, int delta, int ro
 
 /* The rows row0, row0 + 8 of a strip whose rows run row_first..row_last, in sequence s of batch
  * entry b (key_mask, attn_mask, ALiBi (B, Hq)) and head h. scale: |scale| where the kernel has
- * folded the sign into Q (sm80.cu). */
-__device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_seq &s, int64_t b, int64_t h,
-                                                int row_first, int row_last, int row0, float scale)
+ * folded the sign into Q (sm80.cu). raw_ok: the kernel's softmax scales by y.c when y.raw (the
+ * variants are all masks: no softcap, ALiBi or float mask to add in log2 units), so var_scores
+ * leaves the scores as they are, as the plain kernel does; else they arrive in log2 units. */
+__device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_seq &s, const fa_var_keys &kr,
+                                                int64_t b, int64_t h, int row_first, int row_last, int row0,
+                                                float scale, bool raw_ok)
 {
     const fa_variants &v = x.v;
     fa_var_rows y;
@@ -166,11 +286,18 @@ __device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_se
     int unused;
     var_row_range(x, s.delta, row_last, s.Nk, y.all_lo, unused);     /* lo and hi grow with the row */
     var_row_range(x, s.delta, row_first, s.Nk, unused, y.all_hi);
+    if (kr.dense) {                                     /* key_mask as a window: no per-key test */
+        for (int r = 0; r < 2; r++)
+            y.lo[r] = max(y.lo[r], kr.lo), y.hi[r] = min(y.hi[r], kr.hi);
+        y.all_lo = max(y.all_lo, kr.lo), y.all_hi = min(y.all_hi, kr.hi);
+    }
     y.cap = v.softcap > 0.f;
     y.cap_in = y.cap ? scale / v.softcap : 0.f;
-    y.c = (y.cap ? v.softcap : scale) * FA_LOG2E;
     y.slope2 = fa_alibi_slope2(&v, b, h);
-    y.key_mask = v.key_mask != NULL ? v.key_mask + b * v.key_mask_batch_stride : NULL;
+    y.raw = raw_ok && !y.cap && y.slope2 == 0.f && (v.mask == NULL || v.mask_kind == FA_MASK_BOOL);
+    /* raw: c > 0 even for scale 0, so that a masked −inf stays −inf (not −inf · 0). */
+    y.c = y.raw ? fmaxf(scale * FA_LOG2E, FLT_MIN) : (y.cap ? v.softcap : scale) * FA_LOG2E;
+    y.key_mask = v.key_mask != NULL && !kr.dense ? v.key_mask + b * v.key_mask_batch_stride : NULL;
     y.mask_kind = v.mask_kind;
     y.mask = NULL;
     if (v.mask != NULL) {
@@ -184,17 +311,17 @@ __device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_se
     return y;
 }
 
-/* tanh(x) = 1 − 2 / (1 + e^(2x)): two MUFU ops, absolute error ~1e-7 (±1 beyond |x| ~ 9). */
+/* tanh(x) in one MUFU op (tanh.approx, relative error about 2⁻¹¹, below a half-precision score's
+ * rounding): the softmax's ex2 is the other, and a third would make the MUFU unit the bottleneck. */
 __device__ __forceinline__ float var_tanh(float x)
 {
     float r;
-    const float e = ex2(x * (2.f * FA_LOG2E));
-    asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(1.f + e));
-    return 1.f - 2.f * r;
+    asm("tanh.approx.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+    return r;
 }
 
 /* The raw scores q · k of block key0.. of one 16-row strip (BN keys, the C layout above) turned
- * into log2 units with every variant of fa.h applied, in its order:
+ * into log2 units (left as they are when y.raw) with every variant of fa.h applied, in its order:
  *     s = scale · q·k;  softcap c: s = c · tanh(s / c);  ALiBi: s −= slope · |i + δ − j|;
  *     a float mask: s += mask[b, h, i, j];  s = −inf where j is not visible (window, causal,
  *     j >= Nk, key_mask, a bool mask). */
@@ -205,17 +332,16 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             r_s[i] = y.c * var_tanh(r_s[i] * y.cap_in);
-    } else {
+    } else if (!y.raw) {
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             r_s[i] *= y.c;
     }
-    if (y.slope2 != 0.f) {
+    if (y.slope2 != 0.f) {                              /* i + δ − j as float: one I2F per row and block */
+        const float d0[2] = {(float)(y.rd[0] - key0 - 2 * t), (float)(y.rd[1] - key0 - 2 * t)};
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++) {
-            const int key = key0 + 8 * (i / 4) + 2 * t + i % 2;
-            r_s[i] -= y.slope2 * fabsf((float)(y.rd[(i / 2) % 2] - key));
-        }
+        for (int i = 0; i < BN / 2; i++)
+            r_s[i] -= y.slope2 * fabsf(d0[(i / 2) % 2] - (float)(8 * (i / 4) + i % 2));
     }
     if (y.key_mask != NULL) {                           /* key_mask[b, j] == 0: hidden */
 #pragma unroll
@@ -254,15 +380,17 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
 }
 
 /* The key blocks [kb0, kb0 + nb) of BN keys that some row m0..last of sequence s may see (the
- * window and causal about δ: the first row's lo, the last row's hi); at least one, so that a
- * kernel whose tiles all pass through a ring sees one block (a tile that sees no key reads block
- * 0, masked whole). */
+ * window and causal about δ: the first row's lo, the last row's hi; within key_mask's range kr);
+ * at least one, so that a kernel whose tiles all pass through a ring sees one block (a tile that
+ * sees no key reads block 0, masked whole). */
 template <int BN>
-__device__ __forceinline__ void var_blocks(const fa_var &x, const fa_var_seq &s, int m0, int last, int &kb0, int &nb)
+__device__ __forceinline__ void var_blocks(const fa_var &x, const fa_var_seq &s, const fa_var_keys &kr, int m0,
+                                           int last, int &kb0, int &nb)
 {
     int lo, hi, unused;
     var_row_range(x, s.delta, m0, s.Nk, lo, unused);
     var_row_range(x, s.delta, last, s.Nk, unused, hi);
+    lo = max(lo, kr.lo), hi = min(hi, kr.hi);
     if (hi <= lo) {
         kb0 = 0;
         nb = 1;
