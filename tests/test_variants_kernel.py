@@ -64,6 +64,8 @@ def kernel_case(name, g, B, Hq, Nq, Nk, dtype, device):
         "key_mask_left_padded_causal": lambda: dict(key_mask=padding_mask(B, Nk, device, left=True), causal=True,
                                                      causal_align="bottom_right"),
         "t5_bias": lambda: dict(attn_mask=rand(g, 1, Hq, Nq, Nk, dtype=dtype, device=device)),
+        # rows of even stride starting one element past an aligned address: read key by key
+        "bias_odd_offset": lambda: dict(attn_mask=rand(g, 1, Hq, Nq, Nk + 2, dtype=dtype, device=device)[..., 1:-1]),
         "bool_band": lambda: dict(attn_mask=band.to(device)),
         "float_transposed": lambda: dict(attn_mask=transposed_mask(g, Nq, Nk, device)),
         "combo": lambda: dict(causal=True, causal_align="bottom_right", window=(300, -1), softcap=20.0,
@@ -77,7 +79,7 @@ def kernel_case(name, g, B, Hq, Nq, Nk, dtype, device):
 KERNEL_CASES = ["window_sym", "window_sym_bottom_right", "causal_bottom_right", "sliding_causal",
                 "sliding_causal_bottom_right", "window_right_only", "softcap_causal", "softcap_small",
                 "alibi_causal",
-                "sinks_window", "key_mask_right_padded", "key_mask_left_padded_causal", "t5_bias", "bool_band",
+                "sinks_window", "key_mask_right_padded", "key_mask_left_padded_causal", "t5_bias", "bias_odd_offset", "bool_band",
                 "float_transposed", "combo"]
 # (B, Hq, Hkv, Nq, Nk): Nq < Nk, Nq > Nk (bottom-right rows that see nothing), tails of both.
 LONG_SHAPES = [(2, 4, 2, 300, 1100), (2, 2, 1, 1100, 700), (1, 4, 4, 513, 513)]

@@ -26,6 +26,8 @@ typedef struct {
     int delta;                           /* δ: 0 top-left, Nk − Nq bottom-right (not packed) */
     int left, right;                     /* visible: i + δ − left <= j <= i + δ + right */
     float scale;                         /* p.scale, natural units */
+    bool mask_pairs;                     /* attn_mask of 1- or 2-byte entries, keys adjacent and each
+                                          * even key's pair aligned: read two at a time (var_scores) */
 } fa_var;
 
 static inline fa_var var_resolve(const fa_params *p, const fa_variants *v)
@@ -38,6 +40,10 @@ static inline fa_var var_resolve(const fa_params *p, const fa_variants *v)
     x.left = left > span ? -1 : (int)left;
     x.right = right > span ? -1 : (int)right;
     x.scale = p->scale;
+    const int64_t es = v->mask_kind == FA_MASK_BOOL ? 1 : 2;
+    x.mask_pairs = v->mask != NULL && v->mask_kind != FA_MASK_ADD_F32 && v->mask_col_stride == 1
+                && (uintptr_t)v->mask % (2 * es) == 0 && v->mask_batch_stride % 2 == 0
+                && v->mask_head_stride % 2 == 0 && v->mask_row_stride % 2 == 0;
     return x;
 }
 
@@ -254,7 +260,9 @@ typedef struct {
     float slope2;                       /* ALiBi slope · log2 e; 0: none */
     const uint8_t *key_mask;            /* row b of key_mask; NULL: none */
     const uint8_t *mask;                /* attn_mask at (b, h, 0, 0); NULL: none */
-    int64_t mask_row, mask_col;         /* its strides in elements */
+    const uint8_t *mask_rows[2];        /* at (b, h, row, 0) for each row (past Nq: the last row) */
+    int64_t mask_col;                   /* its key stride in bytes */
+    bool mask_pairs;                    /* fa_var.mask_pairs */
     int mask_kind, Nq, Nk;
 } fa_var_rows;
 
@@ -300,12 +308,14 @@ __device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_se
     y.key_mask = v.key_mask != NULL && !kr.dense ? v.key_mask + b * v.key_mask_batch_stride : NULL;
     y.mask_kind = v.mask_kind;
     y.mask = NULL;
+    y.mask_pairs = x.mask_pairs;
+    const int64_t es = v.mask_kind == FA_MASK_BOOL ? 1 : v.mask_kind == FA_MASK_ADD_F32 ? 4 : 2;
     if (v.mask != NULL) {
-        const int64_t es = v.mask_kind == FA_MASK_BOOL ? 1 : v.mask_kind == FA_MASK_ADD_F32 ? 4 : 2;
         y.mask = (const uint8_t *)v.mask + (b * v.mask_batch_stride + h * v.mask_head_stride) * es;
+        for (int r = 0; r < 2; r++)
+            y.mask_rows[r] = y.mask + (int64_t)min(y.row[r], s.Nq - 1) * v.mask_row_stride * es;
     }
-    y.mask_row = v.mask_row_stride;
-    y.mask_col = v.mask_col_stride;
+    y.mask_col = v.mask_col_stride * es;
     y.Nq = s.Nq;
     y.Nk = s.Nk;
     return y;
@@ -318,6 +328,14 @@ __device__ __forceinline__ float var_tanh(float x)
     float r;
     asm("tanh.approx.f32 %0, %1;\n" : "=f"(r) : "f"(x));
     return r;
+}
+
+/* Whether var_scores reads block key0.. of attn_mask two keys at a time: whole blocks of a
+ * mask_pairs mask. */
+template <int BN>
+__device__ __forceinline__ bool var_mask_paired(int key0, const fa_var_rows &y)
+{
+    return y.mask != NULL && y.mask_pairs && key0 + BN <= y.Nk;
 }
 
 /* The raw scores q · k of block key0.. of one 16-row strip (BN keys, the C layout above) turned
@@ -353,18 +371,38 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
                     r_s[4 * j + e] = r_s[4 * j + 2 + e] = -INFINITY;
             }
     }
-    if (y.mask != NULL) {                               /* attn_mask[b, h, i, j], any strides */
+    if (var_mask_paired<BN>(key0, y)) {                /* attn_mask, two keys per load */
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int64_t at = (int64_t)(key0 + 8 * j + 2 * t) * y.mask_col;
+                const int i = 4 * j + 2 * r;
+                if (y.mask_kind == FA_MASK_BOOL) {
+                    const uint32_t pair = __ldg((const uint16_t *)(y.mask_rows[r] + at));
+                    if ((pair & 0xffu) == 0)
+                        r_s[i] = -INFINITY;
+                    if ((pair & 0xff00u) == 0)
+                        r_s[i + 1] = -INFINITY;
+                } else {
+                    const uint32_t pair = __ldg((const uint32_t *)(y.mask_rows[r] + at));
+                    const uint16_t e0 = (uint16_t)pair, e1 = (uint16_t)(pair >> 16);
+                    r_s[i] += FA_LOG2E * to_float(*reinterpret_cast<const T *>(&e0));
+                    r_s[i + 1] += FA_LOG2E * to_float(*reinterpret_cast<const T *>(&e1));
+                }
+            }
+    } else if (y.mask != NULL) {                        /* attn_mask[b, h, i, j], any strides */
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) {
-            const int key = key0 + 8 * (i / 4) + 2 * t + i % 2, row = y.row[(i / 2) % 2];
-            if (row < y.Nq && key < y.Nk) {
-                const int64_t off = row * y.mask_row + key * y.mask_col;
+            const int key = key0 + 8 * (i / 4) + 2 * t + i % 2;
+            if (key < y.Nk) {
+                const uint8_t *at = y.mask_rows[(i / 2) % 2] + key * y.mask_col;
                 if (y.mask_kind == FA_MASK_BOOL) {
-                    if (y.mask[off] == 0)
+                    if (*at == 0)
                         r_s[i] = -INFINITY;
                 } else {
-                    r_s[i] += FA_LOG2E * (y.mask_kind == FA_MASK_ADD_F32 ? ((const float *)y.mask)[off]
-                                                                         : to_float(((const T *)y.mask)[off]));
+                    r_s[i] += FA_LOG2E * (y.mask_kind == FA_MASK_ADD_F32 ? *(const float *)at
+                                                                         : to_float(*(const T *)at));
                 }
             }
         }
