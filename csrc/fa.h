@@ -242,8 +242,8 @@ int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v);
  * p.v, (B, Hkv, Nmax, d) with p.Nk = Nmax; sequence b holds cache_seqlens[b]
  * valid keys. When k_new / v_new are given, their Nnew rows are first written
  * into the caches in place at rows cache_seqlens[b] .. + Nnew, and attention
- * then covers L_b = cache_seqlens[b] + Nnew keys. With fa_variants (CPU): window, softcap, ALiBi
- * and sinks apply with δ = L_b − Nq (align is ignored); key_mask, mask and varlen do not apply
+ * then covers L_b = cache_seqlens[b] + Nnew keys. With fa_variants (CPU; CUDA fp16/bf16): window,
+ * softcap, ALiBi and sinks apply with δ = L_b − Nq (align is ignored); key_mask, mask and varlen do not apply
  * (FA_ERR_VARIANT). causal is bottom-right
  * aligned here: query i of Nq sees keys j <= L_b − Nq + i. A query that sees
  * no key (L_b = 0, or L_b < Nq when causal) gets O = 0 and lse = −inf. */
@@ -272,6 +272,12 @@ int fa_forward_kvcache_variants_cpu(const fa_kvcache_params *kp, const fa_varian
 int fa_kvcache_scratch_bytes(const fa_kvcache_params *kp, size_t *bytes);
 int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratch, size_t scratch_bytes,
                             struct CUstream_st *stream);
+/* The same with fa_variants (window, softcap, ALiBi, sinks, as fa_forward_kvcache_variants_cpu),
+ * fp16 and bf16 on the tensor-core kernels of sm_80+; FA_ERR_UNSUPPORTED elsewhere (fp32, or the
+ * simt family forced), and its scratch from fa_kvcache_variants_scratch_bytes. */
+int fa_kvcache_variants_scratch_bytes(const fa_kvcache_params *kp, const fa_variants *v, size_t *bytes);
+int fa_forward_kvcache_variants_cuda(const fa_kvcache_params *kp, const fa_variants *v, void *scratch,
+                                     size_t scratch_bytes, struct CUstream_st *stream);
 
 /* The benchmarks' baseline, not FlashAttention: three plain CUDA kernels
  * (S = Q Kᵀ · scale, row softmax, O = P V) that store the (B, Hq, Nq, Nk) fp32

@@ -934,8 +934,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
 
 // ---- The KV cache ------------------------------------------------------------------------------
 
-// A KV cache call with variants, computed exactly through PyTorch (the decode kernels take no
-// variant yet) with the CUDA kernels' contract: no host synchronisation, and when any
+// A KV cache call with variants, computed exactly through PyTorch (fp32: no split-KV kernel takes
+// its variants) with the CUDA kernels' contract: no host synchronisation, and when any
 // cache_seqlens[b] + Nnew leaves 0..Nmax the caches stay untouched and the output is NaN.
 at::Tensor kvcache_exact(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
                          const at::Tensor &seqlens, const at::Tensor &kn, const at::Tensor &vn, double scale,
@@ -1021,16 +1021,19 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
     if (q.is_cuda()) {
 #ifdef FA_WITH_CUDA
         const c10::cuda::CUDAGuard guard(q.device());
-        if (va.any())
-            return kvcache_exact(q, k_cache, v_cache, seqlens, kn, vn, c.p.scale, causal, va);
         // Split-KV scratch (partial O and lse) sized from the shapes and the device only, so the
-        // call never synchronises and a CUDA graph can capture it.
+        // call never synchronises and a CUDA graph can capture it. Variants the kernels do not take
+        // (fp32) are computed exactly (counted).
         size_t bytes = 0;
-        status = fa_kvcache_scratch_bytes(&kp, &bytes);
+        status = va.any() ? fa_kvcache_variants_scratch_bytes(&kp, &fv, &bytes) : fa_kvcache_scratch_bytes(&kp, &bytes);
+        if (va.any() && status == FA_ERR_UNSUPPORTED)
+            return kvcache_exact(q, k_cache, v_cache, seqlens, kn, vn, c.p.scale, causal, va);
         check_status(op, status);
         const at::Tensor scratch = at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte));
-        status = fa_forward_kvcache_cuda(&kp, bytes ? scratch.data_ptr() : nullptr, bytes,
-                                         c10::cuda::getCurrentCUDAStream().stream());
+        status = va.any() ? fa_forward_kvcache_variants_cuda(&kp, &fv, bytes ? scratch.data_ptr() : nullptr, bytes,
+                                                             c10::cuda::getCurrentCUDAStream().stream())
+                          : fa_forward_kvcache_cuda(&kp, bytes ? scratch.data_ptr() : nullptr, bytes,
+                                                    c10::cuda::getCurrentCUDAStream().stream());
 #else
         status = FA_ERR_NO_CUDA;
 #endif

@@ -198,6 +198,22 @@ def main():
                 print(f"{'ok  ' if ok else 'FAIL'} kvcache {family:5} {merge:7} {str(dtype):14} B={B} Hq={Hq} "
                       f"Hkv={Hkv} Nq={Nq} Nmax={Nmax} d={d} causal={causal} Nnew={nnew}: max err {err:.1e}, "
                       f"caches {'ok' if cache_ok else 'WRONG'}")
+                if dtype == torch.bfloat16 and family == "auto" and all(0 <= n + nnew <= Nmax for n in seqlens):
+                    # The variants on the same (appended) caches, against the CPU backend.
+                    kw = dict(window=(40, -1), softcap=20.0, alibi_slopes=torch.rand(Hq, device="cuda") * 0.05,
+                              sinks=torch.randn(Hq, device="cuda"))
+                    sl2 = sl + nnew
+                    out = torch_flashattn.attention_kvcache(q, k_cache, v_cache, cache_seqlens=sl2, causal=causal,
+                                                            **kw)
+                    torch.cuda.synchronize()
+                    ref = torch_flashattn.attention_kvcache(
+                        q.float().cpu(), k_cache.float().cpu(), v_cache.float().cpu(), cache_seqlens=sl2.cpu(),
+                        causal=causal, **{n: x.cpu() if isinstance(x, torch.Tensor) else x for n, x in kw.items()})
+                    err = (out.float().cpu() - ref).abs().max().item()
+                    ok = err < 2e-2
+                    failures += not ok
+                    print(f"{'ok  ' if ok else 'FAIL'} kvcache variants {merge:7} B={B} Hq={Hq} Hkv={Hkv} Nq={Nq} "
+                          f"Nmax={Nmax} d={d} causal={causal}: max err {err:.1e}")
     return 1 if failures else 0
 
 

@@ -251,3 +251,62 @@ def test_varlen_rows_stay_in_their_sequence(family, fa_overrides):
     cu = torch.tensor([0, 70, 75, 205], dtype=torch.int32, device="cuda")
     out = torch_flashattn.attention_varlen(q, k, v, cu, cu, 130, 130, causal=True)
     assert_varlen_accurate(out, q, k, v, lens, lens, f"{family} neighbours", causal=True)
+
+
+# ---- the KV cache's variants in the split-KV kernels ---------------------------------------------
+
+DECODE_VARIANTS = {
+    "sliding": lambda B, Hq, g: dict(window=(300, -1), causal=True),
+    "window_both": lambda B, Hq, g: dict(window=(40, 7)),
+    "softcap": lambda B, Hq, g: dict(softcap=5.0, causal=True),
+    "alibi_batch": lambda B, Hq, g: dict(alibi_slopes=(torch.rand(B, Hq, generator=g) * 0.05).cuda()),
+    "sinks": lambda B, Hq, g: dict(sinks=rand(g, Hq, device="cuda") + 2),
+    "all": lambda B, Hq, g: dict(causal=True, window=(500, -1), softcap=20.0,
+                                 alibi_slopes=(torch.rand(B, Hq, generator=g) * 0.02).cuda(),
+                                 sinks=rand(g, Hq, device="cuda")),
+}
+# decode_splits / decode_cluster / decode_combine forced: one split (the attend kernel writes O),
+# splits merged in a cluster (sm_90), by the element combine kernel, by the wide one.
+DECODE_PLANS = {"one": dict(decode_splits=1), "cluster": dict(decode_splits=4, decode_cluster="on"),
+                "combine": dict(decode_splits=5, decode_cluster="off", decode_combine="elem"),
+                "wide": dict(decode_splits=30, decode_cluster="off", decode_combine="wide")}
+
+
+@pytest.mark.parametrize("plan", list(DECODE_PLANS))
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("nq", [1, 5])
+@pytest.mark.parametrize("case", list(DECODE_VARIANTS))
+def test_kvcache_variants_in_the_split_kv_kernel(case, nq, dtype, d, plan, fa_overrides):
+    """attention_kvcache's window, softcap, ALiBi and sinks in the split-KV kernel (no exact path),
+    each way its splits end, on ragged caches (empty, shorter than the queries, long) with GQA."""
+    if torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("the split-KV tensor-core kernel needs compute capability 8.0")
+    if plan == "cluster" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("thread block clusters need compute capability 9.0")
+    from test_variants import assert_rule, kvcache_reference
+    fa_overrides(**DECODE_PLANS[plan])
+    B, Hq, Hkv, Nmax = 4, 8, 2, 2100
+    g = torch.Generator().manual_seed(seed_of("decode", case, nq, d, plan))
+    q = rand(g, B, Hq, nq, d, dtype=dtype, device="cuda")
+    k_cache, v_cache = (rand(g, B, Hkv, Nmax, d, dtype=dtype, device="cuda") for _ in range(2))
+    seqlens = [0, 3, 1337, Nmax]
+    variants = DECODE_VARIANTS[case](B, Hq, g)
+    before = torch.ops.fa._exact_calls()
+    out = torch_flashattn.attention_kvcache(q, k_cache, v_cache, **variants,
+                                            cache_seqlens=torch.tensor(seqlens, dtype=torch.int32, device="cuda"))
+    what = f"decode {case} {plan} {dtype} nq={nq} d={d}: {describe(variants)}"
+    assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
+    ref = kvcache_reference(q, k_cache, v_cache, seqlens, **variants)
+    pt = kvcache_reference(q, k_cache, v_cache, seqlens, as_pytorch=True, **variants)
+    assert_rule(out, ref, pt, dtype, what)
+
+
+def test_kvcache_variants_fp32_take_the_exact_path():
+    """fp32 KV caches with variants: no split-KV kernel takes them; the exact path does, counted."""
+    g = torch.Generator().manual_seed(9)
+    q = rand(g, 2, 4, 1, 64, device="cuda")
+    k_cache, v_cache = (rand(g, 2, 2, 100, 64, device="cuda") for _ in range(2))
+    before = torch.ops.fa._exact_calls()
+    torch_flashattn.attention_kvcache(q, k_cache, v_cache, window=(10, -1))
+    assert torch.ops.fa._exact_calls() == before + 1

@@ -48,6 +48,7 @@
 #include "decode.cuh"
 #include "tiles.h"
 #include "trace.cuh"
+#include "variants.cuh"
 
 /* ---- 2a. Attend on tensor cores (fp16, bf16) ------------------------------------------------ */
 
@@ -98,7 +99,7 @@ __device__ __forceinline__ void load_rows16(uint32_t s_tile, const uint16_t *g, 
  * (w[0].part.o, lse_cta): the cluster's threads share out the tile's (row, column) elements and
  * merge them as the combine kernel does, O = Σ_s 2^(lse_s − M) O_s / Σ_s 2^(lse_s − M); a split
  * that saw no key has lse −inf and weight 0. Every thread of every CTA calls it. */
-template <typename T, class C>
+template <typename T, class C, bool VAR>
 __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<C> &s, int64_t b, int64_t hk,
                                               int r0, bool valid)
 {
@@ -136,6 +137,15 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
                     o += w * o_s[sp];
                 }
         const int64_t h = hk * G + row % G, i = row / G;
+        if (VAR && a.v.sinks != NULL) {                 /* the sink joins the denominator */
+            float mul, lse2;
+            fa_row_end(M, l, 1, a.v.sinks[h] * FA_LOG2E, &mul, &lse2);
+            from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + col,
+                       valid ? o * mul : NAN);
+            if (col == 0 && p.lse != NULL)
+                p.lse[(b * p.Hq + h) * Nq + i] = valid ? lse2 * FA_LN2 : NAN;
+            continue;
+        }
         from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + col,
                    valid ? (l > 0.f ? o / l : 0.f) : NAN);
         if (col == 0 && p.lse != NULL)
@@ -148,7 +158,7 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
 /* Grid: 1-D over (row tile, split, b·Hkv + hk), row tile fastest so that the tiles reading the
  * same keys run together and share them in L2; clustered, over (split, row tile, b·Hkv + hk);
  * block: C::WARPS warps. */
-template <typename T, class C>
+template <typename T, class C, bool VAR = false>
 __global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
 fa_decode_attend_kernel(const __grid_constant__ decode_args a)
 {
@@ -285,7 +295,18 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
     /* Packed row r (query i = r / G) sees keys j < lim(r) = L, or L − Nq + i + 1 when causal. The
      * tile's last real row sees the most; k1 = min(its end, k_spec). */
     const int i_last = (min(R, r0 + 16) - 1) / G;
-    const int kv_end = p.causal ? L - Nq + i_last + 1 : L;
+    int kv_end = p.causal ? L - Nq + i_last + 1 : L;
+    /* VAR: the window about δ = L − Nq (causal folded in as right = 0): keys [lo, hi) of query i are
+     * [i + δ − left, i + δ + right + 1) ∩ [0, L). The tile's last row sees the last keys, its first
+     * row the first: a chunk below that is skipped whole. */
+    auto var_lo = [&](int i) {
+        return a.var_left >= 0 ? (int)max((int64_t)0, min((int64_t)L, (int64_t)i + L - Nq - a.var_left)) : 0;
+    };
+    auto var_hi = [&](int i) {
+        return a.var_right >= 0 ? (int)max((int64_t)0, min((int64_t)L, (int64_t)i + L - Nq + a.var_right + 1)) : L;
+    };
+    if (VAR)
+        kv_end = var_lo(r0 / G) >= k_spec ? k0 : var_hi(i_last);
     const int k1 = min(kv_end, k_spec);
     const int n_blocks = k1 > k0 ? (k1 - k0 + 15) / 16 : 0;
     const int nb_w = n_blocks / (run * WARPS) * run                       /* this warp's */
@@ -324,9 +345,21 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
     TRACE_CLK(c1);
 
     /* Keys this lane's rows g and g + 8 see (padded rows: L, harmless as their Q is zero). */
-    const int lim_a = p.causal && r0 + g < R ? L - Nq + (r0 + g) / G + 1 : L;
-    const int lim_b = p.causal && r0 + g + 8 < R ? L - Nq + (r0 + g + 8) / G + 1 : L;
-    const int lim_lo = min(lim_a, lim_b);
+    int lim_a = p.causal && r0 + g < R ? L - Nq + (r0 + g) / G + 1 : L;
+    int lim_b = p.causal && r0 + g + 8 < R ? L - Nq + (r0 + g + 8) / G + 1 : L;
+    /* VAR: each row's first key too (the window), its query's distance δ + i for ALiBi and its
+     * head's slope (log2 units; 0: none). */
+    int lo_a = 0, lo_b = 0;
+    float rd_a = 0.f, rd_b = 0.f, slope_a = 0.f, slope_b = 0.f;
+    if constexpr (VAR) {
+        const int ia = (r0 + g) / G, ib = (r0 + g + 8) / G;
+        lo_a = var_lo(ia), lo_b = var_lo(ib);
+        lim_a = var_hi(ia), lim_b = var_hi(ib);
+        rd_a = (float)(L - Nq + ia - 2 * t), rd_b = (float)(L - Nq + ib - 2 * t);
+        slope_a = fa_alibi_slope2(&a.v, b, hk * G + (r0 + g) % G);
+        slope_b = fa_alibi_slope2(&a.v, b, hk * G + (r0 + g + 8) % G);
+    }
+    const int lim_lo = min(lim_a, lim_b), lo_hi = max(lo_a, lo_b);
 
     /* ldmatrix.x4 lane addresses as in sm80.cu: Q and V rows lane%16, chunk lane/16; K rows
      * lane%8 + 8·(lane/16), chunk (lane/8)%2, so each MMA's B pair is two adjacent registers. */
@@ -380,19 +413,39 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
             mma16816<T>(r_s[1], r_q[qf], r_k[2], r_k[3]);
         }
 
-        /* s = S · c; −inf for keys a row does not see (only blocks at the end pay for the test). */
-#pragma unroll
-        for (int n = 0; n < 2; n++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                r_s[n][e] *= c;
-        if (key0 + 16 > lim_lo) {
+        /* s = S · c; −inf for keys a row does not see (only blocks at the end pay for the test).
+         * VAR, in fa.h's order: softcap, ALiBi, the window's first keys too. */
+        if (VAR && a.cap_c != 0.f) {
 #pragma unroll
             for (int n = 0; n < 2; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++)
-                    if (key0 + 8 * n + 2 * t + e % 2 >= (e < 2 ? lim_a : lim_b))
+                    r_s[n][e] = a.cap_c * var_tanh(r_s[n][e] * a.cap_in);
+        } else {
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    r_s[n][e] *= c;
+        }
+        if (VAR && (slope_a != 0.f || slope_b != 0.f)) {     /* s −= slope · |i + δ − j| */
+            const float kf = (float)key0;
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    r_s[n][e] -= (e < 2 ? slope_a : slope_b)
+                               * fabsf((e < 2 ? rd_a : rd_b) - kf - (float)(8 * n + e % 2));
+        }
+        if (key0 + 16 > lim_lo || (VAR && key0 < lo_hi)) {
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    const int key = key0 + 8 * n + 2 * t + e % 2;
+                    if (key >= (e < 2 ? lim_a : lim_b) || (VAR && key < (e < 2 ? lo_a : lo_b)))
                         r_s[n][e] = -INFINITY;
+                }
         }
 
         /* m_new = max(m_i, rowmax(s)), over the 4 lanes of a quad. A row that has seen only −inf
@@ -507,11 +560,11 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
             s.w[0].part.o[r][col] = val;
         } else {
             const int64_t h = hk * G + row % G, i = row / G;
-            store_result<T>(a, split, (b * p.Hq + h) * Nq + i, b, h, i, col, val, s.lse_cta[r]);
+            store_result<T, VAR>(a, split, (b * p.Hq + h) * Nq + i, b, h, i, col, val, s.lse_cta[r]);
         }
     }
     if (a.cluster)
-        cluster_merge<T, C>(a, s, b, hk, r0, valid);
+        cluster_merge<T, C, VAR>(a, s, b, hk, r0, valid);
 #ifdef FA_DECODE_TRACE
     TRACE_CLK(c5);
     const uint64_t gt5 = trace_gt();
@@ -563,12 +616,12 @@ static int kernel_setup(decode_kernel kernel, size_t smem, int threads, int mma,
     return *occ > 0 ? FA_OK : FA_ERR_UNSUPPORTED;
 }
 
-template <typename T, class C>
+template <typename T, class C, bool VAR = false>
 static int plan_mma(decode_plan *pl, int dev)
 {
     static int s_occ[32];
     const decode_simt_kernels ks = decode_simt_kernels_for(decode_dtype<T>());
-    pl->attend = fa_decode_attend_kernel<T, C>;
+    pl->attend = fa_decode_attend_kernel<T, C, VAR>;
     pl->combine = ks.combine;
     pl->combine_wide = ks.combine_wide;
     pl->smem = sizeof(decode_smem<C>);
@@ -693,8 +746,11 @@ static void plan_splits(decode_plan *pl, decode_args *a, const fa_params *p, con
 }
 
 /* Everything the launch needs that depends on the shapes and the device only: the kernel, the
- * split count and the derived scalars. The same answer for fa_kvcache_scratch_bytes and the launch. */
-static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_plan *pl, decode_args *a)
+ * split count and the derived scalars. The same answer for fa_kvcache_scratch_bytes and the launch.
+ * v (NULL: none): the variants, on the VAR attend kernels of 4 warps and 3 stages (d in (64, 128])
+ * and the sink-taking combine kernels; FA_ERR_UNSUPPORTED on the CUDA-core kernel (fp32). */
+static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_plan *pl, decode_args *a,
+                     const fa_variants *v = NULL)
 {
     const fa_params *p = &kp->p;
     memset(pl, 0, sizeof *pl);
@@ -723,7 +779,32 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
     /* The simt family forces the CUDA-core kernel; the forward families leave the choice here. */
     const int simt = p->dtype == FA_FLOAT32 || o->family == FA_FAMILY_SIMT;
     st = FA_ERR_UNSUPPORTED;
-    if (!simt) {
+    if (v != NULL) {
+        if (simt)
+            return FA_ERR_UNSUPPORTED;
+        const int bf16 = p->dtype == FA_BFLOAT16;
+        st = p->d <= 64 ? (bf16 ? plan_mma<__nv_bfloat16, decode_tile_d64, true>(pl, dev)
+                                : plan_mma<__half, decode_tile_d64, true>(pl, dev))
+           : p->d <= 128 ? (bf16 ? plan_mma<__nv_bfloat16, decode_tile_d128, true>(pl, dev)
+                                 : plan_mma<__half, decode_tile_d128, true>(pl, dev))
+           : (bf16 ? plan_mma<__nv_bfloat16, decode_tile_d256, true>(pl, dev)
+                   : plan_mma<__half, decode_tile_d256, true>(pl, dev));
+        if (st != FA_OK)
+            return st;
+        if (v->sinks != NULL) {
+            const decode_simt_kernels ks = decode_simt_kernels_for(p->dtype);
+            pl->combine = ks.combine_sinks;
+            pl->combine_wide = ks.combine_wide_sinks;
+        }
+        /* A side wider than any row reaches (Nq + Nmax) is unbounded: −1, and the rest fits an int. */
+        const int64_t span = p->Nq + p->Nk, left = v->window ? v->window_left : -1;
+        const int64_t right = p->causal ? 0 : v->window ? v->window_right : -1;
+        a->v = *v;
+        a->var_left = left > span ? -1 : (int)left;
+        a->var_right = right > span ? -1 : (int)right;
+        a->cap_c = v->softcap > 0.f ? v->softcap * FA_LOG2E : 0.f;
+        a->cap_in = v->softcap > 0.f ? p->scale / v->softcap : 0.f;
+    } else if (!simt) {
         const int bf16 = p->dtype == FA_BFLOAT16;
         /* d in (64, 128]: 8 warps per CTA (one CTA per SM) where that grid is one wave and every
          * split reads at least 2048 keys, else 4 warps (two CTAs per SM). Same run, read
@@ -768,7 +849,7 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
      * 4.30 → 4.42. Where half the SMs stream (the 8-warp clusters of 8 at B = 1, 512 warps) three
      * stages win: B = 1 H 32/8 128k 4.11 against 3.91, 64k 3.74 against 3.62.
      * fa_overrides.decode_stages forces one. */
-    if (pl->mma && p->d > 64 && p->d <= 128) {
+    if (pl->mma && p->d > 64 && p->d <= 128 && v == NULL) {
         const int64_t grid = a->splits * pl->ctas_per_split, wave = (int64_t)sms * pl->ctas_per_sm;
         int two = (grid < wave ? grid : wave) * (pl->threads / 32) >= 6 * (int64_t)sms;
         if (o->decode_stages != 0)
@@ -817,27 +898,59 @@ static size_t scratch_size(const decode_args *a)
     return a->splits > 1 && !a->cluster ? (size_t)(a->splits * a->rows * (a->kp.p.d + 1)) * sizeof(float) : 0;
 }
 
-extern "C" int fa_kvcache_scratch_bytes(const fa_kvcache_params *kp, size_t *bytes)
+/* The variants a KV-cache call may have (fa.h): none of key_mask, mask, packed sequences; checked
+ * with the queries bottom-right. v NULL or without any: the plain kernels. */
+static int kvcache_variants(const fa_kvcache_params *kp, const fa_variants *v_in, fa_variants *v, int *any)
+{
+    *any = fa_has_variants(v_in);
+    if (!*any)
+        return FA_OK;
+    *v = *v_in;
+    if (v->key_mask != NULL || v->mask != NULL || v->cu_seqlens_q != NULL)
+        return FA_ERR_VARIANT;
+    v->align = FA_ALIGN_BOTTOM_RIGHT;
+    return fa_check_variants(&kp->p, v);
+}
+
+static int scratch_bytes_of(const fa_kvcache_params *kp, const fa_variants *v_in, size_t *bytes)
 {
     *bytes = 0;
     int st = fa_check_kvcache_params(kp);
     if (st != FA_OK)
         return st;
+    fa_variants v;
+    int any;
+    if ((st = kvcache_variants(kp, v_in, &v, &any)) != FA_OK)
+        return st;
     decode_plan pl;
     decode_args a;
     fa_overrides o;
     fa_get_overrides(&o);
-    st = make_plan(kp, &o, &pl, &a);
+    st = make_plan(kp, &o, &pl, &a, any ? &v : NULL);
     if (st == FA_OK)
         *bytes = scratch_size(&a);
     return st;
 }
 
-extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratch, size_t scratch_bytes,
-                                       struct CUstream_st *stream)
+extern "C" int fa_kvcache_scratch_bytes(const fa_kvcache_params *kp, size_t *bytes)
+{
+    return scratch_bytes_of(kp, NULL, bytes);
+}
+
+extern "C" int fa_kvcache_variants_scratch_bytes(const fa_kvcache_params *kp, const fa_variants *v, size_t *bytes)
+{
+    return scratch_bytes_of(kp, v, bytes);
+}
+
+static int forward_kvcache(const fa_kvcache_params *kp, const fa_variants *v_in, void *scratch,
+                           size_t scratch_bytes, struct CUstream_st *stream)
 {
     int st = fa_check_kvcache_params(kp);
     if (st != FA_OK)
+        return st;
+    fa_variants v;
+    int any;
+    if ((st = kvcache_variants(kp, v_in, &v, &any)) != FA_OK)
         return st;
     const fa_params *p = &kp->p;
     if (p->B == 0)
@@ -849,7 +962,7 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
     decode_args a;
     fa_overrides o;
     fa_get_overrides(&o);
-    st = make_plan(kp, &o, &pl, &a);
+    st = make_plan(kp, &o, &pl, &a, any ? &v : NULL);
     if (st != FA_OK)
         return st;
     if (scratch_bytes < scratch_size(&a) || (scratch_size(&a) > 0 && scratch == NULL))
@@ -907,4 +1020,16 @@ extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratc
         FA_CUDA_TRY(cudaGetLastError());
     }
     return FA_OK;
+}
+
+extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratch, size_t scratch_bytes,
+                                       struct CUstream_st *stream)
+{
+    return forward_kvcache(kp, NULL, scratch, scratch_bytes, stream);
+}
+
+extern "C" int fa_forward_kvcache_variants_cuda(const fa_kvcache_params *kp, const fa_variants *v, void *scratch,
+                                                size_t scratch_bytes, struct CUstream_st *stream)
+{
+    return forward_kvcache(kp, v, scratch, scratch_bytes, stream);
 }

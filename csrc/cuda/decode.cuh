@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "families.h"
+#include "fa_variant.h"
 #include "plan.h"
 #include "dtype.cuh"
 #include "ptx.cuh"
@@ -50,6 +51,13 @@ typedef struct {
                                 partials in global memory, no combine kernel); 0: off */
     int evict_first;         /* tensor-core attend: the K/V copies of whole blocks carry an L2
                                 evict-first policy (1) or none (0) */
+    /* The variants (fa_forward_kvcache_variants_cuda; the VAR attend kernels, bottom-right about
+     * δ = L_b − Nq): ALiBi and sinks from v, the window's sides with causal folded in (right 0;
+     * −1 unbounded), softcap c as cap_c = c · log2 e and cap_in = scale / c (cap_c 0: none). The
+     * combine kernels and the writers of finished rows read v.sinks (NULL without variants). */
+    fa_variants v;
+    int var_left, var_right;
+    float cap_c, cap_in;
 } decode_args;
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
@@ -115,14 +123,26 @@ static __device__ bool seqlens_valid(const decode_args &a)
     return !__syncthreads_or(bad);
 }
 
-/* Stores one finished element: O (natural-log lse) to the output when the launch has one split,
- * else the split's partials. lse2 in log2 units; row = (b·Hq + h)·Nq + i. */
-template <typename T>
+/* A finished row of head h with a sink (a.v.sinks): its O (already / l) and lse2 (log2 units; −inf:
+ * no key, NaN: bad cache_seqlens) become those of the denominator with 2^(sinks[h] · log2 e) added
+ * (fa_row_end on a row whose max is lse2 and sum 1). */
+__device__ __forceinline__ void decode_sink(const decode_args &a, int64_t h, float &val, float &lse2)
+{
+    float mul;
+    fa_row_end(lse2, lse2 == -INFINITY ? 0.f : 1.f, 1, a.v.sinks[h] * FA_LOG2E, &mul, &lse2);
+    val *= mul;                                         /* NaN stays NaN */
+}
+
+/* Stores one finished element: O (natural-log lse) to the output when the launch has one split
+ * (VAR: with its sink), else the split's partials. lse2 in log2 units; row = (b·Hq + h)·Nq + i. */
+template <typename T, bool VAR = false>
 __device__ __forceinline__ void store_result(const decode_args &a, int64_t split, int64_t row, int64_t b,
                                              int64_t h, int64_t i, int c, float val, float lse2)
 {
     const fa_params &p = a.kp.p;
     if (a.splits == 1) {
+        if (VAR && a.v.sinks != NULL)
+            decode_sink(a, h, val, lse2);
         from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + c, val);
         if (c == 0 && p.lse != NULL)
             p.lse[row] = lse2 * FA_LN2;
@@ -143,9 +163,10 @@ __host__ __device__ __forceinline__ int combine_tpr(int d)
 typedef void (*decode_kernel)(const decode_args);
 
 /* decode_simt.cu: the append kernel, and for each dtype the CUDA-core attend kernel and the two
- * combine kernels (one thread per output element; four warps per output row). */
+ * combine kernels (one thread per output element; four warps per output row), each also with sinks. */
 typedef struct {
     decode_kernel attend, combine, combine_wide;
+    decode_kernel combine_sinks, combine_wide_sinks;   /* the same with the sinks of a.v */
 } decode_simt_kernels;
 
 decode_kernel decode_append_kernel_ptr(void);

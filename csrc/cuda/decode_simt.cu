@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(128, 2) fa_decode_simt_attend_kernel(const __g
  * H200, B = 1 H 32/32 32k, 4 splits (CUPTI): 1.8 µs against 3.4 for one warp per row walking its
  * splits and columns (~950 instructions per warp at ~7 cycles each, ncu) and 2.0 for cuDNN's
  * reduction (bench/LOG.md, 2026-11-30). */
-template <typename T>
+template <typename T, bool SINKS = false>
 __global__ void __launch_bounds__(128) fa_decode_combine_kernel(const __grid_constant__ decode_args a)
 {
     const fa_params &p = a.kp.p;
@@ -192,7 +192,7 @@ __global__ void __launch_bounds__(128) fa_decode_combine_kernel(const __grid_con
         M = M_new;
     }
     const bool valid = !nan_lse;
-    const float inv_l = l > 0.f ? 1.f / l : 0.f;
+    float inv_l = l > 0.f ? 1.f / l : 0.f;
     int64_t i, h, b;                                    /* row = (b·Hq + h)·Nq + i */
     if (a.rows <= INT32_MAX) {                          /* 32-bit divisions: a short chain */
         const uint32_t r = (uint32_t)row, nq = (uint32_t)p.Nq, hq = (uint32_t)p.Hq;
@@ -200,6 +200,9 @@ __global__ void __launch_bounds__(128) fa_decode_combine_kernel(const __grid_con
     } else {
         i = row % p.Nq, h = row / p.Nq % p.Hq, b = row / p.Nq / p.Hq;
     }
+    float lse2 = 0.f;
+    if constexpr (SINKS)                                /* the sink joins the denominator */
+        fa_row_end(M, l, 1, a.v.sinks[h] * FA_LOG2E, &inv_l, &lse2);
     T *g_o = (T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + col;
     if (one)
         from_float(g_o, valid ? acc0 * inv_l : NAN);
@@ -207,7 +210,8 @@ __global__ void __launch_bounds__(128) fa_decode_combine_kernel(const __grid_con
         from_float(g_o + tpr, valid ? acc1 * inv_l : NAN);
     if (p.lse != NULL && col == 0)
         /* fa_split_lse written out: through the function this kernel's PTX changes (not yet timed). */
-        p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * FA_LN2 : -INFINITY) : NAN;
+        p.lse[row] = SINKS ? (valid ? lse2 * FA_LN2 : NAN)
+                           : valid ? (l > 0.f ? (M + log2f(l)) * FA_LN2 : -INFINITY) : NAN;
 }
 
 /* Many splits (more than 24): four warps per output row, one row per CTA. Lane j reads the lse of
@@ -215,7 +219,7 @@ __global__ void __launch_bounds__(128) fa_decode_combine_kernel(const __grid_con
  * by a shuffle and issues 8 splits' loads per step, the row's warps taking every fourth group of
  * 8, so a row costs a few memory latencies, not one per split. The warps' sums meet in shared
  * memory. */
-template <typename T>   /* (128, 1): with (128) alone ptxas held it to 128 registers and spilled */
+template <typename T, bool SINKS = false>   /* (128, 1): with (128) alone ptxas held it to 128 registers and spilled */
 __global__ void __launch_bounds__(128, 1) fa_decode_combine_wide_kernel(const __grid_constant__ decode_args a)
 {
     enum { MAX_PASSES = 8, WPR = 4 };                   /* weights kept for up to 256 splits */
@@ -304,13 +308,17 @@ __global__ void __launch_bounds__(128, 1) fa_decode_combine_wide_kernel(const __
         if (lane + 32 * e < d)
             r_o[e] += s_red[0][lane + 32 * e] + s_red[1][lane + 32 * e] + s_red[2][lane + 32 * e];
     T *g_o = (T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
+    float mul = 0.f, lse2 = 0.f;
+    if constexpr (SINKS)                                /* the sink joins the denominator */
+        fa_row_end(M, l, 1, a.v.sinks[h] * FA_LOG2E, &mul, &lse2);
 #pragma unroll
     for (int e = 0; e < 8; e++)
         if (lane + 32 * e < d)
-            from_float(g_o + lane + 32 * e, valid ? (l > 0.f ? r_o[e] / l : 0.f) : NAN);
+            from_float(g_o + lane + 32 * e, valid ? (SINKS ? r_o[e] * mul : l > 0.f ? r_o[e] / l : 0.f) : NAN);
     if (p.lse != NULL && lane == 0)
         /* as in fa_decode_combine_kernel: fa_split_lse written out */
-        p.lse[row] = valid ? (l > 0.f ? (M + log2f(l)) * FA_LN2 : -INFINITY) : NAN;
+        p.lse[row] = SINKS ? (valid ? lse2 * FA_LN2 : NAN)
+                           : valid ? (l > 0.f ? (M + log2f(l)) * FA_LN2 : -INFINITY) : NAN;
 }
 
 /* ---- Kernel pointers for decode.cu ----------------------------------------------------------- */
@@ -323,7 +331,8 @@ decode_kernel decode_append_kernel_ptr(void)
 template <typename T>
 static decode_simt_kernels kernels_for(void)
 {
-    return {fa_decode_simt_attend_kernel<T>, fa_decode_combine_kernel<T>, fa_decode_combine_wide_kernel<T>};
+    return {fa_decode_simt_attend_kernel<T>, fa_decode_combine_kernel<T>, fa_decode_combine_wide_kernel<T>,
+            fa_decode_combine_kernel<T, true>, fa_decode_combine_wide_kernel<T, true>};
 }
 
 decode_simt_kernels decode_simt_kernels_for(fa_dtype dtype)
