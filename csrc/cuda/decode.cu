@@ -184,8 +184,16 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
     const int64_t b = bh / p.Hkv, hk = bh % p.Hkv;
     /* This CTA reads keys [k0, k1) of its sequence (k1 is known once cache_seqlens is read below);
      * k_spec: the end of its chunk in the cache, the most it can read. */
-    const int64_t k0_64 = split * a.chunk;
-    const int k0 = (int)k0_64, k_spec = (int)min(p.Nk, k0_64 + a.chunk);
+    /* VAR, win_base: the splits divide the window of the tile's first row (query r0 / G), whose
+     * first key needs L_b: read here, at once (nothing is loaded before it then), and clamped into
+     * the cache (a bad entry makes the output NaN below). */
+    int64_t base = 0;
+    if (VAR && a.win_base) {
+        const int64_t L0 = min(max(seq_start(a, b) + a.nnew, (int64_t)0), p.Nk);
+        base = max((int64_t)0, min(L0, r0 / G + L0 - p.Nq - a.var_left));
+    }
+    const int64_t k0_64 = base + split * a.chunk;
+    const int k0 = (int)(VAR ? min(k0_64, p.Nk) : k0_64), k_spec = (int)min(p.Nk, k0_64 + a.chunk);
 
     /* g_k, g_v: k[b, hk], v[b, hk] (Nmax, d). */
     const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride;
@@ -778,6 +786,7 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
     const int sms = info.sms, major = info.major, l2_bytes = info.l2_bytes;
     /* The simt family forces the CUDA-core kernel; the forward families leave the choice here. */
     const int simt = p->dtype == FA_FLOAT32 || o->family == FA_FAMILY_SIMT;
+    fa_params span = *p;                                /* the keys the splits divide: Nmax, or a window's */
     st = FA_ERR_UNSUPPORTED;
     if (v != NULL) {
         if (simt)
@@ -797,13 +806,18 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
             pl->combine_wide = ks.combine_wide_sinks;
         }
         /* A side wider than any row reaches (Nq + Nmax) is unbounded: −1, and the rest fits an int. */
-        const int64_t span = p->Nq + p->Nk, left = v->window ? v->window_left : -1;
+        const int64_t reach = p->Nq + p->Nk, left = v->window ? v->window_left : -1;
         const int64_t right = p->causal ? 0 : v->window ? v->window_right : -1;
         a->v = *v;
-        a->var_left = left > span ? -1 : (int)left;
-        a->var_right = right > span ? -1 : (int)right;
+        a->var_left = left > reach ? -1 : (int)left;
+        a->var_right = right > reach ? -1 : (int)right;
         a->cap_c = v->softcap > 0.f ? v->softcap * FA_LOG2E : 0.f;
         a->cap_in = v->softcap > 0.f ? p->scale / v->softcap : 0.f;
+        /* A window's left side bounds the keys any tile reads to Nq + left + max(right, 0) + 1 from
+         * its first row's first key: the splits divide that span, from there (win_base), not Nmax. */
+        const int64_t win = a->var_left >= 0 ? p->Nq + a->var_left + (a->var_right > 0 ? a->var_right : 0) + 1 : p->Nk;
+        a->win_base = win < p->Nk;
+        span.Nk = a->win_base ? win : p->Nk;
     } else if (!simt) {
         const int bf16 = p->dtype == FA_BFLOAT16;
         /* d in (64, 128]: 8 warps per CTA (one CTA per SM) where that grid is one wave and every
@@ -839,7 +853,7 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
            : p->dtype == FA_FLOAT16 ? plan_simt<__half>(pl, dev) : plan_simt<__nv_bfloat16>(pl, dev);
     if (st != FA_OK)
         return st;
-    plan_splits(pl, a, p, o, sms, major, dev);
+    plan_splits(pl, a, &span, o, sms, major, dev);
     /* d in (64, 128]: two stages per warp (one 8 KB block in flight while the warp computes
      * another) where the grid's first wave holds at least 6 warps per SM, else three. Bytes in
      * flight past what the DRAM's bandwidth-latency product needs (~8 MB on the H200) cost time:

@@ -58,6 +58,8 @@ typedef struct {
     fa_variants v;
     int var_left, var_right;
     float cap_c, cap_in;
+    int win_base;            /* the window bounds the keys: split s reads [lo + s·chunk, + chunk), lo
+                                the tile's first row's first key (known once cache_seqlens is read) */
 } decode_args;
 
 /* ---- Shared by every kernel ----------------------------------------------------------------- */
