@@ -59,7 +59,8 @@ def main(argv=None):
             print(json.dumps(row), flush=True)
     md = [f"The KV cache's variants in the split-KV kernel, bf16, d = 128, one query, H200 ({git_commit()}): "
           "µs per call (do_bench, zero-fill L2 flush), effective TB/s over the K and V rows the call must "
-          "read, the plain call's time over the variant's, and the exact path's µs.", "",
+          "read, the plain call's time over the variant's, and the exact path's µs (the plain call has no "
+          "variant: there it is the same kernel).", "",
           "| shape | variant | µs | TB/s | plain / variant | exact path µs |", "| --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         md.append(f"| {r['shape']} | {r['case']} | {r['us']:.1f} | {r['tb_s']:.2f} | {r['vs_plain_time']:.2f}× | "
