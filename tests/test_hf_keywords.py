@@ -140,6 +140,18 @@ def test_position_bias_matches_transformers_sdpa(with_mask, causal):
     ours, _ = hf.attention_forward(m, q, k, v, mask, scaling=0.3, position_bias=bias)
     ref, _ = sdpa_attention_forward(m, q, k, v, mask, scaling=0.3, position_bias=bias)
     torch.testing.assert_close(ours, ref)
+    stats = torch_flashattn.stats()
+    assert stats["fa"] == 1 and stats["fallback_reasons"] == {}, "the bias as the op's attn_mask"
+
+
+def test_position_bias_with_gradients_goes_to_sdpa():
+    """Training (a gradient to compute): the bias is folded into SDPA's mask, counted."""
+    torch.manual_seed(4)
+    q, k, v = (t.requires_grad_() for t in qkv())
+    bias = randn(1, 4, 13, 13)
+    ours, _ = hf.attention_forward(module(), q, k, v, None, scaling=0.3, position_bias=bias)
+    ref, _ = sdpa_attention_forward(module(), q, k, v, None, scaling=0.3, position_bias=bias)
+    torch.testing.assert_close(ours, ref)
     assert torch_flashattn.stats()["fallback_reasons"] == {"keyword position_bias": 1}
 
 

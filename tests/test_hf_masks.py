@@ -96,3 +96,35 @@ def test_offsets_as_tensors_get_the_dense_mask():
               mask_function=mu.causal_mask_function, attention_mask=torch.ones(1, 8, dtype=torch.bool),
               allow_is_causal_skip=False)
     assert isinstance(structured_mask(**kw), torch.Tensor)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_structured_mask_with_position_bias(case):
+    """A relative position bias (T5) beside a StructuredMask: attention_forward gives it to the op as
+    its attn_mask, cut to the keys the op keeps (causal calls drop the keys past the last query's
+    diagonal), and computes what transformers' sdpa attention does with the dense mask and the bias."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    import torch_flashattn.hf as hf
+    name, fn, nq, nk, q_off, kv_off, padded, left = case
+    g = torch.Generator().manual_seed(len(name) + 1)
+    B, H, d = 3, 2, 16
+    attention_mask = padding(B, padded, left, g) if padded else None
+    kw = dict(batch_size=B, q_length=nq, kv_length=nk, q_offset=q_off, kv_offset=kv_off, mask_function=fn,
+              attention_mask=attention_mask)
+    if "sliding" in name:
+        kw["local_size"] = {4: 4, 6: 6}[_structure(fn)[1] + 1]
+    m = structured_mask(**kw)
+    if m is None:
+        return
+    q = torch.randn(B, H, nq, d, generator=g)
+    k, v = torch.randn(B, H, nk, d, generator=g), torch.randn(B, H, nk, d, generator=g)
+    bias = torch.randn(1, H, nq, nk, generator=g)
+    module = type("M", (), dict(is_causal=True, training=False, num_key_value_groups=1))()
+    torch_flashattn.reset_stats()
+    ours, _ = hf.attention_forward(module, q, k, v, m, scaling=1.0, position_bias=bias)
+    assert torch_flashattn.stats()["fa"] == 1, name
+    ref, _ = sdpa_attention_forward(module, q.double(), k.double(), v.double(), mu.sdpa_mask(**kw), scaling=1.0,
+                                    position_bias=bias.double())
+    seen = m.dense().expand(B, H, nq, nk).any(-1).transpose(1, 2)
+    torch.testing.assert_close(ours[seen], ref[seen].float(), atol=2e-5, rtol=0, msg=name)

@@ -14,9 +14,11 @@ the installed transformers). Four paths, each counted by ``torch_flashattn.stats
   ``torch_flashattn.scaled_dot_product_attention``: no mask (causal prefill, encoders without padding),
   decoding steps (a few queries against the KV cache), and a dense mask for fp16/bf16 on a compute
   capability 9.0 GPU (the Hopper kernel reads the mask tile by tile);
-- PyTorch's SDPA: a dense mask elsewhere, and a relative position bias (``position_bias``, T5: the
-  kernels' float-mask path runs it at 0.28× cuDNN on the H200) or a sparse key selection
-  (``indices``) folded into that mask;
+- a relative position bias (``position_bias``, T5) for inference on the CPU or in fp16/bf16 on sm_80+:
+  ``torch_flashattn.attention`` with the bias as its float ``attn_mask`` (read tile by tile), beside a
+  ``StructuredMask``'s ``key_mask`` and window, or with a dense mask folded into it;
+- PyTorch's SDPA: a dense mask elsewhere, and a position bias (training, other devices) or a sparse key
+  selection (``indices``) folded into that mask;
 - ``torch_flashattn.attention`` with its own variants: ``softcap`` (Gemma 2) and attention sinks
   (``s_aux`` / ``sinks``, GPT-OSS), with the mask, for inference (no dropout, no gradient);
 - the model's own eager attention function (read from its modeling file): those keywords in training,
@@ -60,7 +62,9 @@ KEYWORDS = {
     "dropout": "SDPA's dropout_p (training)",
     "scaling": "scale",
     "is_causal": "SDPA's top-left causal flag, applied when no mask is given",
-    "position_bias": "added to the scores: folded into an explicit float mask, SDPA",
+    "position_bias": ("added to the scores: torch_flashattn.attention's attn_mask (inference), beside a "
+                      "structured mask's key_mask and window or with a dense mask folded in; else folded into "
+                      "an explicit float mask, SDPA"),
     "indices": "sparse key selection (B, Nq, topk): unselected keys masked, SDPA",
     "block_indices": "sparse key-block selection: the module's indexer builds the mask, SDPA",
     # the model's own eager attention
@@ -284,6 +288,12 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     return StructuredMask(key_mask, *shape, q_offset - kv_offset, q_length, kv_length, build)
 
 
+def _broadcasts(t, shape):
+    """Whether tensor t broadcasts to shape as SDPA's attn_mask does (trailing dimensions equal or 1)."""
+    return (isinstance(t, torch.Tensor) and t.dim() <= len(shape)
+            and all(a in (b, 1) for a, b in zip(reversed(t.shape), reversed(shape))))
+
+
 def _structured_takes(query, key, value, dropout):
     """Whether torch_flashattn.attention runs a StructuredMask call at its speed: inference (no dropout,
     no gradient), (B, H, L, d) inputs of one dtype, on the CPU or in fp16/bf16 on a CUDA GPU of compute
@@ -308,13 +318,17 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         # The op computes it (softcap and sinks too) unless a keyword needs another path: a selection or
         # position bias to fold, the weights asked for, both sinks tensors, or one this module does not know.
         op = None
+        bias = given.get("position_bias")
         if (all(k in KEYWORDS for k in given) and not given.get("output_attentions")
-                and not any(k in given for k in ("indices", "block_indices", "position_bias"))
-                and not ("s_aux" in given and "sinks" in given) and _structured_takes(query, key, value, dropout)):
+                and not any(k in given for k in ("indices", "block_indices"))
+                and not ("s_aux" in given and "sinks" in given) and _structured_takes(query, key, value, dropout)
+                and (bias is None or _broadcasts(bias, query.shape[:3] + key.shape[2:3]))):
             op = attention_mask.op_arguments(key, value)
         if op is not None:
             k, v, kw = op
             sinks = given.get("s_aux", given.get("sinks"))
+            if bias is not None:                         # the keys the op kept, in q's dtype (as _fold_bias)
+                kw["attn_mask"] = bias[..., : k.shape[2]].to(query.dtype)
             _sdpa._count("fa")
             out = _attention(query, k, v, scale=scaling, softcap=given.get("softcap"),
                              sinks=None if sinks is None else sinks.float(), **kw)
@@ -343,6 +357,14 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         rest = {k: v for k, v in kwargs.items() if k not in selection}
         return fn(module, query, key, value, _additive(mask, query.dtype), dropout=dropout, scaling=scaling, **rest)
 
+    bias = given.get("position_bias")
+    if (bias is not None and not selection and not eager and _structured_takes(query, key, value, dropout)
+            and _broadcasts(bias, query.shape[:3] + key.shape[2:3])):
+        # The bias as the op's float attn_mask (a dense mask folded into it as for SDPA), causal its flag.
+        mask = bias.to(query.dtype) if attention_mask is None else _fold_bias(query, attention_mask, bias)
+        _sdpa._count("fa")
+        out = _attention(query, key, value, causal=causal, scale=scaling, attn_mask=mask)
+        return out.transpose(1, 2).contiguous(), None
     folded = selection + (["position_bias"] if "position_bias" in given else [])
     if not folded:
         out = _sdpa.scaled_dot_product_attention(query, key, value, attn_mask=attention_mask, dropout_p=dropout,
