@@ -1,8 +1,8 @@
 """torch_flashattn.parallel.context_parallel_attention on the CPU: 2 and 4 processes over gloo, each
 rank's shard against single-process attention over the whole sequence (FlashAttention's rule against
-the float64 reference), causal and not, balanced (zigzag) and not, GQA, fp32 and bf16; the
-gradients of the ring's backward against single-process autograd; the layout helpers and the
-errors."""
+the float64 reference), causal and not, windows (blocks skipped and cut), balanced (zigzag) and not,
+GQA, fp32 and bf16; the gradients of the ring's backward against single-process autograd; the layout
+helpers and the errors."""
 import math
 import os
 import socket
@@ -29,12 +29,13 @@ def _worker(rank, world, port, cases, out_dir):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        for i, (q, k, v, causal, balance) in enumerate(cases):
+        for i, (q, k, v, causal, balance, *window) in enumerate(cases):
             if balance:
                 qs, ks, vs = (zigzag_shard(t, rank, world) for t in (q, k, v))
             else:
                 qs, ks, vs = (t.chunk(world, dim=2)[rank] for t in (q, k, v))
-            out = context_parallel_attention(qs, ks, vs, causal=causal, balance=balance)
+            out = context_parallel_attention(qs, ks, vs, causal=causal, balance=balance,
+                                             window=window[0] if window else (-1, -1))
             torch.save(out, os.path.join(out_dir, f"case{i}_rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
@@ -76,6 +77,33 @@ def test_ring_matches_one_process(world):
         assert (out.float() - one.float()).abs().max().item() <= 4 * err_pt + SLACK[q.dtype], what
 
 
+# Windows about the whole sequence's diagonal (N = 24 · world, shards of 24, zigzag chunks of 12):
+# inside one chunk, across a neighbour, past several; one-sided either way; with causal.
+WINDOWS = [((5, -1), True), ((30, -1), True), ((7, 3), False), ((-1, 2), False), ((0, 0), False),
+           ((40, 13), False)]
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_ring_window_matches_one_process(world):
+    """A window skips the blocks it misses and cuts those it crosses: each rank's shard against the
+    float64 reference of the whole sequence, balanced and not, GQA."""
+    from test_variants import assert_rule, pytorch_like, variant_reference
+    cases, meta = [], []
+    for window, causal in WINDOWS:
+        for balance in (False, True):
+            q, k, v = make(200 + len(cases), 2, 4, 2, 24 * world, 16, torch.float32)
+            cases.append((q, k, v, causal, balance, window))
+            meta.append(f"window={window} causal={causal} balance={balance}")
+    outs = run_ranks(world, cases)
+    for (q, k, v, causal, balance, window), shards, what in zip(cases, outs, meta):
+        out = zigzag_unshard(shards) if balance else torch.cat(shards, dim=2)
+        ref = variant_reference(q, k, v, causal=causal, window=window)[0]
+        pt = pytorch_like(q, k, v, causal=causal, window=window)[0]
+        assert_rule(out, ref, pt, q.dtype, f"world {world} {what}")
+        one = torch_flashattn.attention(q, k, v, causal=causal, window=window)
+        assert (out - one).abs().max().item() <= 1e-5, what
+
+
 def test_zigzag_layout_round_trips():
     x = torch.arange(2 * 3 * 16 * 1, dtype=torch.float32).view(2, 3, 16, 1)
     shards = [zigzag_shard(x, r, 4) for r in range(4)]
@@ -88,10 +116,11 @@ def _grad_worker(rank, world, port, cases, out_dir):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
-        for i, (q, k, v, g, causal, balance) in enumerate(cases):
+        for i, (q, k, v, g, causal, balance, window) in enumerate(cases):
             shard = (lambda t: zigzag_shard(t, rank, world)) if balance else (lambda t: t.chunk(world, dim=2)[rank])
             qs, ks, vs = (shard(t).clone().requires_grad_(True) for t in (q, k, v))
-            (context_parallel_attention(qs, ks, vs, causal=causal, balance=balance) * shard(g)).sum().backward()
+            (context_parallel_attention(qs, ks, vs, causal=causal, balance=balance, window=window)
+             * shard(g)).sum().backward()
             torch.save([qs.grad, ks.grad, vs.grad], os.path.join(out_dir, f"case{i}_rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
@@ -100,24 +129,25 @@ def _grad_worker(rank, world, port, cases, out_dir):
 @pytest.mark.parametrize("world", [2, 4])
 def test_ring_gradients_match_one_process(world):
     cases, meta = [], []
-    for causal in (False, True):
+    for causal, window in ((False, (-1, -1)), (True, (-1, -1)), (True, (9, -1)), (False, (5, 14))):
         for balance in (False, True):
             for Hq, Hkv in ((4, 4), (4, 2)):
                 q, k, v = make(100 + len(cases), 2, Hq, Hkv, 4 * world * 3, 16, torch.float32)
                 g = torch.randn(q.shape, generator=torch.Generator().manual_seed(len(cases)))
-                cases.append((q, k, v, g, causal, balance))
-                meta.append(f"causal={causal} balance={balance} Hq/Hkv={Hq}/{Hkv}")
+                cases.append((q, k, v, g, causal, balance, window))
+                meta.append(f"causal={causal} window={window} balance={balance} Hq/Hkv={Hq}/{Hkv}")
     with tempfile.TemporaryDirectory() as out_dir:
         mp.spawn(_grad_worker, args=(world, _free_port(), cases, out_dir), nprocs=world, join=True)
         grads = [[torch.load(os.path.join(out_dir, f"case{i}_rank{r}.pt")) for r in range(world)]
                  for i in range(len(cases))]
-    for (q, k, v, g, causal, balance), shards, what in zip(cases, grads, meta):
+    from test_variants import pytorch_like, variant_reference
+    for (q, k, v, g, causal, balance, window), shards, what in zip(cases, grads, meta):
         join = zigzag_unshard if balance else (lambda xs: torch.cat(xs, dim=2))
         ours = [join([s[n] for s in shards]) for n in range(3)]
         ref_in = [t.double().requires_grad_(True) for t in (q, k, v)]
         pt_in = [t.clone().requires_grad_(True) for t in (q, k, v)]
-        (reference(*ref_in, causal) * g.double()).sum().backward()
-        (pytorch_same_dtype(*pt_in, causal) * g).sum().backward()
+        (variant_reference(*ref_in, causal=causal, window=window)[0] * g.double()).sum().backward()
+        (pytorch_like(*pt_in, causal=causal, window=window)[0] * g).sum().backward()
         for name, a, r, p in zip(("dq", "dk", "dv"), ours, ref_in, pt_in):
             err = (a.double() - r.grad).abs().max().item()
             err_pt = (p.grad.double() - r.grad).abs().max().item()
@@ -139,6 +169,10 @@ def _error_worker(rank, world, port, out_dir):
             context_parallel_attention(q, q, q, balance=True)
         except ValueError as e:
             msgs.append(str(e))
+        try:
+            context_parallel_attention(q, q, q, window=(-2, 3))
+        except ValueError as e:
+            msgs.append(str(e))
     finally:
         dist.destroy_process_group()
     torch.save(msgs, os.path.join(out_dir, f"rank{rank}.pt"))
@@ -149,4 +183,5 @@ def test_errors():
         mp.spawn(_error_worker, args=(2, _free_port(), out_dir), nprocs=2, join=True)
         for r in range(2):
             msgs = torch.load(os.path.join(out_dir, f"rank{r}.pt"))
-            assert len(msgs) == 2 and "same shapes" in msgs[0] and "even shard length" in msgs[1], msgs
+            assert (len(msgs) == 3 and "same shapes" in msgs[0] and "even shard length" in msgs[1]
+                    and "window must be (left, right)" in msgs[2]), msgs

@@ -5,7 +5,8 @@ Each rank holds a contiguous shard of the sequence (dim 2 of (B, H, N, d)) of q,
 rank order. The K/V shards travel round the ring by point-to-point messages (batch_isend_irecv; NCCL
 on GPUs, gloo on CPUs); while the next shard is in flight, the rank attends its queries to the shard
 it holds with torch_flashattn.attention_lse, and the partial results merge in fp32 by their
-log-sum-exp. Causal ranks skip the shards their queries cannot see. balance=True takes the head-tail
+log-sum-exp. Ranks skip the shards their queries cannot see (causal, a window), and cut a block the
+window crosses to the rows and keys it reaches. balance=True takes the head-tail
 ("zigzag") layout: the sequence is cut into 2W chunks and rank r holds chunks r and 2W − 1 − r, so
 every rank has the same causal work. The backward pass is a second ring through fa::backward.
 """
@@ -47,21 +48,50 @@ def _merge(acc, part):
     return out, lse
 
 
-def _pairs(rank, src, world, n, causal, balance):
-    """The (query slice, key slice, causal) blocks this rank computes against rank src's K/V shard:
-    slices of the shard's length n; causal only on the diagonal, blocks past it skipped."""
-    if not balance:
-        if not causal or src < rank:
-            return [(slice(0, n), slice(0, n), False)]
-        return [(slice(0, n), slice(0, n), True)] if src == rank else []
-    h = n // 2
-    halves = (slice(0, h), slice(h, n))
-    qi, ki = (rank, 2 * world - 1 - rank), (src, 2 * world - 1 - src)   # global chunk indices
-    return [(halves[a], halves[b], causal and ki[b] == qi[a])
-            for a in range(2) for b in range(2) if not (causal and ki[b] > qi[a])]
+def _band(delta, m, left, right):
+    """A block of m queries and m keys whose queries start delta positions after its keys (global
+    positions), under the band key ≥ query − left and key ≤ query + right (−1: that side unbounded):
+    (q0, q1, k0, k1, left', right'), the rows and keys of the block some query sees and the band in
+    their own positions (top-left), or None when no query sees a key. Where the band misses the
+    block's diagonal, the rows and keys are cut so that it meets theirs."""
+    a = delta - left if left >= 0 else -math.inf          # key j visible to query i: i + a <= j <= i + b
+    b = delta + right if right >= 0 else math.inf
+    if a > m - 1 or b < 1 - m:
+        return None
+    q0, q1, k0, k1 = 0, m, 0, m
+    if a > 0:                                            # keys after the diagonal only
+        q1, k0, b, a = m - a, a, b - a, 0
+    elif b < 0:                                          # keys before the diagonal only
+        q0, k1, a, b = -b, m + b, a - b, 0
+    side = lambda x: -1 if math.isinf(x) or abs(x) >= m else int(abs(x))  # noqa: E731
+    return q0, q1, k0, k1, side(a), side(b)
 
 
-def _ring_forward(q, k, v, causal, scale, group, balance):
+def _pairs(rank, src, world, n, left, right, balance):
+    """The (query slice, key slice, left, right) blocks this rank computes against rank src's K/V
+    shard: slices of the shard's length n and the band (window, causal as right = 0) in the block's own
+    positions; blocks the band misses are skipped, blocks it cuts are cut to the part it reaches."""
+    if balance:                                          # chunks of n / 2: (start in the shard, global index)
+        h = n // 2
+        qc, kc = ((0, rank), (h, 2 * world - 1 - rank)), ((0, src), (h, 2 * world - 1 - src))
+    else:
+        h, qc, kc = n, ((0, rank),), ((0, src),)
+    blocks = []
+    for qs, qi in qc:
+        for ks, ki in kc:
+            band = _band((qi - ki) * h, h, left, right)
+            if band is not None:
+                q0, q1, k0, k1, bl, br = band
+                blocks.append((slice(qs + q0, qs + q1), slice(ks + k0, ks + k1), bl, br))
+    return blocks
+
+
+def _op_band(bl, br):
+    """attention_lse's / fa::backward's arguments for a block's band: causal where it is one."""
+    return (True, -1, -1) if (bl, br) == (-1, 0) else (False, bl, br)
+
+
+def _ring_forward(q, k, v, left, right, scale, group, balance):
     """(out fp32, lse) of this rank's queries over every rank's K/V, the shards passed round the ring."""
     world, rank = dist.get_world_size(group), dist.get_rank(group)
     n = q.shape[2]
@@ -74,8 +104,10 @@ def _ring_forward(q, k, v, causal, scale, group, balance):
         if step < world - 1:                            # the next shard travels while this one is used
             nxt_kv = torch.empty_like(kv)
             reqs = _exchange(group, [kv], [nxt_kv])
-        for qs, ks, diag in _pairs(rank, src, world, n, causal, balance):
-            o, l = torch_flashattn.attention_lse(q[:, :, qs], kv[0][:, :, ks], kv[1][:, :, ks], causal=diag, scale=scale)
+        for qs, ks, bl, br in _pairs(rank, src, world, n, left, right, balance):
+            c, wl, wr = _op_band(bl, br)
+            o, l = torch_flashattn.attention_lse(q[:, :, qs], kv[0][:, :, ks], kv[1][:, :, ks], causal=c,
+                                                 window=(wl, wr), scale=scale)
             out[:, :, qs], lse[:, :, qs] = _merge((out[:, :, qs], lse[:, :, qs]), (o.float(), l))
         for r in reqs:
             r.wait()
@@ -84,7 +116,7 @@ def _ring_forward(q, k, v, causal, scale, group, balance):
     return out, lse
 
 
-def _ring_backward(dout, q, k, v, out, lse, causal, scale, group, balance):
+def _ring_backward(dout, q, k, v, out, lse, left, right, scale, group, balance):
     """dq, dk, dv of this rank's shards: each K/V shard goes round the ring with its dK/dV sums, and
     the sums end at the shard's owner. D = rowsum(dO ∘ O) of the whole row is given to fa::backward,
     since each block holds only some of the row's keys."""
@@ -101,10 +133,12 @@ def _ring_backward(dout, q, k, v, out, lse, causal, scale, group, balance):
         if step < world - 1:
             nxt_kv = torch.empty_like(kv)
             reqs = _exchange(group, [kv], [nxt_kv])
-        for qs, ks, diag in _pairs(rank, src, world, n, causal, balance):
+        for qs, ks, bl, br in _pairs(rank, src, world, n, left, right, balance):
+            c, wl, wr = _op_band(bl, br)
             gq, gk, gv, _ = torch.ops.fa.backward(
                 dout[:, :, qs].contiguous(), q[:, :, qs], kv[0][:, :, ks], kv[1][:, :, ks], out_q[:, :, qs],
-                lse[:, :, qs].contiguous(), None, scale, diag, delta=D[:, :, qs].contiguous())
+                lse[:, :, qs].contiguous(), None, scale, c, window_left=wl, window_right=wr,
+                delta=D[:, :, qs].contiguous())
             dq[:, :, qs] += gq.float()
             dkv[0][:, :, ks] += gk.float()
             dkv[1][:, :, ks] += gv.float()
@@ -133,29 +167,31 @@ def _exchange(group, sends, recvs):
 
 class _Ring(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, q, k, v, causal, scale, group, balance):
-        out, lse = _ring_forward(q, k, v, causal, scale, group, balance)
+    def forward(ctx, q, k, v, left, right, scale, group, balance):
+        out, lse = _ring_forward(q, k, v, left, right, scale, group, balance)
         ctx.save_for_backward(q, k, v, out, lse)
-        ctx.args = (causal, scale, group, balance)
+        ctx.args = (left, right, scale, group, balance)
         return out.to(q.dtype)
 
     @staticmethod
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
         dq, dk, dv = _ring_backward(dout.contiguous(), q, k, v, out, lse, *ctx.args)
-        return dq, dk, dv, None, None, None, None
+        return dq, dk, dv, None, None, None, None, None
 
 
-def context_parallel_attention(q, k, v, *, causal=False, scale=None, group=None, balance=False):
+def context_parallel_attention(q, k, v, *, causal=False, scale=None, window=(-1, -1), group=None, balance=False):
     """This rank's output shard of attention over the whole sequence, the same as single-device
-    ``torch_flashattn.attention`` over the concatenated shards (with ``causal`` top-left over the whole
-    sequence).
+    ``torch_flashattn.attention`` over the concatenated shards (with ``causal`` and ``window`` about the
+    whole sequence's diagonal).
 
     Args:
         q: (B, Hq, n, d) this rank's query shard; k, v: (B, Hkv, n, d) its key/value shards. Every
             rank's shards have the same shapes (n the same on every rank; with balance, n even).
         causal: causal over the whole sequence (global positions).
         scale: as in attention; default 1/sqrt(d).
+        window: (left, right) as in attention, about the whole sequence's diagonal (−1: unbounded);
+            blocks outside it are skipped, the ranks' K/V shards still travel the whole ring.
         group: the process group (default: the world).
         balance: the shards are in the zigzag layout (zigzag_shard), for even causal work.
 
@@ -165,6 +201,11 @@ def context_parallel_attention(q, k, v, *, causal=False, scale=None, group=None,
     Returns:
         (B, Hq, n, d) in q's dtype, this rank's shard of the output (in the zigzag layout with balance).
     """
+    if (not isinstance(window, (tuple, list)) or len(window) != 2
+            or not all(isinstance(w, int) and not isinstance(w, bool) and w >= -1 for w in window)):
+        raise ValueError(f"context_parallel_attention: window must be (left, right) of ints >= -1 "
+                         f"(-1: unbounded), got {window!r}")
+    left, right = int(window[0]), 0 if causal else int(window[1])
     world = dist.get_world_size(group)
     n = q.shape[2]
     if k.shape[2] != n or v.shape[2] != n:
@@ -180,5 +221,5 @@ def context_parallel_attention(q, k, v, *, causal=False, scale=None, group=None,
         raise ValueError("context_parallel_attention: every rank's q, k and v shards must have the same shapes, "
                          f"got {[s.tolist() for s in shapes]}")
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
-        return _Ring.apply(q, k, v, causal, scale, group, balance)
-    return _ring_forward(q, k, v, causal, scale, group, balance)[0].to(q.dtype)
+        return _Ring.apply(q, k, v, left, right, scale, group, balance)
+    return _ring_forward(q, k, v, left, right, scale, group, balance)[0].to(q.dtype)
