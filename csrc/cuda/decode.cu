@@ -29,7 +29,9 @@
  *     l = l · exp2(m − m_new) + rowsum(P),  O = O · exp2(m − m_new) + P V
  *
  * and at the end the 4 warps' (m, l, O) are merged through shared memory into O / l and
- * lse = m + log2 l. fp32 (and the simt family, or a device without room for the tile) runs the
+ * lse = m + log2 l. VAR instantiations (fa_forward_kvcache_variants_cuda) add the window about
+ * δ = L_b − Nq, softcap and ALiBi per score, and sinks where a row ends; with a window the splits
+ * divide the tile's window span, whose start needs cache_seqlens before the first K/V request. fp32 (and the simt family, or a device without room for the tile) runs the
  * CUDA-core kernel: one warp per (query row, split), lanes over the head dim, 4 keys at a time.
  *
  * Split count (shapes and the device only, so a CUDA graph replays it): the fewest splits whose
