@@ -1025,7 +1025,8 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
         // call never synchronises and a CUDA graph can capture it. Variants the kernels do not take
         // (fp32) are computed exactly (counted).
         size_t bytes = 0;
-        status = va.any() ? fa_kvcache_variants_scratch_bytes(&kp, &fv, &bytes) : fa_kvcache_scratch_bytes(&kp, &bytes);
+        status = va.any() ? fa_kvcache_variants_scratch_bytes(&kp, &fv, &bytes)
+                          : fa_kvcache_scratch_bytes(&kp, &bytes);
         if (va.any() && status == FA_ERR_UNSUPPORTED)
             return kvcache_exact(q, k_cache, v_cache, seqlens, kn, vn, c.p.scale, causal, va);
         check_status(op, status);

@@ -31,8 +31,9 @@
  * and at the end the 4 warps' (m, l, O) are merged through shared memory into O / l and
  * lse = m + log2 l. VAR instantiations (fa_forward_kvcache_variants_cuda) add the window about
  * δ = L_b − Nq, softcap and ALiBi per score, and sinks where a row ends; with a window the splits
- * divide the tile's window span, whose start needs cache_seqlens before the first K/V request. fp32 (and the simt family, or a device without room for the tile) runs the
- * CUDA-core kernel: one warp per (query row, split), lanes over the head dim, 4 keys at a time.
+ * divide the tile's window span, whose start needs cache_seqlens before the first K/V request.
+ * fp32 (and the simt family, or a device without room for the tile) runs the CUDA-core kernel: one
+ * warp per (query row, split), lanes over the head dim, 4 keys at a time.
  *
  * Split count (shapes and the device only, so a CUDA graph replays it): the fewest splits whose
  * CTAs fill their last wave of the attend kernel within 5% of the best count, at most one split per
@@ -817,7 +818,8 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
         a->cap_in = v->softcap > 0.f ? p->scale / v->softcap : 0.f;
         /* A window's left side bounds the keys any tile reads to Nq + left + max(right, 0) + 1 from
          * its first row's first key: the splits divide that span, from there (win_base), not Nmax. */
-        const int64_t win = a->var_left >= 0 ? p->Nq + a->var_left + (a->var_right > 0 ? a->var_right : 0) + 1 : p->Nk;
+        const int64_t win = a->var_left >= 0 ? p->Nq + a->var_left + (a->var_right > 0 ? a->var_right : 0) + 1
+                                             : p->Nk;
         a->win_base = win < p->Nk;
         span.Nk = a->win_base ? win : p->Nk;
     } else if (!simt) {

@@ -219,7 +219,8 @@ __global__ void __launch_bounds__(128) fa_decode_combine_kernel(const __grid_con
  * by a shuffle and issues 8 splits' loads per step, the row's warps taking every fourth group of
  * 8, so a row costs a few memory latencies, not one per split. The warps' sums meet in shared
  * memory. */
-template <typename T, bool SINKS = false>   /* (128, 1): with (128) alone ptxas held it to 128 registers and spilled */
+/* (128, 1): with (128) alone ptxas held it to 128 registers and spilled. */
+template <typename T, bool SINKS = false>
 __global__ void __launch_bounds__(128, 1) fa_decode_combine_wide_kernel(const __grid_constant__ decode_args a)
 {
     enum { MAX_PASSES = 8, WPR = 4 };                   /* weights kept for up to 256 splits */
