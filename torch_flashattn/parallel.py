@@ -9,6 +9,13 @@ log-sum-exp. Ranks skip the shards their queries cannot see (causal, a window), 
 window crosses to the rows and keys it reaches. balance=True takes the head-tail
 ("zigzag") layout: the sequence is cut into 2W chunks and rank r holds chunks r and 2W − 1 − r, so
 every rank has the same causal work. The backward pass is a second ring through fa::backward.
+
+PyTorch's own ``torch.distributed.tensor.experimental.context_parallel`` does not reach this op: it
+turns SDPA's inputs into DTensors and maps only aten's three SDPA backend ops
+(``_scaled_dot_product_{flash,efficient,cudnn}_attention`` and their backwards) to its ring, through
+DTensor's private custom-op handler table (``_context_parallel/_attention.py`` in torch 2.14). Adding
+this op there would mean writing to that private table and calling its private templated ring, both of
+which change between releases, so this module keeps its own ring on public torch.distributed calls.
 """
 import math
 
