@@ -15,7 +15,7 @@ import torch.multiprocessing as mp
 
 import torch_flashattn
 from torch_flashattn.parallel import context_parallel_attention, zigzag_shard, zigzag_unshard
-from conftest import SLACK, pytorch_same_dtype, reference
+from conftest import DEVICES, SLACK, pytorch_same_dtype, reference
 
 
 def _free_port():
@@ -185,3 +185,42 @@ def test_errors():
             msgs = torch.load(os.path.join(out_dir, f"rank{r}.pt"))
             assert (len(msgs) == 3 and "same shapes" in msgs[0] and "even shard length" in msgs[1]
                     and "window must be (left, right)" in msgs[2]), msgs
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("balance", [False, True])
+@pytest.mark.parametrize("causal,window", [(False, (-1, -1)), (True, (-1, -1)), (True, (70, -1)), (False, (33, 20))])
+def test_ring_blocks_and_merge_in_one_process(causal, window, balance, device):
+    """The ring's blocks (_pairs) and their lse merge (_merge) on one device, without
+    torch.distributed: every rank's queries against every rank's K/V shard as the ring would hand them
+    over, in bf16 on the device's kernels, against single-call attention over the whole sequence."""
+    from torch_flashattn.parallel import _merge, _op_band, _pairs
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    world, n = 4, 96
+    q, k, v = (t.to(device) for t in make(300, 2, 4, 2, world * n, 64, torch.bfloat16))
+    left, right = window[0], 0 if causal else window[1]
+    shard = (lambda t, r: zigzag_shard(t, r, world)) if balance else (lambda t, r: t.chunk(world, dim=2)[r])
+    outs = []
+    for rank in range(world):
+        qs, acc = shard(q, rank), None
+        out = torch.zeros(qs.shape, dtype=torch.float32, device=device)
+        lse = torch.full(qs.shape[:3], -math.inf, device=device)
+        for step in range(world):
+            src = (rank - step) % world
+            ks, vs = shard(k, src), shard(v, src)
+            for qsl, ksl, bl, br in _pairs(rank, src, world, n, left, right, balance):
+                c, wl, wr = _op_band(bl, br)
+                o, l = torch_flashattn.attention_lse(qs[:, :, qsl], ks[:, :, ksl], vs[:, :, ksl], causal=c,
+                                                     window=(wl, wr))
+                out[:, :, qsl], lse[:, :, qsl] = _merge((out[:, :, qsl], lse[:, :, qsl]), (o.float(), l))
+        outs.append(out.to(q.dtype))
+    ours = zigzag_unshard(outs) if balance else torch.cat(outs, dim=2)
+    one = torch_flashattn.attention(q, k, v, causal=causal, window=window)
+    ref = reference(q.cpu(), k.cpu(), v.cpu(), causal) if window == (-1, -1) else None
+    err = (ours.float() - one.float()).abs().max().item()
+    assert err <= 2e-2, f"{device} causal={causal} window={window} balance={balance}: {err:.3e} from one call"
+    if ref is not None:
+        pt = pytorch_same_dtype(q.cpu(), k.cpu(), v.cpu(), causal)
+        err_pt = (pt.double() - ref).abs().max().item()
+        assert (ours.double().cpu() - ref).abs().max().item() <= 2 * err_pt + SLACK[q.dtype]
