@@ -259,6 +259,9 @@ typedef struct {
 /* The checks both kvcache backends share (fa_check_params, Nnew, k_new / v_new, their strides);
  * cache_seqlens itself is read by the backend. FA_OK when valid. */
 int fa_check_kvcache_params(const fa_kvcache_params *kp);
+/* A KV-cache call's variants as both backends take them (v_in NULL: none): copied into *v with the
+ * queries bottom-right and checked; key_mask, mask and packed sequences are FA_ERR_VARIANT. */
+int fa_kvcache_variants(const fa_kvcache_params *kp, const fa_variants *v_in, fa_variants *v);
 
 int fa_forward_kvcache_cpu(const fa_kvcache_params *kp);
 int fa_forward_kvcache_variants_cpu(const fa_kvcache_params *kp, const fa_variants *v);

@@ -168,6 +168,18 @@ int fa_check_cu_seqlens(const int32_t *cu, int64_t B, int64_t max_len, int64_t t
     return cu[B] <= total ? FA_OK : FA_ERR_CU_SEQLENS;
 }
 
+int fa_kvcache_variants(const fa_kvcache_params *kp, const fa_variants *v_in, fa_variants *v)
+{
+    if (v_in != NULL)
+        *v = *v_in;
+    else
+        memset(v, 0, sizeof *v);
+    if (v->key_mask != NULL || v->mask != NULL || v->cu_seqlens_q != NULL)
+        return FA_ERR_VARIANT;
+    v->align = FA_ALIGN_BOTTOM_RIGHT;           /* the queries are the last Nq of each sequence */
+    return fa_check_variants(&kp->p, v);
+}
+
 int fa_check_kvcache_params(const fa_kvcache_params *kp)
 {
     if (kp == NULL)

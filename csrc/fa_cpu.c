@@ -498,16 +498,8 @@ int fa_forward_kvcache_variants_cpu(const fa_kvcache_params *kp, const fa_varian
     int status = fa_check_kvcache_params(kp);
     if (status != FA_OK)
         return status;
-    /* The queries are the last Nq of each sequence: bottom-right; no packing, no masks. */
-    fa_variants v;
-    if (v_in != NULL)
-        v = *v_in;
-    else
-        memset(&v, 0, sizeof v);
-    if (v.key_mask != NULL || v.mask != NULL || v.cu_seqlens_q != NULL)
-        return FA_ERR_VARIANT;
-    v.align = FA_ALIGN_BOTTOM_RIGHT;
-    if ((status = fa_check_variants(&kp->p, &v)) != FA_OK)
+    fa_variants v;                              /* bottom-right; no packing, no masks */
+    if ((status = fa_kvcache_variants(kp, v_in, &v)) != FA_OK)
         return status;
     const fa_params *p = &kp->p;
     if (p->B == 0)

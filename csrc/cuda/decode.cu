@@ -916,18 +916,11 @@ static size_t scratch_size(const decode_args *a)
     return a->splits > 1 && !a->cluster ? (size_t)(a->splits * a->rows * (a->kp.p.d + 1)) * sizeof(float) : 0;
 }
 
-/* The variants a KV-cache call may have (fa.h): none of key_mask, mask, packed sequences; checked
- * with the queries bottom-right. v NULL or without any: the plain kernels. */
+/* A KV-cache call's variants (fa_kvcache_variants); v_in NULL or without any: the plain kernels. */
 static int kvcache_variants(const fa_kvcache_params *kp, const fa_variants *v_in, fa_variants *v, int *any)
 {
     *any = fa_has_variants(v_in);
-    if (!*any)
-        return FA_OK;
-    *v = *v_in;
-    if (v->key_mask != NULL || v->mask != NULL || v->cu_seqlens_q != NULL)
-        return FA_ERR_VARIANT;
-    v->align = FA_ALIGN_BOTTOM_RIGHT;
-    return fa_check_variants(&kp->p, v);
+    return *any ? fa_kvcache_variants(kp, v_in, v) : FA_OK;
 }
 
 static int scratch_bytes_of(const fa_kvcache_params *kp, const fa_variants *v_in, size_t *bytes)
