@@ -2,13 +2,22 @@
 
     pip install --no-build-isolation -e .        # or: python3 setup.py build_ext --inplace
 
-The CUDA part is built whenever nvcc is found (FA_BUILD_CUDA=0 skips it).
-FA_CUDA_ARCHS lists the GPU targets, default "80;90a" (Ampere and later, plus
-Hopper's own instructions). MAX_JOBS caps the parallel compile jobs.
+The CUDA part is built whenever nvcc is found (FA_BUILD_CUDA=0 skips it). Each
+CUDA file is built for the GPUs its kernels run on (CUDA_TARGETS below): the
+CUDA-core kernels from Turing (sm_75) on, the sm_80 families for sm_80 and
+sm_90a, the Hopper kernel for sm_90a only, and the Turing kernel as sm_75 code
+plus compute_75 PTX (newer GPUs JIT it when that family is forced). sm_70
+(Volta) is added to the CUDA-core kernels when nvcc still supports it (CUDA
+12.x; CUDA 13 dropped it). FA_CUDA_ARCHS (e.g. "90a") narrows every file to the
+listed targets; a file left with none is built as PTX of its lowest target, so
+the library still links and runs everywhere, JIT-compiled. MAX_JOBS caps the
+parallel compile jobs.
 """
+import concurrent.futures
 import glob
 import os
 import shutil
+import subprocess
 
 from setuptools import setup
 
@@ -35,8 +44,20 @@ if os.environ.get("FA_BUILD_CUDA", "1") != "0" and find_cuda_home():
 from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension  # noqa: E402
 
 C_SOURCES = ["csrc/fa_common.c", "csrc/fa_cpu.c"]
-CUDA_SOURCES = ["csrc/cuda/" + f for f in ("dispatch.cu", "sm90.cu", "sm80.cu", "fp32tc.cu", "fp32.cu", "simt.cu",
-                                            "naive.cu", "decode.cu", "decode_simt.cu")]
+# Each CUDA file's GPU targets (heaviest first: they start compiling first). "75+ptx": sm_75 code
+# and compute_75 PTX. "70?": sm_70 where nvcc still has it. dispatch.cu holds host code only.
+CUDA_TARGETS = {
+    "sm90.cu": ["90a"],
+    "decode.cu": ["80", "90a"],
+    "sm80.cu": ["80", "90a"],
+    "fp32tc.cu": ["80", "90a"],
+    "fp32.cu": ["80", "90a"],
+    "decode_simt.cu": ["70?", "75", "80", "90a"],
+    "simt.cu": ["70?", "75", "80", "90a"],
+    "turing.cu": ["75+ptx"],
+    "naive.cu": ["70?", "75", "80", "90a"],
+    "dispatch.cu": ["75"],
+}
 C_CUDA_SOURCES = ["csrc/cuda/device.c", "csrc/cuda/plan.c"]   # plain C (device.c: the CUDA runtime API)
 BINDING = ["csrc/fa_torch.cpp"]
 
@@ -50,27 +71,101 @@ def nvcc_available():
     return CUDA_HOME is not None and os.path.exists(os.path.join(CUDA_HOME, "bin", "nvcc"))
 
 
-def gencode_flags():
-    archs = os.environ.get("FA_CUDA_ARCHS", "80;90a")
+def nvcc_archs():
+    """The compute_XX targets this nvcc can build."""
+    out = subprocess.run([os.path.join(CUDA_HOME, "bin", "nvcc"), "--list-gpu-arch"], capture_output=True, text=True)
+    return {line.strip()[len("compute_"):] for line in out.stdout.split() if line.startswith("compute_")}
+
+
+def gencode_flags(src, have):
+    """nvcc's -gencode flags for one CUDA file: its CUDA_TARGETS that nvcc has (`have`), narrowed to
+    FA_CUDA_ARCHS when that is set (PTX of the file's lowest target when nothing is left)."""
+    wanted = os.environ.get("FA_CUDA_ARCHS")
+    wanted = set(filter(None, (a.strip() for a in wanted.replace(",", ";").split(";")))) if wanted else None
+    targets = [t.rstrip("?") for t in CUDA_TARGETS[src] if not t.endswith("?") or t.rstrip("?") in have]
     flags = []
-    for arch in filter(None, (a.strip() for a in archs.replace(",", ";").split(";"))):
-        flags.append(f"-gencode=arch=compute_{arch},code=sm_{arch}")
+    for t in targets:
+        arch, ptx = t.split("+")[0], t.endswith("+ptx")
+        if wanted is None or arch in wanted:
+            code = f"[sm_{arch},compute_{arch}]" if ptx else f"sm_{arch}"
+            flags.append(f"-gencode=arch=compute_{arch},code={code}")
+    if not flags:
+        arch = targets[0].split("+")[0]
+        flags.append(f"-gencode=arch=compute_{arch},code=compute_{arch}")
     return flags
+
+
+NVCC_FLAGS = ["-O3", "-DNDEBUG", "-std=c++17", "-lineinfo", "-Xptxas=--warn-on-spills", "--compiler-options", "-fPIC",
+              "-DFA_WITH_CUDA=1", "-Icsrc", "-Icsrc/cuda", "--expt-relaxed-constexpr",
+              # as torch's extension builder passes them (the kernels use the intrinsics only)
+              "-D__CUDA_NO_HALF_OPERATORS__", "-D__CUDA_NO_HALF_CONVERSIONS__",
+              "-D__CUDA_NO_BFLOAT16_CONVERSIONS__", "-D__CUDA_NO_HALF2_OPERATORS__"]
+
+
+def compile_cuda(build_temp):
+    """Starts nvcc on every CUDA file with its own targets, MAX_JOBS (default: the CPU count) at a
+    time; returns the object paths and a function that waits for them (raising on a failure)."""
+    have = nvcc_archs()
+    nvcc = os.path.join(CUDA_HOME, "bin", "nvcc")
+    extra = ["-DFA_DECODE_TRACE"] if os.environ.get("FA_DECODE_TRACE") == "1" else []
+    out_dir = os.path.join(build_temp, "csrc", "cuda")
+    os.makedirs(out_dir, exist_ok=True)
+
+    def run(src):
+        obj = os.path.join(out_dir, src.replace(".cu", ".o"))
+        cmd = [nvcc] + NVCC_FLAGS + extra + gencode_flags(src, have) + ["-c", "csrc/cuda/" + src, "-o", obj]
+        print(" ".join(cmd), flush=True)
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"nvcc failed on csrc/cuda/{src}:\n{done.stdout}{done.stderr}")
+        if done.stderr.strip():
+            print(done.stderr, flush=True)
+        return obj
+
+    jobs = int(os.environ.get("MAX_JOBS") or os.cpu_count() or 1)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+    futures = [pool.submit(run, src) for src in CUDA_TARGETS]
+
+    def wait():
+        try:
+            for f in futures:
+                f.result()
+        finally:
+            pool.shutdown(cancel_futures=True)
+    return [os.path.join(out_dir, src.replace(".cu", ".o")) for src in CUDA_TARGETS], wait
 
 
 class BuildExt(BuildExtension):
     """BuildExtension compiles every non-CUDA source as C++; the C backend is
-    C11, so its files go through the C compiler first and are linked in."""
+    C11, so its files go through the C compiler first and are linked in. The
+    CUDA files compile meanwhile (compile_cuda: each with its own targets, which
+    torch's builder cannot do) while torch's builder compiles the binding; the
+    link waits for them."""
 
     def build_extensions(self):
+        wait = None
+        cuda_objects = []
+        if WITH_CUDA:
+            cuda_objects, wait = compile_cuda(self.build_temp)
         defines = [("FA_WITH_CUDA", "1")] if WITH_CUDA else []
         sources = C_SOURCES + (C_CUDA_SOURCES if WITH_CUDA else [])
         includes = ["csrc"] + ([os.path.join(CUDA_HOME, "include")] if WITH_CUDA else [])
         objects = self.compiler.compile(sources, output_dir=self.build_temp, macros=defines,
                                         include_dirs=includes, extra_postargs=C_FLAGS)
         for ext in self.extensions:
-            ext.extra_objects = objects + list(ext.extra_objects or [])
-        super().build_extensions()
+            ext.extra_objects = objects + cuda_objects + list(ext.extra_objects or [])
+        if wait is not None:
+            link = self.compiler.link_shared_object
+
+            def link_after_cuda(*args, **kwargs):
+                wait()
+                return link(*args, **kwargs)
+            self.compiler.link_shared_object = link_after_cuda
+        try:
+            super().build_extensions()
+        finally:
+            if wait is not None:
+                wait()
 
 
 WITH_CUDA = nvcc_available()
@@ -78,14 +173,10 @@ cxx_flags = ["-O3", "-DNDEBUG"]
 if WITH_CUDA:
     ext = CUDAExtension(
         "torch_flashattn._C",
-        BINDING + CUDA_SOURCES,
+        BINDING,
         include_dirs=[os.path.abspath("csrc")],
         define_macros=[("FA_WITH_CUDA", "1")],
-        extra_compile_args={
-            "cxx": cxx_flags,
-            "nvcc": ["-O3", "-DNDEBUG", "-lineinfo", "-Xptxas=--warn-on-spills"] + gencode_flags()
-                    + (["-DFA_DECODE_TRACE"] if os.environ.get("FA_DECODE_TRACE") == "1" else []),
-        },
+        extra_compile_args={"cxx": cxx_flags},
         extra_link_args=["-fopenmp"],
     )
 else:

@@ -103,6 +103,8 @@ PROVIDERS = {
     "fa-sm80": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=sm80", ("cuda",), forced("sm80")),
     "fa-fp32": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=fp32", ("cuda",), forced("fp32")),
     "fa-simt": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=simt", ("cuda",), forced("simt")),
+    "fa-turing": Provider(fa_op("forward"), "torch.ops.fa.forward, FA_KERNEL=turing (compute_75 PTX, JIT beyond sm_75)",
+                          ("cuda",), forced("turing")),
     "sdpa-flash": Provider(sdpa, "SDPA, flash backend (FlashAttention-2)", ("cuda",),
                            backend(SDPBackend.FLASH_ATTENTION)),
     "sdpa-cudnn": Provider(sdpa, "SDPA, cuDNN backend", ("cuda",), backend(SDPBackend.CUDNN_ATTENTION)),

@@ -159,6 +159,8 @@ typedef enum {
     FA_FAMILY_FP32TC,        /* fp32 on tensor cores, three TF32 products per product: sm_80+, d <= 128 */
     FA_FAMILY_FP32,          /* fp32 on CUDA cores (FFMA) */
     FA_FAMILY_SIMT,          /* CUDA cores, every dtype (also the decode kernel for fp16/bf16) */
+    FA_FAMILY_TURING,        /* Turing tensor cores (mma.sync m16n8k8): fp16, sm_75+ (compute_75 PTX
+                                on newer GPUs) */
     FA_NUM_FAMILIES
 } fa_family;
 
@@ -173,6 +175,9 @@ typedef struct {
     int decode_cluster;      /* sm_90: 1 never merge splits in a cluster, 2 wherever 2..8 splits fit */
     int decode_evict;        /* 1 off, 2 on: K/V streamed with an L2 evict-first policy */
     int decode_combine;      /* 1 one thread per element, 2 four warps per row */
+    int device_cc;           /* tests: plan as if the GPU's compute capability were this (major · 10
+                                + minor, 70..89), lower than its own, with that GPU's opt-in shared
+                                memory, so a newer GPU runs an older one's choice of kernels */
 } fa_overrides;
 
 /* Private to tests and tuning tools: sets the process-wide overrides (every later call reads them;

@@ -53,7 +53,8 @@ int fa_set_overrides(const fa_overrides *o)
         || (o->decode_warps != 0 && o->decode_warps != 4 && o->decode_warps != 8)
         || (o->decode_stages != 0 && o->decode_stages != 2 && o->decode_stages != 3)
         || o->decode_cluster < 0 || o->decode_cluster > 2 || o->decode_evict < 0 || o->decode_evict > 2
-        || o->decode_combine < 0 || o->decode_combine > 2)
+        || o->decode_combine < 0 || o->decode_combine > 2
+        || (o->device_cc != 0 && (o->device_cc < 70 || o->device_cc > 89)))
         return FA_ERR_OVERRIDE;
     g_overrides = *o;
     return FA_OK;

@@ -31,9 +31,10 @@ def pytest_collection_modifyitems(config, items):
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 # Every kernel family: the CPU backend, CUDA's automatic choice, and each CUDA family forced
 # through the family override (see csrc/cuda/dispatch.cu).
-KERNELS = DEVICES + [pytest.param(f"cuda-{family}", marks=pytest.mark.gpu) for family in ("sm80", "fp32", "simt")]
+KERNELS = DEVICES + [pytest.param(f"cuda-{family}", marks=pytest.mark.gpu)
+                     for family in ("sm80", "fp32", "simt", "turing")]
 FAMILY_DTYPES = {"sm80": (torch.float16, torch.bfloat16), "sm90": (torch.float16, torch.bfloat16),
-                 "fp32": (torch.float32,)}
+                 "fp32": (torch.float32,), "turing": (torch.float16,)}
 # The Hopper family, forced, where the randomized tests run every family by name (elsewhere
 # "cuda" is that family on compute capability 9.0 for fp16 and bf16).
 SM90 = pytest.param("cuda-sm90", marks=pytest.mark.gpu)

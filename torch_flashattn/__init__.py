@@ -25,7 +25,7 @@ __all__ = ["attention", "attention_lse", "attention_varlen", "attention_kvcache"
 
 
 def _kernel_from_environment():
-    """FA_KERNEL (auto, sm90, sm80, fp32tc, fp32 or simt) forces one CUDA kernel family for the whole
+    """FA_KERNEL (auto, sm90, sm80, fp32tc, fp32, simt or turing) forces one CUDA kernel family for the whole
     process. It is read here, once; the library itself reads no environment."""
     family = os.environ.get("FA_KERNEL", "").strip() or "auto"
     if family not in _testing.FAMILIES:

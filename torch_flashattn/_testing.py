@@ -17,7 +17,7 @@ import torch
 
 # fa_overrides' fields in their order in fa.h, each with the names of its non-zero values.
 FIELDS = {
-    "family": ("auto", "sm90", "sm80", "fp32tc", "fp32", "simt"),
+    "family": ("auto", "sm90", "sm80", "fp32tc", "fp32", "simt", "turing"),
     "sm90_grid": ("auto", "tile", "persistent"),
     "sm90_tail": None,        # 0 automatic, 1 no split, 2..4 key parts
     "decode_splits": None,    # 0 automatic, n > 0
@@ -26,6 +26,7 @@ FIELDS = {
     "decode_cluster": ("auto", "off", "on"),
     "decode_evict": ("auto", "off", "on"),
     "decode_combine": ("auto", "elem", "wide"),
+    "device_cc": None,        # 0 the GPU's own; 70..89: plan as that older GPU would (tests)
 }
 FAMILIES = FIELDS["family"]
 

@@ -604,24 +604,24 @@ typedef struct {
 } decode_plan;
 
 /* Once per device and kernel: raise its dynamic shared memory limit and read its occupancy.
- * FA_ERR_UNSUPPORTED when the device has no room for it (or is below sm_80 for MMA). */
+ * FA_ERR_UNSUPPORTED when the device has no room for it (or is below sm_80 for MMA), checked on
+ * every call from the cached device info (so a test's fa_overrides.device_cc applies). */
 static int kernel_setup(decode_kernel kernel, size_t smem, int threads, int mma, int dev, int *occ,
                         int cache[32])
 {
-    if (dev < 32 && (*occ = __atomic_load_n(&cache[dev], __ATOMIC_ACQUIRE)) != 0)
-        return *occ > 0 ? FA_OK : FA_ERR_UNSUPPORTED;
     int cur;
     fa_device info;
     const int st = fa_device_current(&cur, &info);
     if (st != FA_OK)
         return st;
-    *occ = -1;
-    if ((!mma || info.major >= 8) && smem <= (size_t)info.smem_optin) {
-        if (smem > 48 * 1024)
-            FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
-        FA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(occ, kernel, threads, smem));
-        *occ = *occ > 0 ? *occ : -1;
-    }
+    if ((mma && info.major < 8) || smem > (size_t)info.smem_optin)
+        return FA_ERR_UNSUPPORTED;
+    if (dev < 32 && (*occ = __atomic_load_n(&cache[dev], __ATOMIC_ACQUIRE)) != 0)
+        return *occ > 0 ? FA_OK : FA_ERR_UNSUPPORTED;
+    if (smem > 48 * 1024)
+        FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    FA_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(occ, kernel, threads, smem));
+    *occ = *occ > 0 ? *occ : -1;
     if (dev < 32)
         __atomic_store_n(&cache[dev], *occ, __ATOMIC_RELEASE);
     return *occ > 0 ? FA_OK : FA_ERR_UNSUPPORTED;

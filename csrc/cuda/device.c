@@ -27,13 +27,40 @@ static int query(int dev, fa_device *d)
     return FA_OK;
 }
 
+/* Opt-in shared memory per block of the compute capabilities fa_overrides.device_cc may name. */
+static int smem_optin_of(int cc)
+{
+    switch (cc) {
+    case 70: case 72: return 96 * 1024;
+    case 75: return 64 * 1024;
+    case 80: case 87: return 163 * 1024;
+    default: return 99 * 1024;           /* 8.6, 8.8, 8.9 */
+    }
+}
+
+/* fa_overrides.device_cc, when set below the device's own: what an older GPU would report. */
+static void apply_device_cc(fa_device *info)
+{
+    fa_overrides o;
+    fa_get_overrides(&o);
+    if (o.device_cc == 0 || o.device_cc >= info->major * 10 + info->minor)
+        return;
+    info->major = o.device_cc / 10;
+    info->minor = o.device_cc % 10;
+    const int optin = smem_optin_of(o.device_cc);
+    info->smem_optin = optin < info->smem_optin ? optin : info->smem_optin;
+}
+
 int fa_device_current(int *dev, fa_device *info)
 {
     const cudaError_t e = cudaGetDevice(dev);
     if (e != cudaSuccess)
         return fa_record_cuda_error(cudaGetErrorName(e), cudaGetErrorString(e));
-    if (*dev < 0 || *dev >= MAX_DEVICES)
-        return query(*dev, info);
+    if (*dev < 0 || *dev >= MAX_DEVICES) {
+        const int st = query(*dev, info);
+        apply_device_cc(info);
+        return st;
+    }
     if (!__atomic_load_n(&g_ready[*dev], __ATOMIC_ACQUIRE)) {
         fa_device d;
         const int st = query(*dev, &d);
@@ -43,5 +70,6 @@ int fa_device_current(int *dev, fa_device *info)
         __atomic_store_n(&g_ready[*dev], 1, __ATOMIC_RELEASE);
     }
     *info = g_info[*dev];
+    apply_device_cc(info);
     return FA_OK;
 }

@@ -17,7 +17,8 @@ typedef struct {
 } fa_device;
 
 /* The current device's index and info; the attributes are queried on the first call per device
- * (devices past 63: every call). FA_OK, or FA_ERR_CUDA with the error recorded. */
+ * (devices past 63: every call). fa_overrides.device_cc, when set, lowers the compute capability
+ * and the opt-in shared memory reported (tests). FA_OK, or FA_ERR_CUDA with the error recorded. */
 int fa_device_current(int *dev, fa_device *info);
 
 #ifdef __cplusplus

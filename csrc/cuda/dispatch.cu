@@ -7,6 +7,7 @@
  *     fp32tc   fp32 on tensor cores, three TF32 products per product (fp32tc.cu)
  *     fp32     fp32 on CUDA cores, FFMA only (fp32.cu)
  *     simt     the CUDA-core kernel, every dtype (simt.cu)
+ *     turing   Turing's tensor cores, fp16 on compute capability 7.5 and later (turing.cu)
  *     auto     the fastest family that supports the problem
  *
  * A forced family that cannot run the problem answers FA_ERR_UNSUPPORTED rather than silently
@@ -105,9 +106,9 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
             }
         }
         /* fp16/bf16: the Hopper kernel on compute capability 9.0, else (or for what it does not
-         * take) the sm_80 kernel; fp32: the 3xTF32 tensor-core kernel (d <= 128, sm_80+), else
-         * the FFMA kernel; the CUDA-core kernel for what none takes (Nk == 0, devices below
-         * sm_80). */
+         * take) the sm_80 kernel, else for fp16 the Turing kernel (7.5); fp32: the 3xTF32
+         * tensor-core kernel (d <= 128, sm_80+), else the FFMA kernel (sm_80+); the CUDA-core
+         * kernel for what none takes (Nk == 0; bf16 and fp32 below sm_80). */
         st = FA_ERR_UNSUPPORTED;
         if (p->dtype == FA_FLOAT32) {
             st = fa_fp32tc_forward(p, stream);
@@ -117,6 +118,8 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
             st = fa_sm90_forward(p, &o, scratch, scratch_bytes, stream);
             if (st == FA_ERR_UNSUPPORTED)
                 st = fa_sm80_forward(p, stream);
+            if (st == FA_ERR_UNSUPPORTED)
+                st = fa_turing_forward(p, stream);
         }
         return st == FA_ERR_UNSUPPORTED ? fa_simt_forward(p, stream) : st;
     }
@@ -128,6 +131,8 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
         return fa_fp32tc_forward(p, stream);
     case FA_FAMILY_FP32:
         return fa_fp32_forward(p, stream);
+    case FA_FAMILY_TURING:
+        return fa_turing_forward(p, stream);
     default:
         return fa_simt_forward(p, stream);
     }

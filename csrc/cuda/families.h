@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-/* simt.cu: CUDA cores, fp32 arithmetic; every dtype, every d, Nk >= 0. */
+/* simt.cu: CUDA cores, fp32 arithmetic; every dtype, every d, Nk >= 0; sm_70 and later. */
 int fa_simt_forward(const fa_params *p, cudaStream_t stream);
 
 /* sm90.cu: Hopper tensor cores (wgmma, TMA), fp16 and bf16, compute capability 9.0 only,
@@ -39,8 +39,12 @@ int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_
 int fa_sm80_forward(const fa_params *p, cudaStream_t stream);
 int fa_sm80_forward_variants(const fa_params *p, const fa_variants *v, cudaStream_t stream);
 
-/* fp32.cu: exact fp32 on CUDA cores (FFMA, no TF32), register-blocked tiles, Nk >= 1. */
+/* fp32.cu: exact fp32 on CUDA cores (FFMA, no TF32), register-blocked tiles, sm_80+ (cp.async), Nk >= 1. */
 int fa_fp32_forward(const fa_params *p, cudaStream_t stream);
+
+/* turing.cu: Turing tensor cores (mma.sync m16n8k8, register-staged loads), fp16 only, sm_75 and
+ * later (compute_75 PTX beyond sm_75), Nk >= 1. */
+int fa_turing_forward(const fa_params *p, cudaStream_t stream);
 
 /* fp32tc.cu: fp32 at fp32 accuracy on tensor cores (3xTF32 mma.sync), sm_80+, d <= 128, Nk >= 1. */
 int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream);

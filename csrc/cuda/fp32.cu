@@ -315,8 +315,8 @@ static int launch(const fa_params *p, cudaStream_t stream)
     const int st = fa_device_current(&dev, &info);
     if (st != FA_OK)
         return st;
-    if (smem > (size_t)info.smem_optin)
-        return FA_ERR_UNSUPPORTED;   /* e.g. sm_86/89 (99 KB) for d > 64: the dispatcher falls back */
+    if (info.major < 8 || smem > (size_t)info.smem_optin)
+        return FA_ERR_UNSUPPORTED;   /* cp.async needs sm_80; sm_86/89 (99 KB) for d > 64: the dispatcher falls back */
     /* Opt in to > 48 KB of shared memory (per device, so on every launch). */
     FA_CUDA_TRY(cudaFuncSetAttribute(fa_fp32_forward_kernel<D, BM, BN, MIN_CTAS>,
                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));

@@ -596,7 +596,7 @@ static int tc_launch(tc_args *a, cudaStream_t stream)
     /* Once per device: sm_80+ with enough shared memory (else FA_ERR_UNSUPPORTED, and the FFMA kernel
      * takes over), the dynamic shared-memory limit raised. */
     static unsigned s_raised;
-    const int st = fa_tc_prepare((const void *)kernel, smem, &s_raised);
+    const int st = fa_tc_prepare((const void *)kernel, smem, 80, &s_raised);
     if (st != FA_OK)
         return st;
     return fa_tc_launch_tiles(kernel, a, C::BM, C::THREADS, smem, stream);

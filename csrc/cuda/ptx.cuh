@@ -1,9 +1,9 @@
 /*
  * ptx.cuh — PTX wrappers shared by the kernels (sm80.cu, decode.cu, fp32tc.cu,
- * fp32.cu; sm90.cu uses the address, ex2 and packing ones): cp.async, the fp32 row-tile
+ * fp32.cu, turing.cu; sm90.cu uses the address, ex2 and packing ones): cp.async, the fp32 row-tile
  * and 4-column loads, ldmatrix, mma.m16n8k16, the (row mod 8) XOR swizzle of 16-byte chunks in
  * shared tiles; and the host side of launching the one-CTA-per-tile kernels (sm80.cu,
- * fp32tc.cu).
+ * fp32tc.cu, turing.cu).
  * Include from .cu files only.
  */
 #ifndef FA_MMA_CUH
@@ -232,21 +232,22 @@ __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
 
 /* ---- Launching (host) ---------------------------------------------------------------------- */
 
-/* Once per device (bit dev of *raised; devices past 31 are checked every call): the device must
- * be sm_80+ with smem bytes of opt-in shared memory per block, and kernel's dynamic limit is
- * raised to smem. FA_ERR_UNSUPPORTED when the device cannot run it (the caller's fallback takes
- * over). Racing threads both set the same value: harmless. */
-static inline int fa_tc_prepare(const void *kernel, size_t smem, unsigned *raised)
+/* The device must have compute capability min_cc (major · 10 + minor) or later and smem bytes of
+ * opt-in shared memory per block, else FA_ERR_UNSUPPORTED (the caller's fallback takes over); both
+ * are read from the cached device info on every call, so a test's fa_overrides.device_cc applies.
+ * Once per device (bit dev of *raised; devices past 31 every call) kernel's dynamic limit is raised
+ * to smem. Racing threads both set the same value: harmless. */
+static inline int fa_tc_prepare(const void *kernel, size_t smem, int min_cc, unsigned *raised)
 {
     int dev;
     fa_device info;
     const int st = fa_device_current(&dev, &info);
     if (st != FA_OK)
         return st;
+    if (info.major * 10 + info.minor < min_cc || smem > (size_t)info.smem_optin)
+        return FA_ERR_UNSUPPORTED;
     if (dev < 32 && ((__atomic_load_n(raised, __ATOMIC_ACQUIRE) >> dev) & 1u))
         return FA_OK;
-    if (info.major < 8 || smem > (size_t)info.smem_optin)
-        return FA_ERR_UNSUPPORTED;
     FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     if (dev < 32)
         __atomic_fetch_or(raised, 1u << dev, __ATOMIC_RELEASE);

@@ -13,7 +13,10 @@
  *     lane c:   O[r][c] = O[r][c] · exp2(m_r − m_new) + Σ_j p_j V[j][c]
  *
  * Lane c of the output owns columns c, c+32, ..., so accumulators stay in
- * registers for any d <= 256.
+ * registers for any d <= 256. The kernel is compiled for head dims up to DMAX = 64, 128
+ * and 256; at 256 a block needs 82 KB of shared memory, more than Turing's 64 KB, so
+ * there (KV_SHARED) V is loaded into K's buffer once the scores are done: one buffer
+ * and one more barrier per block. It also runs on compute capability 7.0 (sm_70 code).
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -29,18 +32,17 @@ enum {
     ROWS = 4,                        /* query rows per warp */
     BM = WARPS * ROWS,               /* query rows per block */
     BN = 32,                         /* keys per shared-memory tile: one per lane */
-    DMAX = FA_MAX_HEAD_DIM,
-    DCOLS = DMAX / 32,               /* output columns per lane */
 };
 
 /* Shared memory of one block. s_k rows are padded by one float so that lane j
  * reading row j, column c hits bank (j + c) % 32: no conflicts. Columns d..dp of
- * s_q and s_k hold zeros (dp = d rounded up to 4). */
-typedef struct {
+ * s_q and s_k hold zeros (dp = d rounded up to 4). KV_SHARED: V goes into s_k. */
+template <int DMAX, bool KV_SHARED>
+struct simt_smem {
     float s_q[BM][DMAX];             /* Q rows · scale · log2(e) */
     float s_k[BN][DMAX + 1];
-    float s_v[BN][DMAX];
-} simt_smem;
+    float s_v[KV_SHARED ? 1 : BN][DMAX];
+};
 
 __device__ __forceinline__ float warp_max(float x)
 {
@@ -55,12 +57,13 @@ __device__ __forceinline__ float warp_sum(float x)
 }
 
 /* q, o: (B, Hq, Nq, d); k, v: (B, Hkv, Nk, d); strides from p. */
-template <typename T>
+template <typename T, int DMAX, bool KV_SHARED>
 __global__ void __launch_bounds__(WARPS * 32)
 fa_simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
 {
+    constexpr int DCOLS = DMAX / 32;     /* output columns per lane */
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    simt_smem &sm = *reinterpret_cast<simt_smem *>(smem_raw);
+    simt_smem<DMAX, KV_SHARED> &sm = *reinterpret_cast<simt_smem<DMAX, KV_SHARED> *>(smem_raw);
     const T *g_q = (const T *)p.q, *g_k = (const T *)p.k, *g_v = (const T *)p.v;
     T *g_o = (T *)p.o;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -100,7 +103,8 @@ fa_simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
                 const int j = idx / dp, c = idx % dp;
                 const bool in = j0 + j < p.Nk && c < d;
                 sm.s_k[j][c] = in ? to_float(k[(j0 + j) * p.k_row_stride + c]) : 0.0f;
-                sm.s_v[j][c] = in ? to_float(v[(j0 + j) * p.v_row_stride + c]) : 0.0f;
+                if (!KV_SHARED)
+                    sm.s_v[j][c] = in ? to_float(v[(j0 + j) * p.v_row_stride + c]) : 0.0f;
             }
             /* The tile is in shared memory for every warp. */
             __syncthreads();
@@ -139,6 +143,16 @@ fa_simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
                 for (int t = 0; t < DCOLS; t++) r_o[r][t] *= alpha;
             }
 
+            if (KV_SHARED) {
+                /* Every warp is done with K; V takes its buffer. */
+                __syncthreads();
+                for (int idx = threadIdx.x; idx < BN * dp; idx += blockDim.x) {
+                    const int j = idx / dp, c = idx % dp;
+                    sm.s_k[j][c] = j0 + j < p.Nk && c < d ? to_float(v[(j0 + j) * p.v_row_stride + c]) : 0.0f;
+                }
+                __syncthreads();
+            }
+
             /* O += P V: p_j broadcast from lane j, lane c reads V[j][c + 32t]. */
             const int n_keys = (int)(p.Nk - j0 < BN ? p.Nk - j0 : BN);
             for (int j = 0; j < n_keys; j++) {
@@ -148,7 +162,7 @@ fa_simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
                 for (int t = 0; t < DCOLS; t++) {
                     const int c = lane + 32 * t;
                     if (c < d) {
-                        const float vc = sm.s_v[j][c];
+                        const float vc = KV_SHARED ? sm.s_k[j][c] : sm.s_v[j][c];
                         for (int r = 0; r < ROWS; r++) r_o[r][t] += pj[r] * vc;
                     }
                 }
@@ -174,26 +188,47 @@ fa_simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
     }
 }
 
-template <typename T>
+template <typename T, int DMAX, bool KV_SHARED>
 static int launch(const fa_params *p, cudaStream_t stream)
 {
+    void (*kernel)(const fa_params, float) = fa_simt_forward_kernel<T, DMAX, KV_SHARED>;
+    const size_t smem = sizeof(simt_smem<DMAX, KV_SHARED>);
     /* Opt in to > 48 KB of shared memory (per device, so on every launch). */
-    const size_t smem = sizeof(simt_smem);
-    FA_CUDA_TRY(cudaFuncSetAttribute(fa_simt_forward_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    if (smem > 48 * 1024)
+        FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     const int64_t n_tiles = (p->Nq + BM - 1) / BM * p->B * p->Hq;
     const unsigned grid = (unsigned)(n_tiles < (int64_t)INT32_MAX ? n_tiles : INT32_MAX);
     const float scale_log2 = p->scale * FA_LOG2E;
-    fa_simt_forward_kernel<T><<<grid, WARPS * 32, smem, stream>>>(*p, scale_log2);
+    kernel<<<grid, WARPS * 32, smem, stream>>>(*p, scale_log2);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;
+}
+
+/* The head-dim width: 64, 128 or 256, the last with V in K's buffer where 82 KB of shared memory
+ * is more than the device lets a block have (Turing). */
+template <typename T>
+static int launch_d(const fa_params *p, cudaStream_t stream)
+{
+    if (p->d <= 64)
+        return launch<T, 64, false>(p, stream);
+    if (p->d <= 128)
+        return launch<T, 128, false>(p, stream);
+    int dev;
+    fa_device info;
+    const int st = fa_device_current(&dev, &info);
+    if (st != FA_OK)
+        return st;
+    if (sizeof(simt_smem<256, false>) <= (size_t)info.smem_optin)
+        return launch<T, 256, false>(p, stream);
+    return launch<T, 256, true>(p, stream);
 }
 
 extern "C" int fa_simt_forward(const fa_params *p, cudaStream_t stream)
 {
     switch (p->dtype) {
-    case FA_FLOAT32:  return launch<float>(p, stream);
-    case FA_FLOAT16:  return launch<__half>(p, stream);
-    case FA_BFLOAT16: return launch<__nv_bfloat16>(p, stream);
+    case FA_FLOAT32:  return launch_d<float>(p, stream);
+    case FA_FLOAT16:  return launch_d<__half>(p, stream);
+    case FA_BFLOAT16: return launch_d<__nv_bfloat16>(p, stream);
     default:          return FA_ERR_DTYPE;
     }
 }

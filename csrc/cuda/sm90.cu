@@ -816,6 +816,8 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     int st = fa_device_current(&dev, &info);
     if (st != FA_OK)
         return st;
+    if (info.major != 9 || info.minor != 0)         /* also under a test's fa_overrides.device_cc */
+        return FA_ERR_UNSUPPORTED;
     if (dev >= 32 || !((__atomic_load_n(&s_checked, __ATOMIC_ACQUIRE) >> dev) & 1u)) {
         int ok = info.major == 9 && info.minor == 0 && smem <= (size_t)info.smem_optin;
         if (ok) {

@@ -202,6 +202,11 @@ static void test_overrides(void)
     o.decode_warps = 5;
     check(fa_set_overrides(&o) == FA_ERR_OVERRIDE, "overrides: decode_warps = 5 is refused");
     o.decode_warps = 0;
+    o.device_cc = 69;
+    check(fa_set_overrides(&o) == FA_ERR_OVERRIDE, "overrides: device_cc = 69 is refused");
+    o.device_cc = 90;
+    check(fa_set_overrides(&o) == FA_ERR_OVERRIDE, "overrides: device_cc = 90 is refused");
+    o.device_cc = 0;
     o.family = FA_NUM_FAMILIES;
     check(fa_set_overrides(&o) == FA_ERR_KERNEL_CHOICE, "overrides: an unknown family is refused");
     fa_get_overrides(&got);

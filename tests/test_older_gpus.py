@@ -1,0 +1,122 @@
+"""Every op on an older GPU's choice of kernels: fa_overrides.device_cc makes the CUDA backend plan as
+a compute capability 7.5 (T4) or 8.6 GPU would (its families and its opt-in shared memory), so the
+newer GPU here runs exactly the kernels that GPU would get. The Turing family itself (fp16 tensor
+cores, compute_75 PTX JIT-compiled here) also runs the whole forward suite through KERNELS
+(conftest.py); this file checks the automatic choice and the ops around it.
+
+Which family ran is checked bit for bit against that family forced: the kernels are deterministic."""
+import pytest
+import torch
+
+import torch_flashattn
+from conftest import assert_accurate, randn, reference
+
+pytestmark = pytest.mark.gpu
+
+# (device_cc, dtype) -> the family the automatic choice must take for a plain forward.
+EXPECTED = {
+    (75, torch.float16): "turing",
+    (75, torch.bfloat16): "simt",
+    (75, torch.float32): "simt",
+    (86, torch.float16): "sm80",
+    (86, torch.bfloat16): "sm80",
+}
+
+
+def run_forward(q, k, v, causal, **ov):
+    with torch_flashattn._testing.overrides(**ov):
+        return torch.ops.fa.forward(q, k, v, causal=causal)
+
+
+@pytest.mark.parametrize("cc, dtype", list(EXPECTED), ids=[f"cc{c}-{str(t)[6:]}" for c, t in EXPECTED])
+@pytest.mark.parametrize("d", [40, 64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_forward_takes_the_older_gpus_family(cc, dtype, d, causal):
+    torch.manual_seed(d + 7 * causal + cc)
+    q = randn(2, 4, 77, d, dtype=dtype, device="cuda")
+    k = randn(2, 2, 131, d, dtype=dtype, device="cuda")
+    v = randn(2, 2, 131, d, dtype=dtype, device="cuda")
+    out = run_forward(q, k, v, causal, device_cc=cc)
+    assert_accurate(out, q, k, v, causal, what=f"cc {cc} {dtype} d={d}")
+    forced = run_forward(q, k, v, causal, family=EXPECTED[(cc, dtype)])
+    assert torch.equal(out, forced), f"cc {cc}, {dtype}: not the {EXPECTED[(cc, dtype)]} family's result"
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_simt_d256_fits_turing_shared_memory(dtype):
+    """d = 256 on the CUDA-core kernel needs 82 KB of shared memory; under 7.5's 64 KB it loads V
+    into K's buffer instead. Both layouts give the same numbers."""
+    torch.manual_seed(3)
+    q, k, v = (randn(1, 2, 200, 256, dtype=dtype, device="cuda") for _ in range(3))
+    a = run_forward(q, k, v, True, family="simt", device_cc=75)
+    b = run_forward(q, k, v, True, family="simt")
+    assert_accurate(a, q, k, v, True, what="simt d=256 at 64 KB")
+    assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_every_op_at_cc75(dtype):
+    """lse, the KV cache (append + decode), packed sequences, variants and gradients on a 7.5 GPU's
+    kernels; the variants and gradients take the exact path there, counted."""
+    torch.manual_seed(11)
+    dev = "cuda"
+    with torch_flashattn._testing.overrides(device_cc=75):
+        q = randn(2, 4, 33, 64, dtype=dtype, device=dev)
+        k = randn(2, 2, 50, 64, dtype=dtype, device=dev)
+        v = randn(2, 2, 50, 64, dtype=dtype, device=dev)
+        out, lse = torch_flashattn.attention_lse(q, k, v, causal=True)
+        assert_accurate(out, q, k, v, True, what="attention_lse")
+        ref_lse = torch.logsumexp((q.double() @ k.double().repeat_interleave(2, 1).transpose(-1, -2)
+                                   * 64 ** -0.5).masked_fill(torch.ones(33, 50, dtype=torch.bool, device=dev).triu(1),
+                                                              float("-inf")), dim=-1)
+        assert (lse.double() - ref_lse).abs().max().item() < 1e-3
+
+        # KV cache: append 3 keys to ragged caches, then attend (split-KV's CUDA-core kernel).
+        nmax = 300
+        kc = torch.zeros(2, 2, nmax, 64, dtype=dtype, device=dev)
+        vc = torch.zeros_like(kc)
+        kc[:, :, :250] = randn(2, 2, 250, 64, dtype=dtype, device=dev)
+        vc[:, :, :250] = randn(2, 2, 250, 64, dtype=dtype, device=dev)
+        lens = torch.tensor([250, 97], dtype=torch.int32, device=dev)
+        kn, vn = randn(2, 2, 3, 64, dtype=dtype, device=dev), randn(2, 2, 3, 64, dtype=dtype, device=dev)
+        qd = randn(2, 4, 3, 64, dtype=dtype, device=dev)
+        o = torch_flashattn.attention_kvcache(qd, kc, vc, cache_seqlens=lens, k_new=kn, v_new=vn, causal=True)
+        for b in range(2):
+            L = int(lens[b]) + 3
+            assert torch.equal(kc[b, :, L - 3:L], kn[b]) and torch.equal(vc[b, :, L - 3:L], vn[b])
+            assert_accurate(o[b:b + 1], qd[b:b + 1], kc[b:b + 1, :, :L], vc[b:b + 1, :, :L], True,
+                            what=f"kvcache entry {b}")
+
+        # Packed sequences and a sliding window: the exact path on this GPU, counted.
+        before = torch.ops.fa._exact_calls()
+        ow = torch_flashattn.attention(q, k, v, window=(8, 0))
+        assert torch.ops.fa._exact_calls() > before
+        i = torch.arange(33, device=dev)[:, None]
+        j = torch.arange(50, device=dev)[None, :]
+        mask = (j <= i) & (j >= i - 8)
+        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask,
+                                                               enable_gqa=True)
+        tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]   # the output's rounding
+        assert (ow.double() - ref).abs().max().item() < tol
+
+        cu = torch.tensor([0, 20, 33], dtype=torch.int32, device=dev)
+        qp, kp, vp = (randn(33, 4, 64, dtype=dtype, device=dev) for _ in range(3))
+        op = torch_flashattn.attention_varlen(qp, kp, vp, cu, cu, 20, 20, causal=True)
+        for s, e in ((0, 20), (20, 33)):
+            seg = lambda t: t[s:e].transpose(0, 1)[None]      # noqa: E731
+            assert_accurate(seg(op), seg(qp), seg(kp), seg(vp), True, what=f"varlen [{s}, {e})")
+
+        # Gradients.
+        qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
+        torch_flashattn.attention(qg, kg, vg, causal=True).float().sum().backward()
+        qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
+        reference(qr, kr, vr, True).sum().backward()
+        tol = 1e-4 if dtype == torch.float32 else 5e-2
+        for got, want, name in ((qg.grad, qr.grad, "dq"), (kg.grad, kr.grad, "dk"), (vg.grad, vr.grad, "dv")):
+            assert (got.double() - want).abs().max().item() < tol * (1 + want.abs().max().item()), name
+
+
+def test_device_cc_is_checked():
+    with pytest.raises((RuntimeError, ValueError)):
+        with torch_flashattn._testing.overrides(device_cc=60):
+            pass
