@@ -28,7 +28,7 @@ KVCACHE_CASES = [  # B, Hq, Hkv, Nq, Nmax, d, causal, seqlens before the append,
     (2, 2, 1, 2, 70, 33, True, [5, 68], 1, True),
 ]
 FAMILIES = {"simt": (torch.float32, torch.float16, torch.bfloat16), "sm80": (torch.float16, torch.bfloat16),
-            "fp32tc": (torch.float32,), "fp32": (torch.float32,),
+            "fp32tc": (torch.float32,), "fp32": (torch.float32,), "turing": (torch.float16,),
             "auto": (torch.float32, torch.float16, torch.bfloat16)}
 # TMA: k rows must stay 16-byte aligned. initcheck does not count the Hopper kernel's TMA bulk
 # stores as writes: it flags every element of its outputs (all of them, with every value right),
@@ -121,10 +121,11 @@ def check_varlen(family, d, bad=False):
 def main():
     torch.manual_seed(0)
     failures = 0
-    # SANITIZE_ONLY=kvcache / sm90 / variants: the decode cases, the Hopper kernel's or the
-    # variants' alone (a quicker run after a change to decode.cu, sm90.cu or variants.cuh)
+    # SANITIZE_ONLY=kvcache / sm90 / variants / turing: the decode cases, the Hopper kernel's, the
+    # variants' or the Turing kernel's alone (a quicker run after a change to decode.cu, sm90.cu,
+    # variants.cuh or turing.cu)
     only = os.environ.get("SANITIZE_ONLY")
-    families = {f: t for f, t in FAMILIES.items() if only != "sm90" or f == "sm90"}
+    families = {f: t for f, t in FAMILIES.items() if only not in ("sm90", "turing") or f == only}
     for family, dtypes in ({} if only in ("kvcache", "variants") else families).items():
         set_overrides(family=family)
         for dtype in dtypes:
@@ -132,6 +133,16 @@ def main():
                 if family == "fp32tc" and case[5] > 128:   # declined: auto runs fp32 there
                     continue
                 failures += not check_forward(family, dtype, *case)
+    if only in (None, "turing"):
+        # A compute capability 7.5 GPU's choices (fa_overrides.device_cc): Turing's kernel for
+        # fp16, the CUDA-core one for the rest, with V in K's buffer at d = 256 (64 KB).
+        set_overrides(family="auto", device_cc=75)
+        for dtype in (torch.float16, torch.bfloat16, torch.float32):
+            for case in CASES:
+                failures += not check_forward("auto", dtype, *case, " as compute capability 7.5")
+        set_overrides(family="auto")
+    if only == "turing":
+        return 1 if failures else 0
     if "sm90" in FAMILIES and only in (None, "sm90"):
         # Persistent CTAs walking several tiles each (336 tiles): the K/V ring and the Q buffers
         # running on from tile to tile. Non-causal, on 132 SMs, the last round's 72 tiles are

@@ -1,9 +1,10 @@
 # Register, spill and shared-memory report of every compiled CUDA kernel (`nvcc -Xptxas -v`), for
-# each architecture the build targets. Needs nvcc only, no GPU.
+# each architecture the build gives its file (setup.py's CUDA_TARGETS). Needs nvcc only, no GPU.
 #
 #   python3 -m tools.ptxas                                 # -> bench/out/ptxas.md
 #   python3 -m tools.ptxas --out bench/results/ptxas.md    # the table docs/benchmarks.md shows
 import argparse
+import ast
 import os
 import re
 import subprocess
@@ -12,7 +13,22 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = ["csrc/cuda/simt.cu", "csrc/cuda/sm80.cu", "csrc/cuda/sm90.cu", "csrc/cuda/fp32tc.cu", "csrc/cuda/fp32.cu",
-           "csrc/cuda/naive.cu", "csrc/cuda/decode.cu", "csrc/cuda/decode_simt.cu"]
+           "csrc/cuda/turing.cu", "csrc/cuda/naive.cu", "csrc/cuda/decode.cu", "csrc/cuda/decode_simt.cu"]
+
+
+def targets():
+    """setup.py's CUDA_TARGETS (file -> its GPU targets), read without running setup.py; the
+    targets as sm numbers ("75+ptx" -> "75"; "70?" kept only when FA_CUDA_ARCHS lists 70)."""
+    tree = ast.parse((REPO / "setup.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "CUDA_TARGETS":
+            table = ast.literal_eval(node.value)
+    wanted = [a for a in os.environ.get("FA_CUDA_ARCHS", "").split(";") if a]
+    out = {}
+    for src, ts in table.items():
+        archs = [t.split("+")[0].rstrip("?") for t in ts if not t.endswith("?") or t.rstrip("?") in wanted]
+        out["csrc/cuda/" + src] = [a for a in archs if not wanted or a in wanted]
+    return out
 
 
 def demangle(names):
@@ -48,16 +64,16 @@ def main():
                                  description="registers, spills and shared memory of every CUDA kernel (nvcc only)")
     ap.add_argument("--out", type=Path, default=Path("bench/out/ptxas.md"))
     args = ap.parse_args()
-    archs = [a for a in os.environ.get("FA_CUDA_ARCHS", "80;90a").split(";") if a]
+    per_file = targets()
     lines = ["`nvcc -O3 -Xptxas -v` per kernel (dynamic shared memory is set at launch and not listed).",
              "sm90.cu: `registers` is the cap at launch (65536 / threads); setmaxnreg then gives each consumer",
-             "warpgroup 240 (160 with 3 consumers) and the producer 24 (32); on sm_80 its kernel is an empty stub.", "",
+             "warpgroup 240 (160 with 3 consumers) and the producer 24 (32).", "",
              "| source | arch | kernel | registers | stack | spill st | spill ld | static smem |",
              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for src in SOURCES:
         if not (REPO / src).exists():
             continue
-        for arch, kernel, regs, stack, st, ld, smem in report(src, archs):
+        for arch, kernel, regs, stack, st, ld, smem in report(src, per_file[src]):
             kernel = re.sub(r"\(.*", "", kernel)
             lines.append(f"| {src} | sm_{arch} | `{kernel}` | {regs} | {stack} | {st} | {ld} | {smem} |")
     out = args.out if args.out.is_absolute() else REPO / args.out
