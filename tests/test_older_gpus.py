@@ -57,7 +57,7 @@ def test_simt_d256_fits_turing_shared_memory(dtype):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_every_op_at_cc75(dtype):
     """lse, the KV cache (append + decode), packed sequences, variants and gradients on a 7.5 GPU's
-    kernels; the variants and gradients take the exact path there, counted."""
+    kernels; the variants take the exact path there, counted."""
     torch.manual_seed(11)
     dev = "cuda"
     with torch_flashattn._testing.overrides(device_cc=75):
@@ -92,7 +92,21 @@ def test_every_op_at_cc75(dtype):
                 enable_gqa=True)
             assert (o[b:b + 1].double() - ref).abs().max().item() < tol, f"kvcache entry {b}"
 
-        # Packed sequences and a sliding window: the exact path on this GPU, counted.
+        # The KV cache with a window and a softcap: the exact path on this GPU, counted.
+        before = torch.ops.fa._exact_calls()
+        ov = torch_flashattn.attention_kvcache(qd, kc, vc, cache_seqlens=lens + 3, causal=True, window=(40, 0),
+                                               softcap=20.0)
+        assert torch.ops.fa._exact_calls() > before
+        for b in range(2):
+            L = int(lens[b]) + 3
+            i = L - 3 + torch.arange(3, device=dev)[:, None]
+            j = torch.arange(L, device=dev)[None, :]
+            s = (qd[b:b + 1].double() @ kc[b:b + 1, :, :L].double().repeat_interleave(2, 1).transpose(-1, -2)) / 8
+            s = (20 * torch.tanh(s / 20)).masked_fill(~((j <= i) & (j >= i - 40)), float("-inf"))
+            ref = torch.softmax(s, -1) @ vc[b:b + 1, :, :L].double().repeat_interleave(2, 1)
+            assert (ov[b:b + 1].double() - ref).abs().max().item() < tol, f"kvcache variants entry {b}"
+
+        # A sliding window: the exact path on this GPU, counted.
         before = torch.ops.fa._exact_calls()
         ow = torch_flashattn.attention(q, k, v, window=(8, 0))
         assert torch.ops.fa._exact_calls() > before
