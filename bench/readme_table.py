@@ -39,8 +39,11 @@ def tables(path):
     result = json.loads(path.read_text())
     if result.get("kind") == "model":
         return {path.stem: model_report.markdown(result)}
-    if "providers" in result:
-        return {path.stem: report.markdown(result), f"{path.stem}:summary": report.summary_markdown(result)}
+    if "providers" in result:   # the summary is fa's (a result of forced families only has none)
+        out = {path.stem: report.markdown(result)}
+        if "fa" in result["providers"]:
+            out[f"{path.stem}:summary"] = report.summary_markdown(result)
+        return out
     if path.with_suffix(".md").exists():
         return {path.stem: path.with_suffix(".md").read_text()}
     sys.exit(f"{path}: not a bench/attention.py or bench/model.py result, and no "

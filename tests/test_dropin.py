@@ -85,8 +85,9 @@ def test_sdpa_fallbacks_are_exact(device):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("kind", ["bool_padding", "float_bias", "float32_causal_band"])
 def test_sdpa_attn_mask_runs_in_the_kernel(dtype, kind):
-    """On compute capability 9.0 an attn_mask call (fp16 / bf16) runs in the Hopper kernel, counted as
-    fa, with SDPA's result by the accuracy rule; elsewhere it falls back to SDPA."""
+    """On compute capability 8.0+ an attn_mask call (fp16 / bf16) runs in a tensor-core kernel (the Hopper
+    kernel on 9.0), counted as fa, with SDPA's result by the accuracy rule; elsewhere it falls back to
+    SDPA."""
     from test_variants import assert_variant_accurate
     g = torch.Generator().manual_seed(3)
     B, H, L, S, E = 2, 4, 150, 300, 64
@@ -100,9 +101,9 @@ def test_sdpa_attn_mask_runs_in_the_kernel(dtype, kind):
         i, j = torch.arange(L)[:, None] + S - L, torch.arange(S)[None, :]
         mask = torch.zeros(L, S).masked_fill((j > i) | (j < i - 60), float("-inf")).cuda()
     out = torch_flashattn.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
-    hopper = torch.cuda.get_device_capability() == (9, 0)
+    in_kernel = torch.cuda.get_device_capability() >= (8, 0)
     s = torch_flashattn.stats()
-    assert (s["fa"], s["sdpa"], s["exact"]) == ((1, 0, 0) if hopper else (0, 1, 0)), s
+    assert (s["fa"], s["sdpa"], s["exact"]) == ((1, 0, 0) if in_kernel else (0, 1, 0)), s
     assert_variant_accurate(out, None, q, k, v, what=kind, attn_mask=mask)
     # Rows the kernel cannot load (head dim 33: 66-byte rows) go to SDPA, not to the exact path.
     torch_flashattn.reset_stats()
@@ -111,6 +112,31 @@ def test_sdpa_attn_mask_runs_in_the_kernel(dtype, kind):
     s = torch_flashattn.stats()
     assert (s["fa"], s["sdpa"], s["exact"]) == (0, 1, 0), s
     assert_variant_accurate(out, None, q33, k33, v33, what=kind + " d=33", attn_mask=mask)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["bool_padding", "float_bias"])
+def test_sdpa_attn_mask_on_an_sm80_gpu(monkeypatch, fa_overrides, kind):
+    """As an 8.6 GPU (its capability for the drop-in, fa_overrides.device_cc for the kernels) an
+    attn_mask call runs the sm_80 kernel: counted as fa, not exact, and bit for bit that kernel's result."""
+    from test_variants import assert_variant_accurate
+    monkeypatch.setattr(torch_flashattn.sdpa, "_capability", lambda index: (8, 6))
+    g = torch.Generator().manual_seed(5)
+    B, H, L, S, E = 2, 4, 150, 300, 64
+    q = torch.randn(B, H, L, E, generator=g).to("cuda", torch.bfloat16)
+    k, v = (torch.randn(B, 2, S, E, generator=g).to("cuda", torch.bfloat16) for _ in range(2))
+    if kind == "bool_padding":
+        mask = (torch.arange(S)[None, None, None, :] < torch.tensor([S, 211])[:, None, None, None]).cuda()
+    else:
+        mask = torch.randn(1, H, L, S, generator=g).to("cuda", torch.bfloat16)
+    fa_overrides(device_cc=86)
+    torch_flashattn.reset_stats()
+    out = torch_flashattn.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    s = torch_flashattn.stats()
+    assert (s["fa"], s["sdpa"], s["exact"]) == (1, 0, 0), s
+    assert_variant_accurate(out, None, q, k, v, what=kind, attn_mask=mask)
+    fa_overrides(family="sm80")
+    assert torch.equal(out, torch_flashattn.attention(q, k, v, attn_mask=mask))
 
 
 def test_sdpa_errors_match_pytorch():

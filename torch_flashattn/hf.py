@@ -12,8 +12,8 @@ the installed transformers). Four paths, each counted by ``torch_flashattn.stats
 - our kernels, through ``torch_flashattn.attention``: padding, sliding windows and offsets given as a
   ``StructuredMask`` (below), on the CPU and in fp16/bf16 on sm_80+ GPUs; through
   ``torch_flashattn.scaled_dot_product_attention``: no mask (causal prefill, encoders without padding),
-  decoding steps (a few queries against the KV cache), and a dense mask for fp16/bf16 on a compute
-  capability 9.0 GPU (the Hopper kernel reads the mask tile by tile);
+  decoding steps (a few queries against the KV cache), and a dense mask for fp16/bf16 on sm_80+ GPUs
+  (the Hopper or sm_80 kernel reads the mask tile by tile);
 - a relative position bias (``position_bias``, T5) for inference on the CPU or in fp16/bf16 on sm_80+:
   ``torch_flashattn.attention`` with the bias as its float ``attn_mask`` (read tile by tile), beside a
   ``StructuredMask``'s ``key_mask`` and window, or with a dense mask folded into it;
@@ -58,7 +58,7 @@ ALIAS = "fa_sdpa"
 KEYWORDS = {
     # computed here
     "attention_mask": ("mask: our kernels when None or structured (structured_mask), or dense on compute "
-                       "capability 9.0 (fp16/bf16); SDPA otherwise"),
+                       "capability 8.0+ (fp16/bf16); SDPA otherwise"),
     "dropout": "SDPA's dropout_p (training)",
     "scaling": "scale",
     "is_causal": "SDPA's top-left causal flag, applied when no mask is given",
