@@ -111,15 +111,25 @@ def compile_cuda(build_temp):
     out_dir = os.path.join(build_temp, "csrc", "cuda")
     os.makedirs(out_dir, exist_ok=True)
 
+    headers = glob.glob("csrc/*.h") + glob.glob("csrc/cuda/*.h") + glob.glob("csrc/cuda/*.cuh") + ["setup.py"]
+
     def run(src):
         obj = os.path.join(out_dir, src.replace(".cu", ".o"))
         cmd = [nvcc] + NVCC_FLAGS + extra + gencode_flags(src, have) + ["-c", "csrc/cuda/" + src, "-o", obj]
+        # Up to date (an in-place rebuild): the object is newer than its file and every header, and
+        # was built by the same command.
+        stamp = obj + ".cmd"
+        if (os.path.exists(obj) and os.path.exists(stamp) and open(stamp).read() == " ".join(cmd)
+                and os.path.getmtime(obj) >= max(os.path.getmtime(f) for f in headers + ["csrc/cuda/" + src])):
+            return obj
         print(" ".join(cmd), flush=True)
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"nvcc failed on csrc/cuda/{src}:\n{done.stdout}{done.stderr}")
         if done.stderr.strip():
             print(done.stderr, flush=True)
+        with open(stamp, "w") as f:
+            f.write(" ".join(cmd))
         return obj
 
     jobs = int(os.environ.get("MAX_JOBS") or os.cpu_count() or 1)
