@@ -230,7 +230,43 @@ __device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi)
     return *reinterpret_cast<uint32_t *>(&x);
 }
 
+/* One warp's ROWS staged output rows (swizzled, D columns, at shared address s_rows) to o rows
+ * row0.. of g_o (row stride in elements): 16-byte stores where vec (aligned rows) and the chunk is
+ * whole, else element by element; rows at or past Nq and columns at or past d are not written. The
+ * caller's __syncwarp() makes the other lanes' staged chunks visible first. */
+template <int D, int ROWS>
+__device__ __forceinline__ void store_o_rows(uint32_t s_rows, uint16_t *g_o, int row0, int Nq, int d,
+                                             int64_t row_stride, int vec)
+{
+    const int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int i = 0; i < ROWS * (D / 8) / 32; i++) {
+        const int idx = lane + 32 * i;
+        const int r = idx / (D / 8), ch = idx % (D / 8);
+        const int row = row0 + r, n = min(8, d - 8 * ch);
+        if (row >= Nq || n <= 0)
+            continue;
+        const uint4 x = ld_shared_v4(s_rows + swz<D>(r, ch));
+        uint16_t *dst = g_o + row * row_stride + 8 * ch;
+        if (vec && n == 8) {
+            *reinterpret_cast<uint4 *>(dst) = x;
+        } else {
+            const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                if (e < n)
+                    dst[e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));
+        }
+    }
+}
+
 /* ---- Launching (host) ---------------------------------------------------------------------- */
+
+/* A 16-bit tensor's base and its three outer strides allow 16-byte accesses of its rows. */
+static inline int fa_rows_aligned16(const void *ptr, int64_t s0, int64_t s1, int64_t s2)
+{
+    return (uintptr_t)ptr % 16 == 0 && s0 % 8 == 0 && s1 % 8 == 0 && s2 % 8 == 0;
+}
 
 /* The device must have compute capability min_cc (major · 10 + minor) or later and smem bytes of
  * opt-in shared memory per block, else FA_ERR_UNSUPPORTED (the caller's fallback takes over); both

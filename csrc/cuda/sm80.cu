@@ -517,35 +517,11 @@ fa_sm80_forward_kernel(const __grid_constant__ typename sm80_kargs<VAR>::type a)
     /* Warp barrier: the lanes below read chunks that other lanes of the warp wrote. */
     __syncwarp();
 
-    /* o[b, h, row, 8c..8c+7]: 16-byte stores where aligned and whole, else element by element. */
-    uint16_t *const g_o = s.o;                          /* o[b, h]: (Nq, d) */
-#pragma unroll
-    for (int i = 0; i < WROWS * (D / 8) / 32; i++) {
-        const int idx = lane + 32 * i;
-        const int r = idx / (D / 8), ch = idx % (D / 8);
-        const int row = row0 + r, n = min(8, d - 8 * ch);
-        if (row >= Nq || n <= 0)
-            continue;
-        const uint4 x = ld_shared_v4(s_q + swz<D>(r, ch));
-        uint16_t *dst = g_o + row * p.o_row_stride + 8 * ch;
-        if (a.vec_store && n == 8) {
-            *reinterpret_cast<uint4 *>(dst) = x;
-        } else {
-            const uint32_t w[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                if (e < n)
-                    dst[e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));
-        }
-    }
+    /* o[b, h, row, 8c..8c+7] (s.o: o[b, h], (Nq, d)). */
+    store_o_rows<D, WROWS>(s_q, s.o, row0, Nq, d, p.o_row_stride, a.vec_store);
 }
 
 /* ---- Host launch --------------------------------------------------------------------------- */
-
-static int aligned16(const void *ptr, int64_t s0, int64_t s1, int64_t s2)
-{
-    return (uintptr_t)ptr % 16 == 0 && s0 % 8 == 0 && s1 % 8 == 0 && s2 % 8 == 0;
-}
 
 /* Fills the kernel arguments (all but the tile-dependent n_q_tiles and first_block), or returns
  * FA_ERR_UNSUPPORTED for what this kernel family does not run. */
@@ -565,10 +541,10 @@ static int sm80_prepare(const fa_params *p, sm80_args *a)
     a->scale_log2 = fmaxf(fabsf(p->scale) * FA_LOG2E, FLT_MIN);
     a->neg_scale = p->scale < 0.f;
     a->q_per_kv = p->Hq / p->Hkv;
-    a->vec_load = aligned16(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride)
-               && aligned16(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride)
-               && aligned16(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride);
-    a->vec_store = aligned16(p->o, p->o_batch_stride, p->o_head_stride, p->o_row_stride);
+    a->vec_load = fa_rows_aligned16(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride)
+               && fa_rows_aligned16(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride)
+               && fa_rows_aligned16(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride);
+    a->vec_store = fa_rows_aligned16(p->o, p->o_batch_stride, p->o_head_stride, p->o_row_stride);
     return FA_OK;
 }
 

@@ -281,34 +281,11 @@ __global__ void __launch_bounds__(C::THREADS) fa_turing_forward_kernel(const __g
             st_shared_u32(s_q + swz<D>(g + 8 * r, n) + 4 * t,
                           pack2<__half>(r_o[n][2 * r] * inv_l[r], r_o[n][2 * r + 1] * inv_l[r]));
     __syncwarp();
-    uint16_t *const g_o = (uint16_t *)p.o + b * p.o_batch_stride + h * p.o_head_stride;
-#pragma unroll
-    for (int i = 0; i < 16 * (D / 8) / 32; i++) {
-        const int idx = lane + 32 * i;
-        const int r = idx / (D / 8), ch = idx % (D / 8);
-        const int row = row0 + r, n = min(8, d - 8 * ch);
-        if (row >= Nq || n <= 0)
-            continue;
-        const uint4 x = ld_shared_v4(s_q + swz<D>(r, ch));
-        uint16_t *dst = g_o + row * p.o_row_stride + 8 * ch;
-        if (a.vec_store && n == 8) {
-            *reinterpret_cast<uint4 *>(dst) = x;
-        } else {
-            const uint32_t w[4] = {x.x, x.y, x.z, x.w};
-#pragma unroll
-            for (int e = 0; e < 8; e++)
-                if (e < n)
-                    dst[e] = (uint16_t)(w[e / 2] >> (16 * (e % 2)));
-        }
-    }
+    store_o_rows<D, 16>(s_q, (uint16_t *)p.o + b * p.o_batch_stride + h * p.o_head_stride, row0, Nq, d,
+                        p.o_row_stride, a.vec_store);
 }
 
 /* ---- Host launch ----------------------------------------------------------------------------- */
-
-static int aligned16(const void *ptr, int64_t s0, int64_t s1, int64_t s2)
-{
-    return (uintptr_t)ptr % 16 == 0 && s0 % 8 == 0 && s1 % 8 == 0 && s2 % 8 == 0;
-}
 
 template <class C>
 static int turing_launch(turing_args *a, cudaStream_t stream)
@@ -332,10 +309,10 @@ extern "C" int fa_turing_forward(const fa_params *p, cudaStream_t stream)
     a.scale_log2 = fmaxf(fabsf(p->scale) * FA_LOG2E, FLT_MIN);
     a.q_sign = p->scale < 0.f ? 0x80008000u : 0u;
     a.q_per_kv = p->Hq / p->Hkv;
-    a.vec_load = aligned16(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride)
-              && aligned16(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride)
-              && aligned16(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride);
-    a.vec_store = aligned16(p->o, p->o_batch_stride, p->o_head_stride, p->o_row_stride);
+    a.vec_load = fa_rows_aligned16(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride)
+              && fa_rows_aligned16(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride)
+              && fa_rows_aligned16(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride);
+    a.vec_store = fa_rows_aligned16(p->o, p->o_batch_stride, p->o_head_stride, p->o_row_stride);
     if (p->d <= 64)
         return turing_launch<turing_tile_d64>(&a, stream);
     if (p->d <= 128)
