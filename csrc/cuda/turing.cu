@@ -21,10 +21,9 @@
  * behind the MMAs. Q goes through the same registers once, its sign flipped there when the
  * scale is negative.
  *
- * Head dims are padded to 64, 128 or 256 (zero columns in shared memory, never stored). Tiles
- * (BM × BN, shared memory (BM + 2·BN)·D·2 bytes; a T4 block may opt in to 64 KB, an SM has 64 KB):
- * d ≤ 64: 64 × 64, 24 KB, 132 registers; d ≤ 128: 64 × 32, 32 KB, 176; d ≤ 256: 64 × 16, 48 KB,
- * 244 (64 × 32 would fill 64 KB and spills 120 bytes at 255 registers; sm_75 ptxas, nvcc 13.0).
+ * Head dims are padded to 64, 128 or 256 (zero columns in shared memory, never stored). Each
+ * tile (below) needs (BM + 2·BN)·D·2 bytes of shared memory, within the 64 KB a T4 block may opt
+ * in to and its SM has.
  *
  * Reached through fa_turing_forward() (dispatch.cu, after fa_check_params). Builds with plain nvcc;
  * includes CUDA headers and the project's own headers only:
@@ -44,9 +43,10 @@ struct turing_tile {
     static constexpr int D = D_, BM = 64, BN = BN_, WARPS = 4, THREADS = 128;
     static_assert(D % 64 == 0 && BN % 16 == 0, "tile shape");
 };
-typedef turing_tile<64, 64> turing_tile_d64;
-typedef turing_tile<128, 32> turing_tile_d128;
-typedef turing_tile<256, 16> turing_tile_d256;
+/* The tiles, chosen from shared memory and sm_75 ptxas alone (no T4 to time them on): */
+typedef turing_tile<64, 64> turing_tile_d64;      /* 24 KB, 132 registers: 2 CTAs in a T4 SM's 64 KB */
+typedef turing_tile<128, 32> turing_tile_d128;    /* 32 KB, 176 registers: 2 CTAs per SM */
+typedef turing_tile<256, 16> turing_tile_d256;    /* 48 KB, 244 registers; 32 keys: 64 KB, 120 B spilled */
 
 typedef struct {
     fa_params p;
