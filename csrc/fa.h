@@ -176,8 +176,9 @@ typedef struct {
     int decode_evict;        /* 1 off, 2 on: K/V streamed with an L2 evict-first policy */
     int decode_combine;      /* 1 one thread per element, 2 four warps per row */
     int device_cc;           /* tests: plan as if the GPU's compute capability were this (major · 10
-                                + minor, 70..89), lower than its own, with that GPU's opt-in shared
-                                memory, so a newer GPU runs an older one's choice of kernels */
+                                + minor: 70, 72, 75, 80, 86, 87, 88 or 89), lower than its own, with
+                                that GPU's opt-in shared memory, so a newer GPU runs an older one's
+                                choice of kernels */
 } fa_overrides;
 
 /* Private to tests and tuning tools: sets the process-wide overrides (every later call reads them;

@@ -41,6 +41,12 @@ const char *fa_strerror(int status)
 /* Zero (automatic) until a test or tool sets them. */
 static fa_overrides g_overrides;
 
+/* fa_overrides.device_cc: 0, or a compute capability below Hopper that GPUs have. */
+static int known_older_cc(int cc)
+{
+    return cc == 70 || cc == 72 || cc == 75 || cc == 80 || cc == 86 || cc == 87 || cc == 88 || cc == 89;
+}
+
 int fa_set_overrides(const fa_overrides *o)
 {
     if (o == NULL) {
@@ -54,7 +60,7 @@ int fa_set_overrides(const fa_overrides *o)
         || (o->decode_stages != 0 && o->decode_stages != 2 && o->decode_stages != 3)
         || o->decode_cluster < 0 || o->decode_cluster > 2 || o->decode_evict < 0 || o->decode_evict > 2
         || o->decode_combine < 0 || o->decode_combine > 2
-        || (o->device_cc != 0 && (o->device_cc < 70 || o->device_cc > 89)))
+        || (o->device_cc != 0 && !known_older_cc(o->device_cc)))
         return FA_ERR_OVERRIDE;
     g_overrides = *o;
     return FA_OK;

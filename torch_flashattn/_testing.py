@@ -26,7 +26,7 @@ FIELDS = {
     "decode_cluster": ("auto", "off", "on"),
     "decode_evict": ("auto", "off", "on"),
     "decode_combine": ("auto", "elem", "wide"),
-    "device_cc": None,        # 0 the GPU's own; 70..89: plan as that older GPU would (tests)
+    "device_cc": None,        # 0 the GPU's own; 70, 72, 75, 80, 86-89: plan as that older GPU would (tests)
 }
 FAMILIES = FIELDS["family"]
 

@@ -27,7 +27,8 @@ static int query(int dev, fa_device *d)
     return FA_OK;
 }
 
-/* Opt-in shared memory per block of the compute capabilities fa_overrides.device_cc may name. */
+/* Opt-in shared memory per block of the compute capabilities fa_overrides.device_cc may name
+ * (fa_set_overrides takes no other). */
 static int smem_optin_of(int cc)
 {
     switch (cc) {

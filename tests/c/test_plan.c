@@ -206,6 +206,12 @@ static void test_overrides(void)
     check(fa_set_overrides(&o) == FA_ERR_OVERRIDE, "overrides: device_cc = 69 is refused");
     o.device_cc = 90;
     check(fa_set_overrides(&o) == FA_ERR_OVERRIDE, "overrides: device_cc = 90 is refused");
+    o.device_cc = 76;
+    check(fa_set_overrides(&o) == FA_ERR_OVERRIDE, "overrides: device_cc = 76 (no such GPU) is refused");
+    o.device_cc = 75;
+    check(fa_set_overrides(&o) == FA_OK, "overrides: device_cc = 75 is taken");
+    o.device_cc = 0;
+    check(fa_set_overrides(&o) == FA_OK, "overrides: device_cc = 0 is taken");
     o.device_cc = 0;
     o.family = FA_NUM_FAMILIES;
     check(fa_set_overrides(&o) == FA_ERR_KERNEL_CHOICE, "overrides: an unknown family is refused");
