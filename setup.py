@@ -9,9 +9,11 @@ sm_90a, the Hopper kernel for sm_90a only, and the Turing kernel as sm_75 code
 plus compute_75 PTX (newer GPUs JIT it when that family is forced). sm_70
 (Volta) is added to the CUDA-core kernels when nvcc still supports it (CUDA
 12.x; CUDA 13 dropped it). FA_CUDA_ARCHS (e.g. "90a") narrows every file to the
-listed targets; a file left with none is built as PTX of its lowest target, so
-the library still links and runs everywhere, JIT-compiled. MAX_JOBS caps the
-parallel compile jobs.
+listed targets; a file left with none is built for its lowest target alone, with
+PTX only where the table gives it ("+ptx"): the host plans some kernels by the
+device's compute capability (e.g. the decode kernel's sm_90 clusters), which an
+older PTX JIT-compiled there would lack, so a GPU without code must fail loudly.
+MAX_JOBS caps the parallel compile jobs.
 """
 import concurrent.futures
 import glob
@@ -79,20 +81,16 @@ def nvcc_archs():
 
 def gencode_flags(src, have):
     """nvcc's -gencode flags for one CUDA file: its CUDA_TARGETS that nvcc has (`have`), narrowed to
-    FA_CUDA_ARCHS when that is set (PTX of the file's lowest target when nothing is left)."""
+    FA_CUDA_ARCHS when that is set (the file's lowest target when nothing is left)."""
     wanted = os.environ.get("FA_CUDA_ARCHS")
     wanted = set(filter(None, (a.strip() for a in wanted.replace(",", ";").split(";")))) if wanted else None
     targets = [t.rstrip("?") for t in CUDA_TARGETS[src] if not t.endswith("?") or t.rstrip("?") in have]
-    flags = []
-    for t in targets:
-        arch, ptx = t.split("+")[0], t.endswith("+ptx")
-        if wanted is None or arch in wanted:
-            code = f"[sm_{arch},compute_{arch}]" if ptx else f"sm_{arch}"
-            flags.append(f"-gencode=arch=compute_{arch},code={code}")
-    if not flags:
-        arch = targets[0].split("+")[0]
-        flags.append(f"-gencode=arch=compute_{arch},code=compute_{arch}")
-    return flags
+    def gencode(t):
+        arch = t.split("+")[0]
+        code = f"[sm_{arch},compute_{arch}]" if t.endswith("+ptx") else f"sm_{arch}"
+        return f"-gencode=arch=compute_{arch},code={code}"
+    flags = [gencode(t) for t in targets if wanted is None or t.split("+")[0] in wanted]
+    return flags or [gencode(targets[0])]
 
 
 NVCC_FLAGS = ["-O3", "-DNDEBUG", "-std=c++17", "-lineinfo", "-Xptxas=--warn-on-spills", "--compiler-options", "-fPIC",
