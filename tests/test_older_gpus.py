@@ -9,7 +9,10 @@ import pytest
 import torch
 
 import torch_flashattn
-from conftest import assert_accurate, randn, reference
+from conftest import assert_accurate, randn, reference_lse
+from test_backward import check_grads
+from test_kvcache import assert_accurate as assert_kvcache_accurate
+from test_variants import assert_variant_accurate
 
 # (device_cc, dtype) -> the family the automatic choice must take for a plain forward.
 EXPECTED = {
@@ -67,10 +70,7 @@ def test_every_op_at_cc75(dtype):
         v = randn(2, 2, 50, 64, dtype=dtype, device=dev)
         out, lse = torch_flashattn.attention_lse(q, k, v, causal=True)
         assert_accurate(out, q, k, v, True, what="attention_lse")
-        ref_lse = torch.logsumexp((q.double() @ k.double().repeat_interleave(2, 1).transpose(-1, -2)
-                                   * 64 ** -0.5).masked_fill(torch.ones(33, 50, dtype=torch.bool, device=dev).triu(1),
-                                                              float("-inf")), dim=-1)
-        assert (lse.double() - ref_lse).abs().max().item() < 1e-3
+        assert (lse.double() - reference_lse(q, k, True)).abs().max().item() < 1e-3
 
         # KV cache: append 3 keys to ragged caches, then attend (split-KV's CUDA-core kernel).
         nmax = 300
@@ -82,41 +82,26 @@ def test_every_op_at_cc75(dtype):
         kn, vn = randn(2, 2, 3, 64, dtype=dtype, device=dev), randn(2, 2, 3, 64, dtype=dtype, device=dev)
         qd = randn(2, 4, 3, 64, dtype=dtype, device=dev)
         o = torch_flashattn.attention_kvcache(qd, kc, vc, cache_seqlens=lens, k_new=kn, v_new=vn, causal=True)
-        tol = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]   # the output's rounding
-        for b in range(2):
-            L = int(lens[b]) + 3
+        lengths = [int(n) + 3 for n in lens]
+        for b, L in enumerate(lengths):
             assert torch.equal(kc[b, :, L - 3:L], kn[b]) and torch.equal(vc[b, :, L - 3:L], vn[b])
-            # bottom-right causal: query i sees keys j <= L - 3 + i
-            mask = torch.arange(L, device=dev)[None, :] <= L - 3 + torch.arange(3, device=dev)[:, None]
-            ref = torch.nn.functional.scaled_dot_product_attention(
-                qd[b:b + 1].double(), kc[b:b + 1, :, :L].double(), vc[b:b + 1, :, :L].double(), attn_mask=mask,
-                enable_gqa=True)
-            assert (o[b:b + 1].double() - ref).abs().max().item() < tol, f"kvcache entry {b}"
+        assert_kvcache_accurate(o, qd, kc, vc, lengths, True, None, what="kvcache")
 
         # The KV cache with a window and a softcap: the exact path on this GPU, counted.
         before = torch.ops.fa._exact_calls()
         ov = torch_flashattn.attention_kvcache(qd, kc, vc, cache_seqlens=lens + 3, causal=True, window=(40, 0),
                                                softcap=20.0)
         assert torch.ops.fa._exact_calls() > before
-        for b in range(2):
-            L = int(lens[b]) + 3
-            i = L - 3 + torch.arange(3, device=dev)[:, None]
-            j = torch.arange(L, device=dev)[None, :]
-            s = (qd[b:b + 1].double() @ kc[b:b + 1, :, :L].double().repeat_interleave(2, 1).transpose(-1, -2)) / 8
-            s = (20 * torch.tanh(s / 20)).masked_fill(~((j <= i) & (j >= i - 40)), float("-inf"))
-            ref = torch.softmax(s, -1) @ vc[b:b + 1, :, :L].double().repeat_interleave(2, 1)
-            assert (ov[b:b + 1].double() - ref).abs().max().item() < tol, f"kvcache variants entry {b}"
+        for b, L in enumerate(lengths):
+            assert_variant_accurate(ov[b:b + 1], None, qd[b:b + 1], kc[b:b + 1, :, :L], vc[b:b + 1, :, :L],
+                                    what=f"kvcache variants entry {b}", causal=True, causal_align="bottom_right",
+                                    window=(40, 0), softcap=20.0)
 
         # A sliding window: the exact path on this GPU, counted.
         before = torch.ops.fa._exact_calls()
         ow = torch_flashattn.attention(q, k, v, window=(8, 0))
         assert torch.ops.fa._exact_calls() > before
-        i = torch.arange(33, device=dev)[:, None]
-        j = torch.arange(50, device=dev)[None, :]
-        mask = (j <= i) & (j >= i - 8)
-        ref = torch.nn.functional.scaled_dot_product_attention(q.double(), k.double(), v.double(), attn_mask=mask,
-                                                               enable_gqa=True)
-        assert (ow.double() - ref).abs().max().item() < tol
+        assert_variant_accurate(ow, None, q, k, v, what="window", window=(8, 0))
 
         cu = torch.tensor([0, 20, 33], dtype=torch.int32, device=dev)
         qp, kp, vp = (randn(33, 4, 64, dtype=dtype, device=dev) for _ in range(3))
@@ -125,14 +110,8 @@ def test_every_op_at_cc75(dtype):
             seg = lambda t: t[s:e].transpose(0, 1)[None]      # noqa: E731
             assert_accurate(seg(op), seg(qp), seg(kp), seg(vp), True, what=f"varlen [{s}, {e})")
 
-        # Gradients.
-        qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
-        torch_flashattn.attention(qg, kg, vg, causal=True).float().sum().backward()
-        qr, kr, vr = (t.detach().double().requires_grad_() for t in (q, k, v))
-        reference(qr, kr, vr, True).sum().backward()
-        tol = 1e-4 if dtype == torch.float32 else 5e-2
-        for got, want, name in ((qg.grad, qr.grad, "dq"), (kg.grad, kr.grad, "dk"), (vg.grad, vr.grad, "dv")):
-            assert (got.double() - want).abs().max().item() < tol * (1 + want.abs().max().item()), name
+        # Gradients, by the rule of test_backward.py.
+        check_grads(q, k, v, {"causal": True}, use_lse=False, what="gradients at 7.5")
 
 
 @pytest.mark.parametrize("cc", [60, 76, 90])
