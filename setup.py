@@ -52,6 +52,7 @@ CUDA_TARGETS = {
     "sm90.cu": ["90a"],
     "decode.cu": ["80", "90a"],
     "sm80.cu": ["80", "90a"],
+    "sm80_backward.cu": ["80", "90a"],
     "fp32tc.cu": ["80", "90a"],
     "fp32.cu": ["80", "90a"],
     "decode_simt.cu": ["70?", "75", "80", "90a"],

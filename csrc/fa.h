@@ -244,6 +244,17 @@ typedef struct {
 /* C backend of the backward pass (OpenMP over batch × kv heads). */
 int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v);
 
+/* CUDA backend of the backward pass: the tensor-core kernel (fp16 and bf16 on compute capability
+ * 8.0 and later, d <= 128; of the variants the alignment, the window and sinks) under the automatic
+ * choice or fa_overrides.family sm80 or sm90. Everything else answers FA_ERR_UNSUPPORTED (the
+ * caller computes it another way). workspace: device memory of at least what
+ * fa_backward_workspace_bytes says (the dQ accumulator, fp32, and two floats per query row; its
+ * contents on entry are unused), else FA_ERR_SCRATCH. dsinks, when sinks are given, is overwritten.
+ * dq, dk, dv must not overlap the inputs. Asynchronous, as fa_forward_cuda. */
+int fa_backward_workspace_bytes(const fa_backward_params *bp, const fa_variants *v, size_t *bytes);
+int fa_backward_cuda(const fa_backward_params *bp, const fa_variants *v, void *workspace, size_t workspace_bytes,
+                     struct CUstream_st *stream);
+
 /* Attention over a KV cache (decoding, chunked prefill). The caches are p.k and
  * p.v, (B, Hkv, Nmax, d) with p.Nk = Nmax; sequence b holds cache_seqlens[b]
  * valid keys. When k_new / v_new are given, their Nnew rows are first written

@@ -163,6 +163,28 @@ int fa_check_variants(const fa_params *p, const fa_variants *v)
     return FA_OK;
 }
 
+int fa_check_backward(const fa_backward_params *bp, const fa_variants *v)
+{
+    if (bp == NULL)
+        return FA_ERR_NULL_POINTER;
+    const fa_params *p = &bp->p;
+    const int status = fa_check_variants(p, v);
+    if (status != FA_OK)
+        return status;
+    const int64_t strides[12] = {bp->do_batch_stride, bp->do_head_stride, bp->do_row_stride, bp->dq_batch_stride,
+                                 bp->dq_head_stride, bp->dq_row_stride, bp->dk_batch_stride, bp->dk_head_stride,
+                                 bp->dk_row_stride, bp->dv_batch_stride, bp->dv_head_stride, bp->dv_row_stride};
+    for (int i = 0; i < 12; i++)
+        if (strides[i] < 0)
+            return FA_ERR_BAD_STRIDE;
+    if (p->B == 0 || p->Hkv == 0 || (p->Nq == 0 && p->Nk == 0))
+        return FA_OK;
+    if ((p->Nq > 0 && (bp->dout == NULL || bp->dq == NULL || p->lse == NULL || p->o == NULL))
+        || (p->Nk > 0 && (bp->dk == NULL || bp->dv == NULL)))
+        return FA_ERR_NULL_POINTER;
+    return FA_OK;
+}
+
 /* Host cu_seqlens (the CPU backend): 0 first, never decreasing, each length within max_seqlen,
  * the last entry within the packed rows. */
 int fa_check_cu_seqlens(const int32_t *cu, int64_t B, int64_t max_len, int64_t total)
@@ -252,6 +274,26 @@ int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t scratch_by
     (void)p;
     (void)scratch;
     (void)scratch_bytes;
+    (void)stream;
+    return FA_ERR_NO_CUDA;
+}
+
+int fa_backward_workspace_bytes(const fa_backward_params *bp, const fa_variants *v, size_t *bytes)
+{
+    (void)bp;
+    (void)v;
+    if (bytes != NULL)
+        *bytes = 0;
+    return FA_ERR_NO_CUDA;
+}
+
+int fa_backward_cuda(const fa_backward_params *bp, const fa_variants *v, void *workspace, size_t workspace_bytes,
+                     struct CUstream_st *stream)
+{
+    (void)bp;
+    (void)v;
+    (void)workspace;
+    (void)workspace_bytes;
     (void)stream;
     return FA_ERR_NO_CUDA;
 }

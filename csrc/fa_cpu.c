@@ -663,24 +663,15 @@ int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v_in)
     if (bp == NULL)
         return FA_ERR_NULL_POINTER;
     const fa_params *p = &bp->p;
-    int status = fa_check_variants(p, v);
+    int status = fa_check_backward(bp, v);
     if (status != FA_OK)
         return status;
     if (v->cu_seqlens_q != NULL &&
         ((status = fa_check_cu_seqlens(v->cu_seqlens_q, p->B, p->Nq, v->total_q)) != FA_OK ||
          (status = fa_check_cu_seqlens(v->cu_seqlens_k, p->B, p->Nk, v->total_k)) != FA_OK))
         return status;
-    const int64_t strides[12] = {bp->do_batch_stride, bp->do_head_stride, bp->do_row_stride, bp->dq_batch_stride,
-                                 bp->dq_head_stride, bp->dq_row_stride, bp->dk_batch_stride, bp->dk_head_stride,
-                                 bp->dk_row_stride, bp->dv_batch_stride, bp->dv_head_stride, bp->dv_row_stride};
-    for (int i = 0; i < 12; i++)
-        if (strides[i] < 0)
-            return FA_ERR_BAD_STRIDE;
     if (p->B == 0 || p->Hkv == 0 || (p->Nq == 0 && p->Nk == 0))
         return FA_OK;
-    if ((p->Nq > 0 && (bp->dout == NULL || bp->dq == NULL || p->lse == NULL || p->o == NULL))
-        || (p->Nk > 0 && (bp->dk == NULL || bp->dv == NULL)))
-        return FA_ERR_NULL_POINTER;
     const int with_sinks = v->sinks != NULL && bp->dsinks != NULL;
     double *dsinks = with_sinks ? (double *)calloc((size_t)(p->Hq > 0 ? p->Hq : 1), sizeof(double)) : NULL;
     if (with_sinks && dsinks == NULL)

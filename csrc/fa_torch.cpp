@@ -815,14 +815,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
     const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
     const at::Tensor q = last_dim_contiguous(q_in), k = last_dim_contiguous(k_in), v = last_dim_contiguous(v_in);
     const at::Tensor o = last_dim_contiguous(out_in), dO = last_dim_contiguous(dout), lse = lse_in.contiguous();
-    if (q.is_cuda() || g_force_exact.load()) {
 #ifdef FA_WITH_CUDA
-        std::optional<c10::cuda::CUDAGuard> guard;
-        if (q.is_cuda())
-            guard.emplace(q.device());
+    std::optional<c10::cuda::CUDAGuard> guard;
+    if (q.is_cuda())
+        guard.emplace(q.device());
 #endif
+    if (g_force_exact.load())
         return exact_backward(dO, q, k, v, o, lse, dlse, delta, sc, causal, va);
-    }
     at::Tensor dq = at::empty_like(q, at::MemoryFormat::Contiguous), dk = at::empty_like(k, at::MemoryFormat::Contiguous),
                dv = at::empty_like(v, at::MemoryFormat::Contiguous);
     at::Tensor dsinks = va.sinks.defined() ? at::zeros({Hq}, q.options().dtype(at::kFloat))
@@ -851,8 +850,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
     bp.dv_batch_stride = dv.stride(0); bp.dv_head_stride = dv.stride(1); bp.dv_row_stride = dv.stride(2);
     bp.dsinks = va.sinks.defined() ? dsinks.data_ptr<float>() : nullptr;
     const fa_variants fv = to_fa_variants(va, q.scalar_type());
-    check_status(op, fa_backward_cpu(&bp, &fv));
-    return {dq, dk, dv, dsinks};
+    if (!q.is_cuda()) {
+        check_status(op, fa_backward_cpu(&bp, &fv));
+        return {dq, dk, dv, dsinks};
+    }
+#ifdef FA_WITH_CUDA
+    // The tensor-core kernel where it takes the call; the rest (fp32, d > 128, the variants it does
+    // not have, older GPUs, other families forced) computes exactly through PyTorch, counted.
+    size_t bytes = 0;
+    int status = fa_backward_workspace_bytes(&bp, &fv, &bytes);
+    if (status == FA_OK) {
+        at::Tensor work = at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte));
+        status = fa_backward_cuda(&bp, &fv, work.data_ptr(), bytes, c10::cuda::getCurrentCUDAStream().stream());
+    }
+    if (status != FA_ERR_UNSUPPORTED) {
+        check_status(op, status);
+        return {dq, dk, dv, dsinks};
+    }
+#endif
+    return exact_backward(dO, q, k, v, o, lse, dlse, delta, sc, causal, va);
 }
 
 // The gradients of fa::forward_varlen: q, dout, out (total_q, Hq, d), k, v (total_k, Hkv, d), lse and

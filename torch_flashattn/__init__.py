@@ -101,7 +101,11 @@ def attention(q, k, v, *, causal=False, scale=None, causal_align="top_left", win
         (B, Hq, Nq, d) tensor of q's dtype and device, contiguous.
     """
     res = _variants(q, k, v, causal, scale, causal_align, window, softcap, alibi_slopes, sinks, key_mask, attn_mask)
-    return torch.ops.fa.forward(q, k, v, scale, causal) if res is None else res[0]
+    if res is not None:
+        return res[0]
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return torch.ops.fa.forward_lse(q, k, v, scale, causal)[0]     # its lse saved for the backward
+    return torch.ops.fa.forward(q, k, v, scale, causal)
 
 
 def attention_lse(q, k, v, *, causal=False, scale=None, causal_align="top_left", window=(-1, -1), softcap=None,

@@ -159,3 +159,31 @@ extern "C" int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v
     const int st2 = fa_sm90_forward_variants(p, v, &o, stream);
     return st2 == FA_ERR_UNSUPPORTED && o.family == FA_FAMILY_AUTO ? fa_sm80_forward_variants(p, v, stream) : st2;
 }
+
+/* The backward pass: the sm_80 tensor-core kernel under the automatic choice and when sm80 or sm90 is
+ * forced (the Hopper family has no backward kernel of its own); other families answer
+ * FA_ERR_UNSUPPORTED. */
+static int backward_family_ok(void)
+{
+    fa_overrides o;
+    fa_get_overrides(&o);
+    return o.family == FA_FAMILY_AUTO || o.family == FA_FAMILY_SM80 || o.family == FA_FAMILY_SM90;
+}
+
+extern "C" int fa_backward_workspace_bytes(const fa_backward_params *bp, const fa_variants *v, size_t *bytes)
+{
+    *bytes = 0;
+    const int st = fa_check_backward(bp, v);
+    if (st != FA_OK)
+        return st;
+    return backward_family_ok() ? fa_sm80_backward_workspace_bytes(bp, v, bytes) : FA_ERR_UNSUPPORTED;
+}
+
+extern "C" int fa_backward_cuda(const fa_backward_params *bp, const fa_variants *v, void *workspace,
+                                size_t workspace_bytes, struct CUstream_st *stream)
+{
+    const int st = fa_check_backward(bp, v);
+    if (st != FA_OK)
+        return st;
+    return backward_family_ok() ? fa_sm80_backward(bp, v, workspace, workspace_bytes, stream) : FA_ERR_UNSUPPORTED;
+}

@@ -1,6 +1,6 @@
 /*
  * dtype.cuh — element conversions shared by the CUDA kernels that take every dtype
- * (simt.cu, naive.cu): to_float reads fp32/fp16/bf16, from_float rounds to nearest even.
+ * (simt.cu, naive.cu; sm80_backward.cu's row sums): to_float reads fp32/fp16/bf16, from_float rounds to nearest even.
  */
 #ifndef FA_DTYPE_CUH
 #define FA_DTYPE_CUH

@@ -1,7 +1,7 @@
 /*
- * ptx.cuh — PTX wrappers shared by the kernels (sm80.cu, decode.cu, fp32tc.cu,
- * fp32.cu, turing.cu; sm90.cu uses the address, ex2 and packing ones): cp.async, the fp32 row-tile
- * and 4-column loads, ldmatrix, mma.m16n8k16, the (row mod 8) XOR swizzle of 16-byte chunks in
+ * ptx.cuh — PTX wrappers shared by the kernels (sm80.cu, sm80_backward.cu, decode.cu, fp32tc.cu,
+ * fp32.cu, turing.cu; sm90.cu uses the address, ex2 and packing ones): cp.async, the 16-bit and
+ * fp32 row-tile loads, the 4-column loads, ldmatrix, mma.m16n8k16, the (row mod 8) XOR swizzle of 16-byte chunks in
  * shared tiles; and the host side of launching the one-CTA-per-tile kernels (sm80.cu,
  * fp32tc.cu, turing.cu).
  * Include from .cu files only.
@@ -177,6 +177,55 @@ __device__ __forceinline__ uint4 ld_shared_v4(uint32_t addr)
     asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(x.x), "=r"(x.y), "=r"(x.z), "=r"(x.w) : "r"(addr) : "memory");
     return x;
+}
+
+/* Copies rows 0..ROWS-1, columns 0..D-1 of a global tile into a swizzled shared tile; rows >= rows
+ * and columns >= d are zero-filled. vec: rows are 16-byte aligned, so cp.async moves 16-byte
+ * chunks (a partial last chunk reads only its valid bytes); else plain 2-byte loads, stored at
+ * once, which the next __syncthreads publishes like a finished cp.async group. */
+template <int ROWS, int D, int THREADS, bool WHOLE>
+__device__ __forceinline__ void load_tile(uint32_t s_tile, const uint16_t *g, int64_t row_stride,
+                                          int rows, int d, int vec)
+{
+    constexpr int CHUNKS = D / 8;                       /* 16-byte chunks per row */
+    constexpr int STEP = THREADS / CHUNKS;              /* rows covered by one pass of the CTA */
+    static_assert(THREADS % CHUNKS == 0 && ROWS % STEP == 0, "tile must split evenly over threads");
+    const int c = threadIdx.x % CHUNKS;                 /* this thread's chunk in every row */
+    const int nc = max(0, min(8, d - 8 * c));           /* its valid elements in a valid row */
+    if (WHOLE && vec && rows >= ROWS && d == D) {
+        /* Whole tile: this thread's chunks are column c of rows r0 + i·STEP, so one pointer
+         * walks them, and their swizzled places repeat every 2 steps (the swizzle reads r % 8). */
+        static_assert((2 * STEP) % 8 == 0, "swizzle period");
+        const int r0 = threadIdx.x / CHUNKS;
+        const uint16_t *src = g + r0 * row_stride + 8 * c;
+        const int64_t step = STEP * row_stride;
+        const uint32_t s0 = s_tile + swz<D>(r0, c), s1 = s_tile + swz<D>(r0 + STEP, c) - STEP * D * 2;
+#pragma unroll
+        for (int i = 0; i < ROWS / STEP; i++, src += step)
+            cp_async16_full((i % 2 ? s1 : s0) + i * STEP * D * 2, src);
+        return;
+    }
+    if (vec) {
+#pragma unroll
+        for (int i = 0; i < ROWS / STEP; i++) {
+            const int r = threadIdx.x / CHUNKS + i * STEP;
+            const int n = r < rows ? nc : 0;
+            cp_async16(s_tile + swz<D>(r, c), n ? g + r * row_stride + 8 * c : g, 2 * n);
+        }
+        return;
+    }
+#pragma unroll
+    for (int i = 0; i < ROWS / STEP; i++) {
+        const int r = threadIdx.x / CHUNKS + i * STEP;
+        const int n = r < rows ? nc : 0;
+        const uint16_t *src = n ? g + r * row_stride + 8 * c : g;
+        uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            if (e < n)
+                w[e / 2] |= (uint32_t)src[e] << (16 * (e % 2));
+        st_shared_v4(s_tile + swz<D>(r, c), make_uint4(w[0], w[1], w[2], w[3]));
+    }
 }
 
 /* C += A B, m16n8k16, fp32 accumulate. A 16×16 row-major: a0 (g, 2t..), a1 (g+8, 2t..),

@@ -1,0 +1,497 @@
+/*
+ * sm80_backward.cu — FlashAttention-2 backward for fp16 and bf16 on tensor cores (sm_80 and later).
+ *
+ * Three kernels on the caller's stream, through a workspace of fp32 (fa_backward_workspace_bytes):
+ *
+ *   prep      per query row: Dᵢ = rowsum(dOᵢ ∘ Oᵢ) − dlseᵢ (or delta − dlse), lse in log2 units
+ *             (+inf where lse = −inf: the row adds nothing), its row of the dQ accumulator zeroed,
+ *             and the sinks' gradient −Σᵢ exp(sink − lseᵢ) Dᵢ
+ *   main      one CTA per (b, kv head, block of BN keys) walks every query block of every query
+ *             head of its group that sees one of its keys, with P recomputed from lse:
+ *                 Sᵀ = K Qᵀ,  Pᵀ = exp2(Sᵀ · scale · log2 e − lse₂)
+ *                 dPᵀ = V dOᵀ,  dSᵀ = Pᵀ ∘ (dPᵀ − D)
+ *                 dV += Pᵀ dO,  dK += dSᵀ Q                       in registers, summed over the group
+ *                 dQ += dS K                                        fp32 atomics into the accumulator
+ *   dq        dQ = scale · accumulator, rounded to the output
+ *
+ * Each of the WARPS = BN / 16 warps owns 16 keys: its Sᵀ and dPᵀ (16 keys × BM queries) are C
+ * fragments whose registers are already the A fragments of Pᵀ and dSᵀ for dV and dK (as sm80.cu's
+ * P for P V). dSᵀ goes through shared memory for dQ, where each warp takes 16 queries × D·16/BM...
+ * columns. Q and dO blocks are double-buffered through cp.async: block it + 1 lands while block it
+ * is computed. Shared tiles are swizzled as in sm80.cu.
+ *
+ * Variants: the alignment, the window (causal is a window with right = 0) and sinks. Reached
+ * through fa_backward_cuda() (dispatch.cu).
+ */
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <float.h>
+#include <stdint.h>
+
+#include "families.h"
+#include "dtype.cuh"
+#include "ptx.cuh"
+#include "softmax.cuh"
+
+/* A tile shape: D the compiled head-dim width; BN keys per CTA, 16 per warp; BM queries per step;
+ * dQ = dS K is split over the warps as BM / 16 query groups × the rest of the warps over D. */
+template <int D_, int BN_, int BM_, int MIN_CTAS_>
+struct bwd_tile {
+    static constexpr int D = D_, BN = BN_, BM = BM_, WARPS = BN_ / 16, THREADS = 32 * WARPS, MIN_CTAS = MIN_CTAS_;
+    static constexpr int QG = BM / 16, DQ_COLS = D * QG / WARPS;
+    static_assert(D % 64 == 0 && BN % 16 == 0 && BM % 64 == 0 && WARPS % QG == 0 && DQ_COLS % 16 == 0, "tile shape");
+};
+
+typedef bwd_tile< 64, 128, 64, 1> bwd_tile_d64;     /* 80 KB */
+typedef bwd_tile<128, 128, 64, 1> bwd_tile_d128;    /* 144 KB */
+
+/* Kernel arguments: the caller's params, the workspace and scalars derived once on the host. */
+typedef struct {
+    fa_backward_params bp;
+    const float *sinks;      /* (Hq) or NULL */
+    float scale;             /* p.scale */
+    float scale_log2;        /* p.scale · log2(e) */
+    int64_t q_per_kv;        /* Hq / Hkv */
+    int64_t n_k_blocks;      /* ceil(Nk / BN) */
+    int64_t nq_pad;          /* Nq rounded up to BM: rows of the workspace per (b, h) */
+    int64_t first_block;     /* index of this launch's first CTA in the flattened grid */
+    int D;                   /* the tile's head-dim width: columns of the dQ accumulator */
+    float *dq_acc;           /* (B·Hq, nq_pad, D) */
+    float *lse2;             /* (B·Hq, nq_pad): lse · log2 e, +inf for a row that adds nothing */
+    float *dd;               /* (B·Hq, nq_pad): D − dlse, 0 on padding rows */
+    int delta;               /* δ of the alignment */
+    int left, right;         /* query i sees key j when i + δ − left <= j <= i + δ + right */
+    int vec_load;            /* q, k, v and dout rows 16-byte aligned */
+    int vec_dk, vec_dv;      /* dk, dv rows 16-byte aligned */
+} bwd_args;
+
+template <typename T, class C>
+struct bwd_smem {
+    T k[C::BN][C::D];                /* K block; at the end, this CTA's dK staged for the stores */
+    T v[C::BN][C::D];                /* V block; at the end, dV */
+    T q[2][C::BM][C::D];             /* Q blocks, double-buffered */
+    T dO[2][C::BM][C::D];            /* dO blocks, same stage as Q */
+    T ds[C::BN][C::BM];              /* dSᵀ of the current step, swizzled BM columns wide */
+    float lse2[2][C::BM];
+    float dd[2][C::BM];
+};
+
+/* ---- Kernels ------------------------------------------------------------------------------- */
+
+/* Grid: 8 rows of (B·Hq, nq_pad) per CTA of 8 warps, one warp per row. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+fa_sm80_backward_prep_kernel(const __grid_constant__ bwd_args a)
+{
+    const fa_backward_params &bp = a.bp;
+    const fa_params &p = bp.p;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int64_t row = (int64_t)blockIdx.x * 8 + warp;       /* nq_pad % 8 == 0: one (b, h) per CTA */
+    const int64_t bh = row / a.nq_pad, i = row % a.nq_pad, b = bh / p.Hq, h = bh % p.Hq;
+    __shared__ float s_sink[8];
+
+    float4 *acc = reinterpret_cast<float4 *>(a.dq_acc + row * a.D);
+    for (int c = lane; c < a.D / 4; c += 32)
+        acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+    float dd = 0.f, l2 = INFINITY, sink = 0.f;
+    if (i < p.Nq) {
+        const int64_t r = bh * p.Nq + i;                        /* lse, dlse, delta: (B, Hq, Nq) */
+        const float lse = p.lse[r];
+        float sum = 0.f;
+        if (bp.delta != NULL) {
+            sum = bp.delta[r];
+        } else {
+            const T *o = (const T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
+            const T *dO = (const T *)bp.dout + b * bp.do_batch_stride + h * bp.do_head_stride + i * bp.do_row_stride;
+            for (int c = lane; c < p.d; c += 32)
+                sum += to_float(o[c]) * to_float(dO[c]);
+#pragma unroll
+            for (int off = 16; off > 0; off /= 2)
+                sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        }
+        dd = sum - (bp.dlse != NULL ? bp.dlse[r] : 0.f);
+        if (lse != -INFINITY) {
+            l2 = lse * FA_LOG2E;
+            if (a.sinks != NULL)
+                sink = -expf(a.sinks[h] - lse) * dd;
+        }
+    }
+    if (lane == 0) {
+        a.lse2[row] = l2;
+        a.dd[row] = dd;
+        s_sink[warp] = sink;
+    }
+    if (a.sinks == NULL)
+        return;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float x = 0.f;
+        for (int w = 0; w < 8; w++)
+            x += s_sink[w];
+        if (x != 0.f)
+            atomicAdd(bp.dsinks + h, x);
+    }
+}
+
+/* Grid: 1-D, one CTA per (b·Hkv + kv head, key block); block: C::WARPS warps. */
+template <typename T, class C>
+__global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
+fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
+{
+    constexpr int D = C::D, BN = C::BN, BM = C::BM, THREADS = C::THREADS;
+    extern __shared__ __align__(128) uint8_t smem_raw[];
+    bwd_smem<T, C> &s = *reinterpret_cast<bwd_smem<T, C> *>(smem_raw);
+
+    const fa_backward_params &bp = a.bp;
+    const fa_params &p = bp.p;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int g = lane / 4, t = lane % 4;               /* fragment row group, column pair */
+    const int d = (int)p.d, Nq = (int)p.Nq, Nk = (int)p.Nk;
+    const int delta = a.delta, left = a.left, right = a.right;
+
+    /* CTA → (b, kv head, key block): a head's blocks are consecutive; causal (top-left or
+     * bottom-right) makes the first ones the heaviest. */
+    const int64_t blk = a.first_block + blockIdx.x;
+    const int kb = (int)(blk % a.n_k_blocks);
+    const int64_t bhk = blk / a.n_k_blocks, b = bhk / p.Hkv, hk = bhk % p.Hkv;
+    const int n0 = kb * BN, n1 = min(n0 + BN, Nk);
+
+    /* The queries that see one of keys n0..n1−1, as query blocks qb_lo..; each of the G heads of
+     * the group walks them: step it is head it / n_qb, query block qb_lo + it % n_qb. */
+    const int q_lo = max(0, n0 - delta - right), q_hi = min(Nq - 1, n1 - 1 - delta + left);
+    const int qb_lo = q_lo / BM, n_qb = q_lo <= q_hi ? q_hi / BM - qb_lo + 1 : 0;
+    const int G = (int)a.q_per_kv, n_it = G * n_qb;
+
+    const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride + (int64_t)n0 * p.k_row_stride;
+    const uint16_t *g_v = (const uint16_t *)p.v + b * p.v_batch_stride + hk * p.v_head_stride + (int64_t)n0 * p.v_row_stride;
+    load_tile<BN, D, THREADS, true>(smem_u32(s.k), g_k, p.k_row_stride, Nk - n0, d, a.vec_load);
+    load_tile<BN, D, THREADS, true>(smem_u32(s.v), g_v, p.v_row_stride, Nk - n0, d, a.vec_load);
+
+    /* Issues the loads of step it into stage st: Q and dO rows i0.., their lse₂ and D. */
+    auto load_step = [&](int st, int it) {
+        const int64_t h = hk * G + it / n_qb;
+        const int i0 = (qb_lo + it % n_qb) * BM;
+        const uint16_t *g_q = (const uint16_t *)p.q + b * p.q_batch_stride + h * p.q_head_stride + (int64_t)i0 * p.q_row_stride;
+        const uint16_t *g_do = (const uint16_t *)bp.dout + b * bp.do_batch_stride + h * bp.do_head_stride
+                             + (int64_t)i0 * bp.do_row_stride;
+        load_tile<BM, D, THREADS, true>(smem_u32(s.q[st]), g_q, p.q_row_stride, Nq - i0, d, a.vec_load);
+        load_tile<BM, D, THREADS, true>(smem_u32(s.dO[st]), g_do, bp.do_row_stride, Nq - i0, d, a.vec_load);
+        const int64_t row = (b * p.Hq + h) * a.nq_pad + i0;
+        if (threadIdx.x < BM / 4)
+            cp_async16_full(smem_u32(&s.lse2[st][4 * threadIdx.x]), a.lse2 + row + 4 * threadIdx.x);
+        else if (threadIdx.x < BM / 2)
+            cp_async16_full(smem_u32(&s.dd[st][4 * (threadIdx.x - BM / 4)]), a.dd + row + 4 * (threadIdx.x - BM / 4));
+    };
+    if (n_it > 0)
+        load_step(0, 0);
+    cp_async_commit();
+
+    /* ldmatrix lane offsets (sm80.cu): A fragments and trans B fragments from row-major tiles;
+     * B fragments from rows that are the n index; A fragments of dS from dSᵀ (trans). */
+    const uint32_t lane_off = swz<D>(lane % 16, lane / 16);
+    const uint32_t lane_off_n = swz<D>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
+    const uint32_t lane_off_ds = swz<BM>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
+    const uint32_t s_k = smem_u32(s.k), s_v = smem_u32(s.v), s_ds = smem_u32(s.ds);
+    const int key_w = n0 + 16 * warp;                   /* this warp's first key */
+    const int key_r[2] = {key_w + g, key_w + g + 8};    /* this thread's keys: C rows g, g + 8 */
+
+    float r_dk[D / 8][4] = {}, r_dv[D / 8][4] = {};     /* this warp's 16 keys × D, C layout */
+
+    for (int it = 0; it < n_it; it++) {
+        const int st = it & 1;
+        cp_async_wait<0>();
+        /* Barrier: step it's tiles (and K, V) are visible; every warp has finished step it − 1,
+         * whose stage the loads below overwrite and whose dSᵀ this step overwrites. */
+        __syncthreads();
+        if (it + 1 < n_it)
+            load_step(st ^ 1, it + 1);
+        cp_async_commit();
+
+        const int64_t h = hk * G + it / n_qb;
+        const int i0 = (qb_lo + it % n_qb) * BM;
+        const uint32_t s_q = smem_u32(s.q[st]), s_do = smem_u32(s.dO[st]);
+
+        /* This warp's keys against the step's queries: all hidden, all visible, or mixed (each
+         * pair checked). Query rows past Nq have lse₂ = +inf, so their P is 0. */
+        const int key_last = key_w + 15, i_last = i0 + BM - 1;
+        const bool none = key_w >= Nk || key_last < i0 + delta - left || key_w > i_last + delta + right;
+        const bool full = key_last < Nk && key_w >= i_last + delta - left && key_last <= i0 + delta + right;
+        if (!none) {
+            /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ: 16 keys × BM queries; Q and dO rows are the n index. */
+            float r_s[BM / 8][4] = {}, r_dp[BM / 8][4] = {};
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                uint32_t r_a[4], r_b[4];
+                ldsm_x4(r_a, frag_addr<D>(s_k, lane_off, 16 * warp, 2 * kk));
+#pragma unroll
+                for (int np = 0; np < BM / 16; np++) {
+                    ldsm_x4(r_b, frag_addr<D>(s_q, lane_off_n, 16 * np, 2 * kk));
+                    mma16816<T>(r_s[2 * np], r_a, r_b[0], r_b[1]);
+                    mma16816<T>(r_s[2 * np + 1], r_a, r_b[2], r_b[3]);
+                }
+                ldsm_x4(r_a, frag_addr<D>(s_v, lane_off, 16 * warp, 2 * kk));
+#pragma unroll
+                for (int np = 0; np < BM / 16; np++) {
+                    ldsm_x4(r_b, frag_addr<D>(s_do, lane_off_n, 16 * np, 2 * kk));
+                    mma16816<T>(r_dp[2 * np], r_a, r_b[0], r_b[1]);
+                    mma16816<T>(r_dp[2 * np + 1], r_a, r_b[2], r_b[3]);
+                }
+            }
+
+            /* Pᵀ = exp2(Sᵀ · scale · log2 e − lse₂) on visible pairs, else 0; element e of n-tile
+             * n is key key_r[e / 2], query i0 + 8n + 2t + e % 2. */
+#pragma unroll
+            for (int n = 0; n < BM / 8; n++) {
+                const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * n + 2 * t]);
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    float x = ex2(fmaf(r_s[n][e], a.scale_log2, -(e % 2 ? l2.y : l2.x)));
+                    if (!full) {
+                        const int i = i0 + 8 * n + 2 * t + e % 2, j = key_r[e / 2];
+                        if (!(j < Nk && j >= i + delta - left && j <= i + delta + right))
+                            x = 0.f;
+                    }
+                    r_s[n][e] = x;
+                }
+            }
+
+            /* dV += Pᵀ dO: Pᵀ's C fragments of n-tiles 2kk, 2kk + 1 are the A fragment of queries
+             * 16kk..; dO rows are the k index (ldmatrix.trans). */
+#pragma unroll
+            for (int kk = 0; kk < BM / 16; kk++) {
+                const uint32_t r_p[4] = {pack2<T>(r_s[2 * kk][0], r_s[2 * kk][1]), pack2<T>(r_s[2 * kk][2], r_s[2 * kk][3]),
+                                         pack2<T>(r_s[2 * kk + 1][0], r_s[2 * kk + 1][1]),
+                                         pack2<T>(r_s[2 * kk + 1][2], r_s[2 * kk + 1][3])};
+#pragma unroll
+                for (int n2 = 0; n2 < D / 16; n2++) {
+                    uint32_t r_b[4];
+                    ldsm_x4_trans(r_b, frag_addr<D>(s_do, lane_off, 16 * kk, 2 * n2));
+                    mma16816<T>(r_dv[2 * n2], r_p, r_b[0], r_b[1]);
+                    mma16816<T>(r_dv[2 * n2 + 1], r_p, r_b[2], r_b[3]);
+                }
+            }
+
+            /* dSᵀ = Pᵀ ∘ (dPᵀ − D), into r_s. */
+#pragma unroll
+            for (int n = 0; n < BM / 8; n++) {
+                const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * n + 2 * t]);
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    r_s[n][e] *= r_dp[n][e] - (e % 2 ? dd.y : dd.x);
+            }
+
+            /* dK += dSᵀ Q (scale applied at the end); dSᵀ to shared memory for dQ. */
+#pragma unroll
+            for (int kk = 0; kk < BM / 16; kk++) {
+                const uint32_t r_p[4] = {pack2<T>(r_s[2 * kk][0], r_s[2 * kk][1]), pack2<T>(r_s[2 * kk][2], r_s[2 * kk][3]),
+                                         pack2<T>(r_s[2 * kk + 1][0], r_s[2 * kk + 1][1]),
+                                         pack2<T>(r_s[2 * kk + 1][2], r_s[2 * kk + 1][3])};
+                st_shared_u32(s_ds + swz<BM>(16 * warp + g, 2 * kk) + 4 * t, r_p[0]);
+                st_shared_u32(s_ds + swz<BM>(16 * warp + g + 8, 2 * kk) + 4 * t, r_p[1]);
+                st_shared_u32(s_ds + swz<BM>(16 * warp + g, 2 * kk + 1) + 4 * t, r_p[2]);
+                st_shared_u32(s_ds + swz<BM>(16 * warp + g + 8, 2 * kk + 1) + 4 * t, r_p[3]);
+#pragma unroll
+                for (int n2 = 0; n2 < D / 16; n2++) {
+                    uint32_t r_b[4];
+                    ldsm_x4_trans(r_b, frag_addr<D>(s_q, lane_off, 16 * kk, 2 * n2));
+                    mma16816<T>(r_dk[2 * n2], r_p, r_b[0], r_b[1]);
+                    mma16816<T>(r_dk[2 * n2 + 1], r_p, r_b[2], r_b[3]);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int c = 0; c < BM / 8; c++) {
+                st_shared_u32(s_ds + swz<BM>(16 * warp + g, c) + 4 * t, 0u);
+                st_shared_u32(s_ds + swz<BM>(16 * warp + g + 8, c) + 4 * t, 0u);
+            }
+        }
+        /* Barrier: every warp's dSᵀ rows are visible. */
+        __syncthreads();
+
+        /* dQ += dS K: queries 16·qg.. × columns c0..c0 + DQ_COLS − 1 per warp; dS's A fragments
+         * from dSᵀ (ldmatrix.trans), K rows are the k index (trans). */
+        const int qg = warp % C::QG, c0 = C::DQ_COLS * (warp / C::QG);
+        if (i0 + 16 * qg < Nq) {
+            float r_dq[C::DQ_COLS / 8][4] = {};
+            const int kk_end = (n1 - n0 + 15) / 16;      /* key sub-blocks with a key < Nk */
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++) {
+                if (kk >= kk_end)
+                    break;
+                uint32_t r_a[4];
+                ldsm_x4_trans(r_a, frag_addr<BM>(s_ds, lane_off_ds, 16 * kk, 2 * qg));
+#pragma unroll
+                for (int n2 = 0; n2 < C::DQ_COLS / 16; n2++) {
+                    uint32_t r_b[4];
+                    ldsm_x4_trans(r_b, frag_addr<D>(s_k, lane_off, 16 * kk, c0 / 8 + 2 * n2));
+                    mma16816<T>(r_dq[2 * n2], r_a, r_b[0], r_b[1]);
+                    mma16816<T>(r_dq[2 * n2 + 1], r_a, r_b[2], r_b[3]);
+                }
+            }
+            float *acc = a.dq_acc + ((b * p.Hq + h) * a.nq_pad + i0 + 16 * qg + g) * a.D + c0 + 2 * t;
+#pragma unroll
+            for (int n = 0; n < C::DQ_COLS / 8; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    atomicAdd(acc + (e / 2) * 8 * D + 8 * n + e % 2, r_dq[n][e]);
+        }
+    }
+
+    /* Barrier: every warp is done with K and V (dQ reads all of K); each warp stages its dK
+     * (scaled) and dV rows in its own rows of them, then stores rows < Nk. */
+    __syncthreads();
+    const uint32_t s_wk = s_k + 16 * warp * D * 2, s_wv = s_v + 16 * warp * D * 2;
+#pragma unroll
+    for (int n = 0; n < D / 8; n++)
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            st_shared_u32(s_wk + swz<D>(g + 8 * r, n) + 4 * t,
+                          pack2<T>(r_dk[n][2 * r] * a.scale, r_dk[n][2 * r + 1] * a.scale));
+            st_shared_u32(s_wv + swz<D>(g + 8 * r, n) + 4 * t, pack2<T>(r_dv[n][2 * r], r_dv[n][2 * r + 1]));
+        }
+    __syncwarp();
+    uint16_t *g_dk = (uint16_t *)bp.dk + b * bp.dk_batch_stride + hk * bp.dk_head_stride + (int64_t)key_w * bp.dk_row_stride;
+    uint16_t *g_dv = (uint16_t *)bp.dv + b * bp.dv_batch_stride + hk * bp.dv_head_stride + (int64_t)key_w * bp.dv_row_stride;
+    store_o_rows<D, 16>(s_wk, g_dk, 0, Nk - key_w, d, bp.dk_row_stride, a.vec_dk);
+    store_o_rows<D, 16>(s_wv, g_dv, 0, Nk - key_w, d, bp.dv_row_stride, a.vec_dv);
+}
+
+/* dq[b, h, i, c] = scale · accumulator, 8 columns per thread, grid-stride. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+fa_sm80_backward_dq_kernel(const __grid_constant__ bwd_args a)
+{
+    const fa_backward_params &bp = a.bp;
+    const fa_params &p = bp.p;
+    const int chunks = (int)(p.d + 7) / 8;
+    const int64_t total = p.B * p.Hq * p.Nq * chunks;
+    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        const int ch = (int)(idx % chunks);
+        const int64_t row = idx / chunks, i = row % p.Nq, bh = row / p.Nq, b = bh / p.Hq, h = bh % p.Hq;
+        const float4 *acc = reinterpret_cast<const float4 *>(a.dq_acc + (bh * a.nq_pad + i) * a.D + 8 * ch);
+        const float4 x0 = acc[0], x1 = acc[1];
+        const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+        T *dst = (T *)bp.dq + b * bp.dq_batch_stride + h * bp.dq_head_stride + i * bp.dq_row_stride + 8 * ch;
+        const int n = min(8, (int)p.d - 8 * ch);
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            if (e < n)
+                from_float(dst + e, x[e] * a.scale);
+    }
+}
+
+/* ---- Host ---------------------------------------------------------------------------------- */
+
+/* The tile's head-dim width for d, 0 where no tile is compiled. */
+static int bwd_width(int64_t d)
+{
+    return d <= 64 ? 64 : d <= 128 ? 128 : 0;
+}
+
+/* Fills everything but the workspace pointers, or answers FA_ERR_UNSUPPORTED. */
+static int bwd_prepare(const fa_backward_params *bp, const fa_variants *v, bwd_args *a)
+{
+    const fa_params *p = &bp->p;
+    if (p->dtype == FA_FLOAT32 || bwd_width(p->d) == 0 || p->Nq < 1 || p->Nk < 1)
+        return FA_ERR_UNSUPPORTED;
+    if (v != NULL && (v->softcap != 0.0f || v->alibi_slopes != NULL || v->key_mask != NULL || v->mask != NULL
+                      || v->cu_seqlens_q != NULL))
+        return FA_ERR_UNSUPPORTED;
+    /* Positions, δ and the window's bounds in 32 bits. */
+    if (p->Nq + p->Nk > (1 << 29))
+        return FA_ERR_UNSUPPORTED;
+    *a = bwd_args{};
+    a->bp = *bp;
+    a->sinks = v != NULL ? v->sinks : NULL;
+    a->scale = p->scale;
+    a->scale_log2 = p->scale * FA_LOG2E;
+    a->q_per_kv = p->Hq / p->Hkv;
+    a->D = bwd_width(p->d);
+    a->nq_pad = (p->Nq + 63) / 64 * 64;
+    const int far = (int)(p->Nq + p->Nk);               /* a side this wide is unbounded */
+    a->delta = v != NULL && v->align == FA_ALIGN_BOTTOM_RIGHT ? (int)(p->Nk - p->Nq) : 0;
+    a->left = v != NULL && v->window && v->window_left >= 0 && v->window_left < far ? (int)v->window_left : far;
+    a->right = v != NULL && v->window && v->window_right >= 0 && v->window_right < far ? (int)v->window_right : far;
+    if (p->causal)
+        a->right = 0;
+    a->vec_load = fa_rows_aligned16(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride)
+               && fa_rows_aligned16(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride)
+               && fa_rows_aligned16(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride)
+               && fa_rows_aligned16(bp->dout, bp->do_batch_stride, bp->do_head_stride, bp->do_row_stride);
+    a->vec_dk = fa_rows_aligned16(bp->dk, bp->dk_batch_stride, bp->dk_head_stride, bp->dk_row_stride);
+    a->vec_dv = fa_rows_aligned16(bp->dv, bp->dv_batch_stride, bp->dv_head_stride, bp->dv_row_stride);
+    return FA_OK;
+}
+
+static size_t bwd_workspace(const bwd_args *a)
+{
+    const fa_params *p = &a->bp.p;
+    return (size_t)(p->B * p->Hq * a->nq_pad) * (size_t)(a->D + 2) * sizeof(float);
+}
+
+template <typename T, class C>
+static int bwd_launch(bwd_args *a, cudaStream_t stream)
+{
+    void (*kernel)(const bwd_args) = fa_sm80_backward_kernel<T, C>;
+    const size_t smem = sizeof(bwd_smem<T, C>);
+    static unsigned s_raised;
+    int st = fa_tc_prepare((const void *)kernel, smem, 80, &s_raised);
+    if (st != FA_OK)
+        return st;
+    const fa_params *p = &a->bp.p;
+    const int64_t rows = p->B * p->Hq * a->nq_pad;
+    if (rows / 8 > INT32_MAX)
+        return FA_ERR_UNSUPPORTED;
+    if (a->sinks != NULL && a->bp.dsinks != NULL)
+        FA_CUDA_TRY(cudaMemsetAsync(a->bp.dsinks, 0, sizeof(float) * (size_t)p->Hq, stream));
+    else
+        a->sinks = NULL;
+    fa_sm80_backward_prep_kernel<T><<<(unsigned)(rows / 8), 256, 0, stream>>>(*a);
+    FA_CUDA_TRY(cudaGetLastError());
+
+    a->n_k_blocks = (p->Nk + C::BN - 1) / C::BN;
+    const int64_t total = a->n_k_blocks * p->B * p->Hkv;
+    for (int64_t first = 0; first < total; first += INT32_MAX) {
+        a->first_block = first;
+        const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
+        kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(*a);
+        FA_CUDA_TRY(cudaGetLastError());
+    }
+    const int64_t items = p->B * p->Hq * p->Nq * ((p->d + 7) / 8);
+    const int64_t blocks = (items + 255) / 256;
+    fa_sm80_backward_dq_kernel<T><<<(unsigned)(blocks < 65536 * 16 ? blocks : 65536 * 16), 256, 0, stream>>>(*a);
+    FA_CUDA_TRY(cudaGetLastError());
+    return FA_OK;
+}
+
+extern "C" int fa_sm80_backward_workspace_bytes(const fa_backward_params *bp, const fa_variants *v, size_t *bytes)
+{
+    bwd_args a;
+    *bytes = 0;
+    const int st = bwd_prepare(bp, v, &a);
+    if (st == FA_OK)
+        *bytes = bwd_workspace(&a);
+    return st;
+}
+
+extern "C" int fa_sm80_backward(const fa_backward_params *bp, const fa_variants *v, void *workspace,
+                                size_t workspace_bytes, cudaStream_t stream)
+{
+    bwd_args a;
+    const int st = bwd_prepare(bp, v, &a);
+    if (st != FA_OK)
+        return st;
+    if (workspace == NULL || workspace_bytes < bwd_workspace(&a))
+        return FA_ERR_SCRATCH;
+    const fa_params *p = &bp->p;
+    const size_t rows = (size_t)(p->B * p->Hq * a.nq_pad);
+    a.dq_acc = (float *)workspace;
+    a.lse2 = a.dq_acc + rows * a.D;
+    a.dd = a.lse2 + rows;
+    const int bf16 = p->dtype == FA_BFLOAT16;
+    if (a.D == 64)
+        return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d64>(&a, stream) : bwd_launch<__half, bwd_tile_d64>(&a, stream);
+    return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d128>(&a, stream) : bwd_launch<__half, bwd_tile_d128>(&a, stream);
+}

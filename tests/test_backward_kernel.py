@@ -1,0 +1,99 @@
+"""The CUDA backward kernel (csrc/cuda/sm80_backward.cu): fp16 and bf16 gradients on tensor cores,
+under the automatic choice and with the sm80 family forced.
+
+Gradients against autograd through test_variants' float64 reference by FlashAttention's rule
+(test_backward.check_grads), over awkward shapes (tails of every tile, one query, more keys than
+queries and fewer), GQA, d from 16 to 128, both causal alignments, windows, sinks, a loss that uses
+lse, strided views and a ring step's given D (delta). Each check also asserts that the kernel ran:
+the exact path's counter does not move. The calls the kernel does not take (d > 128, softcap,
+ALiBi, key_mask, attn_mask, fp32) are computed exactly and counted.
+"""
+import pytest
+import torch
+
+import torch_flashattn
+from test_backward import check_grads
+from test_variants import make_qkv, seed_of, variant_kwargs
+
+pytestmark = pytest.mark.gpu
+
+FAMILIES = ["auto", "sm80"]
+DTYPES = [torch.float16, torch.bfloat16]
+SHAPES = [(2, 4, 2, 37, 53, 32), (1, 2, 1, 64, 24, 64), (2, 2, 2, 1, 40, 40), (1, 3, 1, 200, 333, 128),
+          (2, 2, 1, 130, 129, 96), (1, 1, 1, 257, 64, 16), (1, 2, 2, 300, 700, 80)]
+CASES = ["plain", "causal_top_left", "causal_bottom_right", "window", "window_left_causal_bottom_right",
+         "window_right_only", "sinks", "sinks_causal_window"]
+
+
+def kernel_grads(q, k, v, variants, use_lse, what):
+    """check_grads, and the kernel computed them (no exact-path call)."""
+    before = torch_flashattn.stats()["exact"]
+    check_grads(q, k, v, variants, use_lse, what)
+    assert torch_flashattn.stats()["exact"] == before, f"{what}: the backward left the kernel"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "B{}-H{}-{}-Nq{}-Nk{}-d{}".format(*s))
+@pytest.mark.parametrize("case", CASES)
+def test_kernel_gradients(family, dtype, shape, case, fa_overrides):
+    fa_overrides(family=family)
+    B, Hq, Hkv, Nq, Nk, d = shape
+    g = torch.Generator().manual_seed(seed_of(case, shape))
+    q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, dtype, "cuda")
+    variants = {} if case == "plain" else variant_kwargs(case, g, B, Hq, Nq, Nk, dtype, "cuda")
+    kernel_grads(q, k, v, variants, use_lse=False, what=f"{family} {case} {dtype} {shape}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", ["plain", "causal_top_left", "sinks_causal_window"])
+def test_kernel_gradients_through_lse(dtype, case):
+    g = torch.Generator().manual_seed(17)
+    q, k, v = make_qkv(g, 2, 4, 2, 129, 190, 64, dtype, "cuda")
+    variants = {} if case == "plain" else variant_kwargs(case, g, 2, 4, 129, 190, dtype, "cuda")
+    kernel_grads(q, k, v, variants, use_lse=True, what=f"lse {case} {dtype}")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_kernel_gradients_long(causal):
+    """Several key blocks and many query steps (the double-buffered loads), GQA."""
+    g = torch.Generator().manual_seed(18)
+    q, k, v = make_qkv(g, 1, 4, 2, 1000, 1100, 128, torch.bfloat16, "cuda")
+    kernel_grads(q, k, v, dict(causal=causal), use_lse=False, what=f"long causal={causal}")
+
+
+def test_kernel_gradients_on_strided_views():
+    g = torch.Generator().manual_seed(19)
+    q, k, v = make_qkv(g, 2, 4, 2, 77, 91, 64, torch.float16, "cuda", layout="bnhd")
+    kernel_grads(q, k, v, dict(causal=True), use_lse=True, what="bnhd views")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_kernel_takes_a_given_delta(dtype):
+    """fa::backward with delta = rowsum(dO ∘ O) (a ring step's D) gives the gradients it gives without."""
+    g = torch.Generator().manual_seed(20)
+    q, k, v = make_qkv(g, 2, 4, 2, 150, 170, 64, dtype, "cuda")
+    out, lse = torch.ops.fa.forward_lse(q, k, v, None, True)
+    dout = torch.randn(out.shape, generator=g).to("cuda", dtype)
+    delta = (dout.float() * out.float()).sum(-1)
+    before = torch_flashattn.stats()["exact"]
+    plain = torch.ops.fa.backward(dout, q, k, v, out, lse, None, None, True)
+    given = torch.ops.fa.backward(dout, q, k, v, out, lse, None, None, True, delta=delta)
+    assert torch_flashattn.stats()["exact"] == before
+    for a, b in zip(plain[:3], given[:3]):
+        torch.testing.assert_close(a.float(), b.float(), atol=2e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("what", ["d=160", "softcap", "alibi", "key_mask", "fp32", "family simt"])
+def test_calls_the_kernel_does_not_take_are_exact_and_counted(what, fa_overrides):
+    g = torch.Generator().manual_seed(21)
+    d = 160 if what == "d=160" else 64
+    dtype = torch.float32 if what == "fp32" else torch.bfloat16
+    q, k, v = make_qkv(g, 1, 2, 1, 40, 50, d, dtype, "cuda")
+    variants = {"softcap": dict(softcap=5.0), "alibi": dict(alibi_slopes=torch.rand(2, generator=g).cuda()),
+                "key_mask": dict(key_mask=(torch.rand(1, 50, generator=g) < 0.7).cuda())}.get(what, {})
+    if what == "family simt":
+        fa_overrides(family="simt")
+    before = torch_flashattn.stats()["exact"]
+    check_grads(q, k, v, variants, False, what)
+    assert torch_flashattn.stats()["exact"] > before, f"{what}: expected the exact path"
