@@ -32,12 +32,12 @@ def forward_fn(name, causal, family):
     if name == "fa":
         def run(q, k, v):
             with overrides(family=family):
-                return torch_flashattn.attention(q, k, v, causal=causal)
+                return torch_flashattn.attention(q, k, v, causal=bool(causal))
         return run
 
     def run(q, k, v):
         with sdpa_kernel(SDPA[name]):
-            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
     return run
 
 

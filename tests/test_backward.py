@@ -9,7 +9,8 @@ alignments, window, softcap, ALiBi, sinks, key_mask, attn_mask, everything at on
 uses lse, strided views; opcheck of the autograd registration and torch.compile(fullgraph=True) of
 forward + backward; the arguments that get no gradient raise; packed sequences (attention_varlen)
 over the same devices, and opcheck of its autograd registration. The sinks' gradient, one sum per
-head over every row, is held to the rule plus the dtype's rounding of that sum (check_grads).
+head over every row, is held to the rule plus the dtype's rounding of that sum, and so are dq and dk
+from the CUDA kernel, whose D reads the output rounded to the dtype (check_grads).
 """
 import pytest
 import torch
@@ -85,6 +86,11 @@ def check_grads(q, k, v, variants, use_lse, what):
             # One number per head summed over every row: PyTorch's own error there is sometimes tiny
             # by cancellation (ours was 0.2-0.4 × PyTorch's at the median over 240 draws, up to 12 ×
             # in the tail), so the bound adds the dtype's rounding of the sum itself.
+            bound += torch.finfo(dtype).eps * r.abs().max().item()
+        if name in ("dq", "dk") and q.is_cuda and dtype != torch.float32:
+            # The CUDA kernel's D = rowsum(dO ∘ O) reads the forward's output rounded to the dtype (as
+            # FlashAttention-2/3 do), where PyTorch's D is Σ P dP: that rounding reaches dq and dk once, at
+            # their scale (alone it put fp16 cases with one query over the bare rule: 4.4e-4 against 3.9e-4).
             bound += torch.finfo(dtype).eps * r.abs().max().item()
         assert err <= bound, f"{what}: {name} error {err:.3e} > 2 × PyTorch's {err_pt:.3e} + slack = {bound:.3e}"
 
@@ -256,6 +262,11 @@ def test_varlen_gradients(device, dtype, case, use_lse):
         err, err_pt = (a - r).abs().max().item(), (p.double() - r).abs().max().item()
         bound = 2 * err_pt + GRAD_SLACK[dtype]
         if name == "dsinks":                     # as in check_grads: the dtype's rounding of the sum
+            bound += torch.finfo(dtype).eps * r.abs().max().item()
+        if name in ("dq", "dk") and q.is_cuda and dtype != torch.float32:
+            # The CUDA kernel's D = rowsum(dO ∘ O) reads the forward's output rounded to the dtype (as
+            # FlashAttention-2/3 do), where PyTorch's D is Σ P dP: that rounding reaches dq and dk once, at
+            # their scale (alone it put fp16 cases with one query over the bare rule: 4.4e-4 against 3.9e-4).
             bound += torch.finfo(dtype).eps * r.abs().max().item()
         assert err <= bound, f"{what}: {name} error {err:.3e} > 2 × PyTorch's {err_pt:.3e} + slack = {bound:.3e}"
 
