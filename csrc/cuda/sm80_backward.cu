@@ -43,8 +43,28 @@ struct bwd_tile {
     static_assert(D % 64 == 0 && BN % 16 == 0 && BM % 64 == 0 && WARPS % QG == 0 && DQ_COLS % 16 == 0, "tile shape");
 };
 
-typedef bwd_tile< 64, 128, 64, 1> bwd_tile_d64;     /* 80 KB */
-typedef bwd_tile<128, 128, 64, 1> bwd_tile_d128;    /* 144 KB */
+#ifndef FA_BWD_BN
+#define FA_BWD_BN 128
+#endif
+#ifndef FA_BWD_MIN_CTAS
+#define FA_BWD_MIN_CTAS 1
+#endif
+#ifndef FA_BWD_RED_V2
+#define FA_BWD_RED_V2 1
+#endif
+typedef bwd_tile< 64, FA_BWD_BN, 64, FA_BWD_MIN_CTAS> bwd_tile_d64;     /* 80 KB */
+typedef bwd_tile<128, FA_BWD_BN, 64, FA_BWD_MIN_CTAS> bwd_tile_d128;    /* 144 KB */
+
+/* p[0] += a, p[1] += b in device memory (p 8-byte aligned): one vector reduction on sm_90. */
+__device__ __forceinline__ void red_add2(float *p, float a, float b)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && FA_BWD_RED_V2
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" :: "l"(p), "f"(a), "f"(b) : "memory");
+#else
+    atomicAdd(p, a);
+    atomicAdd(p + 1, b);
+#endif
+}
 
 /* Kernel arguments: the caller's params, the workspace and scalars derived once on the host. */
 typedef struct {
@@ -333,8 +353,8 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
 #pragma unroll
             for (int n = 0; n < C::DQ_COLS / 8; n++)
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    atomicAdd(acc + (e / 2) * 8 * D + 8 * n + e % 2, r_dq[n][e]);
+                for (int r = 0; r < 2; r++)
+                    red_add2(acc + r * 8 * D + 8 * n, r_dq[n][2 * r], r_dq[n][2 * r + 1]);
         }
     }
 
