@@ -9,6 +9,7 @@
 #     SANITIZE_ONLY=kvcache tests/sanitize.sh   # the decode cases only
 #     SANITIZE_ONLY=sm90 tests/sanitize.sh memcheck racecheck synccheck   # the Hopper kernel's only
 #     SANITIZE_ONLY=variants tests/sanitize.sh   # the variants and packed sequences (sm90, sm80) only
+#     SANITIZE_ONLY=backward tests/sanitize.sh memcheck racecheck   # the backward kernel only
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The repository root on the path: an in-place build (setup.py build_ext --inplace) imports from here.

@@ -1,7 +1,8 @@
 """Small shapes that exercise every CUDA kernel family, for compute-sanitizer (tests/sanitize.sh).
 
 Covers sequence tails, Nq != Nk, causal, GQA, padded head dims, a (B, N, H, d)-transposed view
-and a misaligned view (an aligned one for the Hopper kernel), with lse; the Hopper kernel's
+and a misaligned view (an aligned one for the Hopper kernel), with lse; the backward kernel's
+gradients (both causal alignments, a window, sinks, a loss using lse, on both views); the Hopper kernel's
 persistent CTAs walking several tiles each; and fa::forward_kvcache (split-KV decode: append, ragged
 lengths, several splits, the tensor-core and SIMT kernels). Checks each result against the CPU backend so a
 run that computes garbage fails even when the sanitizer sees nothing.
@@ -118,15 +119,54 @@ def check_varlen(family, d, bad=False):
     return ok
 
 
+BACKWARD_CASES = [  # B, Hq, Hkv, Nq, Nk, d, variants
+    (1, 2, 1, 17, 33, 40, dict(causal=True)),
+    (2, 4, 2, 130, 200, 64, dict(causal=True, causal_align="bottom_right")),
+    (1, 3, 1, 200, 129, 128, dict(window=(30, 5))),
+    (1, 2, 2, 70, 300, 96, dict(sinks=True, causal=True)),
+]
+
+
+def check_backward(dtype, B, Hq, Hkv, Nq, Nk, d, variants, layout):
+    """The backward kernel (sm80_backward.cu) on a strided (layout "bnhd") or a misaligned view
+    against the CPU backend's gradients, the loss using lse too. True when right."""
+    def make(H, N):
+        if layout == "bnhd":
+            return torch.randn(B, N, H, d, device="cuda", dtype=dtype).transpose(1, 2)
+        return torch.randn(B, H, N, d + 1, device="cuda", dtype=dtype)[..., 1:]
+    q, k, v = make(Hq, Nq), make(Hkv, Nk), make(Hkv, Nk)
+    kw = dict(variants)
+    if kw.pop("sinks", False):
+        kw["sinks"] = torch.randn(Hq, device="cuda")
+    d_out, d_lse = torch.randn(B, Hq, Nq, d, device="cuda", dtype=dtype), torch.randn(B, Hq, Nq, device="cuda")
+
+    def grads(q, k, v, kw, d_out, d_lse):
+        leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+        out, lse = torch_flashattn.attention_lse(*leaves, **kw)
+        return torch.autograd.grad((out.float() * d_out.float()).sum() + (lse * d_lse).sum(), leaves)
+
+    before = torch_flashattn.stats()["exact"]
+    ours = grads(q, k, v, kw, d_out, d_lse)
+    torch.cuda.synchronize()
+    ran = torch_flashattn.stats()["exact"] == before
+    cpu = lambda t: t.float().cpu() if isinstance(t, torch.Tensor) else t  # noqa: E731
+    ref = grads(*(cpu(t) for t in (q, k, v)), {n: cpu(x) for n, x in kw.items()}, cpu(d_out), cpu(d_lse))
+    err = max(((a.float().cpu() - r).abs().max() / r.abs().max().clamp_min(1e-6)).item() for a, r in zip(ours, ref))
+    ok = ran and err < 3e-2
+    print(f"{'ok  ' if ok else 'FAIL'} backward {dtype} {layout} {(B, Hq, Hkv, Nq, Nk, d)} {variants}: "
+          f"max rel err {err:.1e}{'' if ran else ' (left the kernel)'}")
+    return ok
+
+
 def main():
     torch.manual_seed(0)
     failures = 0
-    # SANITIZE_ONLY=kvcache / sm90 / variants / turing: the decode cases, the Hopper kernel's, the
-    # variants' or the Turing kernel's alone (a quicker run after a change to decode.cu, sm90.cu,
-    # variants.cuh or turing.cu)
+    # SANITIZE_ONLY=kvcache / sm90 / variants / turing / backward: the decode cases, the Hopper
+    # kernel's, the variants', the Turing kernel's or the backward kernel's alone (a quicker run after
+    # a change to decode.cu, sm90.cu, variants.cuh, turing.cu or sm80_backward.cu)
     only = os.environ.get("SANITIZE_ONLY")
     families = {f: t for f, t in FAMILIES.items() if only not in ("sm90", "turing") or f == only}
-    for family, dtypes in ({} if only in ("kvcache", "variants") else families).items():
+    for family, dtypes in ({} if only in ("kvcache", "variants", "backward") else families).items():
         set_overrides(family=family)
         for dtype in dtypes:
             for case in CASES:
@@ -143,6 +183,14 @@ def main():
         set_overrides(family="auto")
     if only == "turing":
         return 1 if failures else 0
+    if only in (None, "backward"):
+        set_overrides(family="auto")
+        for dtype in (torch.float16, torch.bfloat16):
+            for case in BACKWARD_CASES:
+                for layout in ("bnhd", "misaligned"):
+                    failures += not check_backward(dtype, *case, layout)
+        if only == "backward":
+            return 1 if failures else 0
     if "sm90" in FAMILIES and only in (None, "sm90"):
         # Persistent CTAs walking several tiles each (336 tiles): the K/V ring and the Q buffers
         # running on from tile to tile. Non-causal, on 132 SMs, the last round's 72 tiles are

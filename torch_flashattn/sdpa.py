@@ -92,7 +92,7 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
     if dropout_p > 0.0:
         return "dropout_p > 0"
     if torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad):
-        return "requires_grad (the backward pass is not in the kernels yet)"
+        return "requires_grad (SDPA's backward is faster)"
     if not (query.dim() == key.dim() == value.dim() and query.dim() in (3, 4)):
         return "not 3-D or 4-D"
     if query.dtype not in _DTYPES or not (query.dtype == key.dtype == value.dtype):

@@ -43,26 +43,46 @@ struct bwd_tile {
     static_assert(D % 64 == 0 && BN % 16 == 0 && BM % 64 == 0 && WARPS % QG == 0 && DQ_COLS % 16 == 0, "tile shape");
 };
 
-#ifndef FA_BWD_BN
-#define FA_BWD_BN 128
-#endif
-#ifndef FA_BWD_MIN_CTAS
-#define FA_BWD_MIN_CTAS 1
-#endif
-#ifndef FA_BWD_RED_V2
-#define FA_BWD_RED_V2 1
-#endif
-typedef bwd_tile< 64, FA_BWD_BN, 64, FA_BWD_MIN_CTAS> bwd_tile_d64;     /* 80 KB */
-typedef bwd_tile<128, FA_BWD_BN, 64, FA_BWD_MIN_CTAS> bwd_tile_d128;    /* 144 KB */
+typedef bwd_tile< 64, 128, 64, 1> bwd_tile_d64;     /* 80 KB */
+typedef bwd_tile<128, 128, 64, 1> bwd_tile_d128;    /* 144 KB */
 
-/* p[0] += a, p[1] += b in device memory (p 8-byte aligned): one vector reduction on sm_90. */
-__device__ __forceinline__ void red_add2(float *p, float a, float b)
+#ifndef FA_BWD_RED_V4
+#define FA_BWD_RED_V4 1
+#endif
+
+/* Adds a warp's dQ C fragments (16 rows × 8·N columns at acc, row stride ld floats; this lane's
+ * rows g, g + 8, columns 2t, 2t + 1 of each 8) into device memory. On sm_90 lanes t and t ^ 1 swap
+ * half their pairs so that each adds 4 consecutive columns of one row with one red.v4; elsewhere
+ * one atomicAdd per element. */
+template <int N>
+__device__ __forceinline__ void red_add_dq(float *acc, int ld, const float (&r)[N][4], int g, int t)
 {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && FA_BWD_RED_V2
-    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" :: "l"(p), "f"(a), "f"(b) : "memory");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#if FA_BWD_RED_V4
+    const bool odd = t & 1;                            /* odd: row g + 8; even: row g */
+    float *p = acc + (odd ? 8 * ld + g * ld : g * ld) + 2 * (t & ~1);
+#pragma unroll
+    for (int n = 0; n < N; n++) {
+        const float x0 = __shfl_xor_sync(0xffffffffu, odd ? r[n][0] : r[n][2], 1);
+        const float x1 = __shfl_xor_sync(0xffffffffu, odd ? r[n][1] : r[n][3], 1);
+        const float4 x = odd ? make_float4(x0, x1, r[n][2], r[n][3]) : make_float4(r[n][0], r[n][1], x0, x1);
+        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n"
+                     :: "l"(p + 8 * n), "f"(x.x), "f"(x.y), "f"(x.z), "f"(x.w) : "memory");
+    }
 #else
-    atomicAdd(p, a);
-    atomicAdd(p + 1, b);
+#pragma unroll
+    for (int n = 0; n < N; n++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n"
+                         :: "l"(acc + (g + 8 * h) * ld + 8 * n + 2 * t), "f"(r[n][2 * h]), "f"(r[n][2 * h + 1]) : "memory");
+#endif
+#else
+#pragma unroll
+    for (int n = 0; n < N; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            atomicAdd(acc + (g + 8 * (e / 2)) * ld + 8 * n + 2 * t + e % 2, r[n][e]);
 #endif
 }
 
@@ -349,12 +369,7 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
                     mma16816<T>(r_dq[2 * n2 + 1], r_a, r_b[2], r_b[3]);
                 }
             }
-            float *acc = a.dq_acc + ((b * p.Hq + h) * a.nq_pad + i0 + 16 * qg + g) * a.D + c0 + 2 * t;
-#pragma unroll
-            for (int n = 0; n < C::DQ_COLS / 8; n++)
-#pragma unroll
-                for (int r = 0; r < 2; r++)
-                    red_add2(acc + r * 8 * D + 8 * n, r_dq[n][2 * r], r_dq[n][2 * r + 1]);
+            red_add_dq(a.dq_acc + ((b * p.Hq + h) * a.nq_pad + i0 + 16 * qg) * a.D + c0, a.D, r_dq, g, t);
         }
     }
 
