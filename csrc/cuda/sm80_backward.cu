@@ -46,44 +46,26 @@ struct bwd_tile {
 typedef bwd_tile< 64, 128, 64, 1> bwd_tile_d64;     /* 80 KB */
 typedef bwd_tile<128, 128, 64, 1> bwd_tile_d128;    /* 144 KB */
 
-#ifndef FA_BWD_RED_V4
-#define FA_BWD_RED_V4 1
-#endif
-
 /* Adds a warp's dQ C fragments (16 rows × 8·N columns at acc, row stride ld floats; this lane's
- * rows g, g + 8, columns 2t, 2t + 1 of each 8) into device memory. On sm_90 lanes t and t ^ 1 swap
- * half their pairs so that each adds 4 consecutive columns of one row with one red.v4; elsewhere
- * one atomicAdd per element. */
+ * rows g, g + 8, columns 2t, 2t + 1 of each 8) into device memory: one red.v2 per pair on sm_90
+ * (+20 % over scalar atomics at d = 128, 16k; lanes swapping pairs for a red.v4 each was 4 % slower,
+ * bench/LOG.md 2026-12-02-backward), else one atomicAdd per element. */
 template <int N>
 __device__ __forceinline__ void red_add_dq(float *acc, int ld, const float (&r)[N][4], int g, int t)
 {
+#pragma unroll
+    for (int n = 0; n < N; n++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float *p = acc + (g + 8 * h) * ld + 8 * n + 2 * t;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#if FA_BWD_RED_V4
-    const bool odd = t & 1;                            /* odd: row g + 8; even: row g */
-    float *p = acc + (odd ? 8 * ld + g * ld : g * ld) + 2 * (t & ~1);
-#pragma unroll
-    for (int n = 0; n < N; n++) {
-        const float x0 = __shfl_xor_sync(0xffffffffu, odd ? r[n][0] : r[n][2], 1);
-        const float x1 = __shfl_xor_sync(0xffffffffu, odd ? r[n][1] : r[n][3], 1);
-        const float4 x = odd ? make_float4(x0, x1, r[n][2], r[n][3]) : make_float4(r[n][0], r[n][1], x0, x1);
-        asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n"
-                     :: "l"(p + 8 * n), "f"(x.x), "f"(x.y), "f"(x.z), "f"(x.w) : "memory");
-    }
+            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" :: "l"(p), "f"(r[n][2 * h]), "f"(r[n][2 * h + 1])
+                         : "memory");
 #else
-#pragma unroll
-    for (int n = 0; n < N; n++)
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-            asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n"
-                         :: "l"(acc + (g + 8 * h) * ld + 8 * n + 2 * t), "f"(r[n][2 * h]), "f"(r[n][2 * h + 1]) : "memory");
+            atomicAdd(p, r[n][2 * h]);
+            atomicAdd(p + 1, r[n][2 * h + 1]);
 #endif
-#else
-#pragma unroll
-    for (int n = 0; n < N; n++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            atomicAdd(acc + (g + 8 * (e / 2)) * ld + 8 * n + 2 * t + e % 2, r[n][e]);
-#endif
+        }
 }
 
 /* Kernel arguments: the caller's params, the workspace and scalars derived once on the host. */
@@ -205,8 +187,10 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
 
     const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride + (int64_t)n0 * p.k_row_stride;
     const uint16_t *g_v = (const uint16_t *)p.v + b * p.v_batch_stride + hk * p.v_head_stride + (int64_t)n0 * p.v_row_stride;
-    load_tile<BN, D, THREADS, true>(smem_u32(s.k), g_k, p.k_row_stride, Nk - n0, d, a.vec_load);
-    load_tile<BN, D, THREADS, true>(smem_u32(s.v), g_v, p.v_row_stride, Nk - n0, d, a.vec_load);
+    if (n_it > 0) {                                     /* else dK = dV = 0: nothing to load */
+        load_tile<BN, D, THREADS, true>(smem_u32(s.k), g_k, p.k_row_stride, Nk - n0, d, a.vec_load);
+        load_tile<BN, D, THREADS, true>(smem_u32(s.v), g_v, p.v_row_stride, Nk - n0, d, a.vec_load);
+    }
 
     /* Issues the loads of step it into stage st: Q and dO rows i0.., their lse₂ and D. */
     auto load_step = [&](int st, int it) {
@@ -373,8 +357,10 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
         }
     }
 
-    /* Barrier: every warp is done with K and V (dQ reads all of K); each warp stages its dK
-     * (scaled) and dV rows in its own rows of them, then stores rows < Nk. */
+    /* Barrier: every warp is done with K and V (dQ reads all of K) and no copy into them is in
+     * flight; each warp stages its dK (scaled) and dV rows in its own rows of them, then stores
+     * rows < Nk. */
+    cp_async_wait<0>();
     __syncthreads();
     const uint32_t s_wk = s_k + 16 * warp * D * 2, s_wv = s_v + 16 * warp * D * 2;
 #pragma unroll
