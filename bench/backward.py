@@ -10,6 +10,7 @@
 #
 #   python3 -m bench.backward                                  # bf16, d 64 and 128, N 512..16k
 #   python3 -m bench.backward --out bench/results/backward     # the committed table
+#   python3 -m bench.backward --render bench/results/backward.json   # its .md again from the JSON
 import argparse
 import json
 from pathlib import Path
@@ -50,7 +51,10 @@ def main(argv=None):
     ap.add_argument("--causal", type=int, nargs="*", default=[0, 1])
     ap.add_argument("--budget", type=float, default=0.3, help="seconds of timed calls per provider and point")
     ap.add_argument("--family", default="auto", choices=["auto", "sm80"], help="our kernel family, forced")
+    ap.add_argument("--render", metavar="JSON", help="only rewrite JSON's .md from it")
     args = ap.parse_args(argv)
+    if args.render:
+        return render(args.render)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     names = ["fa"] + list(SDPA)
     rows = []
@@ -90,21 +94,39 @@ def main(argv=None):
                 print(json.dumps(row), flush=True)
                 del q, k, v, dout, calls, grads, ref
                 torch.cuda.empty_cache()
-    fam = "" if args.family == "auto" else f", ours on the {args.family} kernels (forced)"
-    md = [f"Backward pass, {args.dtype}, H200{fam}: TFLOP/s of torch.autograd.grad (10·B·H·N²·d, halved "
-          f"when causal), B·N = 16k, H·d = 2048 ({git_commit()}).", "",
-          "| d | causal | N | " + " | ".join(names) + " | fa / best peer |", "|" + " --- |" * (len(names) + 4)]
-    for r in rows:
-        cells = [f"{r['tflops'][w]:.0f}" if w in r["tflops"] else "n/a" for w in names]
-        ratio = f"{r['vs_best_peer']:.2f}×" if r["vs_best_peer"] else "–"
-        md.append(f"| {r['d']} | {'yes' if r['causal'] else 'no'} | {r['N']} | " + " | ".join(cells) + f" | {ratio} |")
-    text = "\n".join(md) + "\n"
+    result = dict(environment=environment("cuda"), commit=git_commit(), dtype=args.dtype, family=args.family,
+                  rows=rows)
+    text = markdown(result)
     print(text)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(dict(environment=environment("cuda"), commit=git_commit(),
-                                                        dtype=args.dtype, family=args.family, rows=rows), indent=1))
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     out.with_suffix(".md").write_text(text)
+
+
+def markdown(result):
+    """The table of one result: TFLOP/s per provider, ours against the best peer and against
+    SDPA's flash backend (FlashAttention-2)."""
+    names = ["fa"] + list(SDPA)
+    fam = "" if result["family"] == "auto" else f", ours on the {result['family']} kernels (forced)"
+    md = [f"Backward pass, {result['dtype']}, {result['environment'].get('device', 'CUDA')}{fam}: TFLOP/s of "
+          f"torch.autograd.grad (10·B·H·N²·d, halved when causal), B·N = 16k, H·d = 2048 ({result['commit']}).", "",
+          "| d | causal | N | " + " | ".join(names) + " | fa / best peer | fa / sdpa-flash |",
+          "|" + " --- |" * (len(names) + 5)]
+    for r in result["rows"]:
+        t = r["tflops"]
+        cells = [f"{t[w]:.0f}" if w in t else "n/a" for w in names]
+        ratio = f"{r['vs_best_peer']:.2f}×" if r["vs_best_peer"] else "–"
+        flash = f"{t['fa'] / t['sdpa-flash']:.2f}×" if "fa" in t and "sdpa-flash" in t else "–"
+        md.append(f"| {r['d']} | {'yes' if r['causal'] else 'no'} | {r['N']} | " + " | ".join(cells)
+                  + f" | {ratio} | {flash} |")
+    return "\n".join(md) + "\n"
+
+
+def render(path):
+    """Rewrites <path>.md from <path>.json (python3 -m bench.backward --render bench/results/backward.json)."""
+    path = Path(path)
+    path.with_suffix(".md").write_text(markdown(json.loads(path.with_suffix(".json").read_text())))
 
 
 if __name__ == "__main__":

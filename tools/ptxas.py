@@ -13,7 +13,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 SOURCES = ["csrc/cuda/simt.cu", "csrc/cuda/sm80.cu", "csrc/cuda/sm90.cu", "csrc/cuda/fp32tc.cu", "csrc/cuda/fp32.cu",
-           "csrc/cuda/turing.cu", "csrc/cuda/naive.cu", "csrc/cuda/decode.cu", "csrc/cuda/decode_simt.cu"]
+           "csrc/cuda/sm80_backward.cu", "csrc/cuda/turing.cu", "csrc/cuda/naive.cu", "csrc/cuda/decode.cu",
+           "csrc/cuda/decode_simt.cu"]
 
 
 def targets():

@@ -16,12 +16,13 @@
  *
  * Each of the WARPS = BN / 16 warps owns 16 keys: its Sᵀ and dPᵀ (16 keys × BM queries) are C
  * fragments whose registers are already the A fragments of Pᵀ and dSᵀ for dV and dK (as sm80.cu's
- * P for P V). dSᵀ goes through shared memory for dQ, where each warp takes 16 queries × D·16/BM...
- * columns. Q and dO blocks are double-buffered through cp.async: block it + 1 lands while block it
- * is computed. Shared tiles are swizzled as in sm80.cu.
+ * P for P V). dSᵀ goes through shared memory for dQ, where each warp takes 16 queries and
+ * D · (BM / 16) / WARPS columns. Q and dO blocks are double-buffered through cp.async: block
+ * it + 1 lands while block it is computed. Shared tiles are swizzled as in sm80.cu.
  *
  * Variants: the alignment, the window (causal is a window with right = 0) and sinks. Reached
- * through fa_backward_cuda() (dispatch.cu).
+ * through fa_backward_cuda() (dispatch.cu). D reads the output rounded to its dtype, as
+ * FlashAttention-2/3 do (tests/test_backward.py's bound says what that costs).
  */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
@@ -43,8 +44,12 @@ struct bwd_tile {
     static_assert(D % 64 == 0 && BN % 16 == 0 && BM % 64 == 0 && WARPS % QG == 0 && DQ_COLS % 16 == 0, "tile shape");
 };
 
-typedef bwd_tile< 64, 128, 64, 1> bwd_tile_d64;     /* 80 KB */
-typedef bwd_tile<128, 128, 64, 1> bwd_tile_d128;    /* 144 KB */
+/* 128 keys (8 warps) per CTA: 64-key blocks at 2 CTAs per SM were 9 % slower at d = 128, 16k (twice the
+ * dQ reductions; bench/LOG.md 2026-12-02-backward). Shared memory: (2·BN + 4·BM) · D · 2 + BN · BM · 2
+ * bytes (+ 1 KB): 80 KB at d = 64, 144 KB at d = 128 (sm_80 and sm_90 opt in to 163 and 227 KB; 8.6/8.9's
+ * 99 KB take d = 64 only, and d = 128 there is computed exactly). */
+typedef bwd_tile< 64, 128, 64, 1> bwd_tile_d64;
+typedef bwd_tile<128, 128, 64, 1> bwd_tile_d128;
 
 /* Adds a warp's dQ C fragments (16 rows × 8·N columns at acc, row stride ld floats; this lane's
  * rows g, g + 8, columns 2t, 2t + 1 of each 8) into device memory: one red.v2 per pair on sm_90

@@ -2,7 +2,7 @@
  * tiles.h — every tile's compile-time constants, with the measurement that chose it (bench/LOG.md
  * holds the runs). sm90.cu: the Hopper forward tiles and the switches between them; decode.cu: the
  * split-KV decode tiles. The sm_80, Turing and fp32 tiles sit beside their kernels (sm80.cu,
- * turing.cu, fp32tc.cu, fp32.cu), one table each. Tools that build other shapes define the FA_SM90_* macros first
+ * sm80_backward.cu, turing.cu, fp32tc.cu, fp32.cu), one table each. Tools that build other shapes define the FA_SM90_* macros first
  * (tools/README.md).
  */
 #ifndef FA_TILES_H
