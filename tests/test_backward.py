@@ -264,16 +264,6 @@ def test_varlen_gradients(device, dtype, case, use_lse):
         a, b, c, cu(lens_q, device), cu(lens_k, device), max(lens_q), max(lens_k), return_lse=True, **kw),
         None, device)
     what = f"varlen {case} {dtype} lse={use_lse}"
-    kernel_d = q.is_cuda and dtype != torch.float32     # the CUDA kernel: D from the rounded output
-    if kernel_d and variants.get("sinks") is not None:
-        # The sinks' gradient is −Σ_i exp(sink − lse_i) D_i; the kernel's D_i reads our output O_i rounded
-        # to the dtype, which shifts it by exactly −Σ_i exp(sink − lse_i) dO_i · (O_i − O64_i).
-        with torch.no_grad():
-            out64, lse64 = variant_reference(q.cpu().double(), k.cpu().double(), v.cpu().double(),
-                                             **with_sinks(cpu, torch.float64))
-            out_ours = torch_flashattn.attention_lse(q, k, v, **variants)[0].cpu().double()
-            w = torch.exp(cpu["sinks"].double().view(1, -1, 1) - lse64)
-            d_shift = (w * (g_out * (out_ours - out64)).sum(-1)).sum((0, 2)).abs()
     for name, a, r, p in zip(("dq", "dk", "dv", "dsinks"), ours, ref, pt):
         a = a.double().cpu()
         if name in ("dq", "dk", "dv"):
@@ -284,13 +274,6 @@ def test_varlen_gradients(device, dtype, case, use_lse):
         err, err_pt = (a - r).abs().max().item(), (p.double() - r).abs().max().item()
         bound = 2 * err_pt + GRAD_SLACK[dtype]
         if name == "dsinks":                     # as in check_grads: the dtype's rounding of the sum
-            bound += torch.finfo(dtype).eps * r.abs().max().item()
-        if name == "dsinks" and kernel_d:
-            bound += d_shift.max().item()
-        if name in ("dq", "dk") and kernel_d:
-            # The CUDA kernel's D = rowsum(dO ∘ O) reads the forward's output rounded to the dtype (as
-            # FlashAttention-2/3 do), where PyTorch's D is Σ P dP: that rounding reaches dq and dk once, at
-            # their scale (alone it put fp16 cases with one query over the bare rule: 4.4e-4 against 3.9e-4).
             bound += torch.finfo(dtype).eps * r.abs().max().item()
         assert err <= bound, f"{what}: {name} error {err:.3e} > 2 × PyTorch's {err_pt:.3e} + slack = {bound:.3e}"
 
