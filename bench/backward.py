@@ -1,12 +1,12 @@
 # Backward-pass benchmark (CUDA): the gradients of attention through autograd, ours against SDPA's
-# flash (FlashAttention-2), cuDNN and efficient backends, in one call, over FlashAttention's grid
-# (B·N = 16384 tokens, H·d = 2048). Each provider's forward runs once outside the timing; the timed
-# call is torch.autograd.grad of its output (retain_graph), L2 flushed before each call and the
-# providers interleaved (bench.attention.time_interleaved). TFLOP/s count the backward's five
-# matrix products: 10 · B · H · N² · d, halved when causal. Before timing, each point checks our
-# gradients against SDPA's in the same dtype (max |difference| / max |SDPA's gradient|, recorded).
-# --family sm80 forces our sm_80 kernels (what an A100 runs). Writes <out>.json and <out>.md (the
-# table, also printed); default bench/out/backward.
+# flash (FlashAttention-2), cuDNN and efficient backends, and FlashAttention-4 where importable, in
+# one call, over FlashAttention's grid (B·N = 16384 tokens, H·d = 2048). Each provider's forward runs
+# once outside the timing; the timed call is torch.autograd.grad of its output (retain_graph), L2
+# flushed before each call and the providers interleaved (bench.attention.time_interleaved). TFLOP/s
+# count the backward's five matrix products: 10 · B · H · N² · d, halved when causal. Before timing,
+# each point checks our gradients against SDPA's in the same dtype (max |difference| / max |SDPA's
+# gradient|, recorded). --family sm80 forces our sm_80 kernels (what an A100 runs). Writes <out>.json
+# and <out>.md (the table, also printed); default bench/out/backward.
 #
 #   python3 -m bench.backward                                  # bf16, d 64 and 128, N 512..16k
 #   python3 -m bench.backward --out bench/results/backward     # the committed table
@@ -29,7 +29,24 @@ SDPA = {"sdpa-flash": SDPBackend.FLASH_ATTENTION, "sdpa-cudnn": SDPBackend.CUDNN
         "sdpa-efficient": SDPBackend.EFFICIENT_ATTENTION}
 
 
+def fa4_forward():
+    """FlashAttention-4's CuTe interface (its Hopper backward is flash_bwd_sm90.py) when importable
+    (../shared/peers/peers.sh stages it on the H200), else None."""
+    try:
+        from flash_attn.cute.interface import flash_attn_func
+    except ImportError:
+        return None
+    return flash_attn_func
+
+
 def forward_fn(name, causal, family):
+    if name == "fa4":
+        f4 = fa4_forward()
+
+        def run(q, k, v):     # FA4 takes (B, N, H, d); its causal is bottom-right, the same here (Nq = Nk)
+            out = f4(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=bool(causal))
+            return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)
+        return run
     if name == "fa":
         def run(q, k, v):
             with overrides(family=family):
@@ -56,7 +73,7 @@ def main(argv=None):
     if args.render:
         return render(args.render)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
-    names = ["fa"] + list(SDPA)
+    names = ["fa"] + list(SDPA) + (["fa4"] if fa4_forward() is not None else [])
     rows = []
     for d in args.d:
         for causal in args.causal:
@@ -107,7 +124,7 @@ def main(argv=None):
 def markdown(result):
     """The table of one result: TFLOP/s per provider, ours against the best peer and against
     SDPA's flash backend (FlashAttention-2)."""
-    names = ["fa"] + list(SDPA)
+    names = ["fa"] + list(SDPA) + (["fa4"] if any("fa4" in r["tflops"] for r in result["rows"]) else [])
     fam = "" if result["family"] == "auto" else f", ours on the {result['family']} kernels (forced)"
     md = [f"Backward pass, {result['dtype']}, {result['environment'].get('device', 'CUDA')}{fam}: TFLOP/s of "
           f"torch.autograd.grad (10·B·H·N²·d, halved when causal), B·N = 16k, H·d = 2048 ({result['commit']}).", "",

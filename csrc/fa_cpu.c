@@ -588,11 +588,11 @@ static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, 
                 goto store;
             int64_t lo, hi;
             fa_key_range(v, p->causal, i, delta, Nk, &lo, &hi);
-            /* Pass 1: P and dP = dO · v_j of the visible keys, and D = Σ_j P dP, which equals
-             * rowsum(dO ∘ O) but comes from the fp32 P rather than the rounded output. */
-            float D = 0.0f;
+            /* Pass 1: the scores of the visible keys (−inf for the rest) and their max. */
+            const float sink = v->sinks != NULL ? v->sinks[h] : -INFINITY;
+            float m = sink;
             for (int64_t j = lo; j < hi; j++) {
-                pr[j] = 0.0f;
+                pr[j] = -INFINITY;
                 if (v->key_mask != NULL && v->key_mask[b * v->key_mask_batch_stride + j] == 0)
                     continue;
                 float sc = 0.0f, mask = 0.0f;
@@ -604,7 +604,7 @@ static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, 
                         mask = 0.0f;
                     }
                 }
-                const float *kj = kf + j * d, *vj = vf + j * d;
+                const float *kj = kf + j * d;
                 for (int64_t x = 0; x < d; x++)
                     sc += q[x] * kj[x];
                 sc *= p->scale;
@@ -614,9 +614,27 @@ static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, 
                 }
                 const int64_t dist = i + delta - j;
                 sc -= slope * (float)(dist < 0 ? -dist : dist);
-                pr[j] = expf(sc + mask - lse);
+                pr[j] = sc + mask;
+                m = fmaxf(m, pr[j]);
+            }
+            /* The row's log-sum-exp from these scores, when they are all of its keys (no delta given):
+             * it equals the forward's lse, and P summing to 1 against its own scores keeps dS = P (dP − D)
+             * free of the forward's rounding of lse (a few ulps of lse times dP, otherwise). */
+            float lse_row = lse;
+            if (bp->delta == NULL && m > -INFINITY) {
+                double l = v->sinks != NULL ? exp((double)sink - m) : 0.0;
+                for (int64_t j = lo; j < hi; j++)
+                    l += exp((double)pr[j] - m);
+                lse_row = m + (float)log(l);
+            }
+            /* Pass 2: P and dP = dO · v_j, and D = Σ_j P dP, which equals rowsum(dO ∘ O) but comes from
+             * the fp32 P rather than the rounded output. */
+            float D = 0.0f;
+            for (int64_t j = lo; j < hi; j++) {
+                pr[j] = expf(pr[j] - lse_row);
                 if (pr[j] == 0.0f)
                     continue;
+                const float *vj = vf + j * d;
                 float dp = 0.0f;
                 for (int64_t x = 0; x < d; x++)
                     dp += dout[x] * vj[x];
@@ -626,8 +644,8 @@ static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, 
             if (bp->delta != NULL)
                 D = bp->delta[row];
             if (v->sinks != NULL && dsinks != NULL)
-                dsinks[h] -= (double)expf(v->sinks[h] - lse) * (D - dlse);
-            /* Pass 2: dS = P (dP − D + dlse) through the softcap; dQ, dK, dV. */
+                dsinks[h] -= (double)expf(v->sinks[h] - lse_row) * (D - dlse);
+            /* Pass 3: dS = P (dP − D + dlse) through the softcap; dQ, dK, dV. */
             for (int64_t j = lo; j < hi; j++) {
                 if (pr[j] == 0.0f)
                     continue;

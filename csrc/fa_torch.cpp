@@ -820,7 +820,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
     if (q.is_cuda())
         guard.emplace(q.device());
 #endif
-    if (g_force_exact.load())
+    // torch.use_deterministic_algorithms(True): the kernel adds dQ with atomics (its sums' order varies
+    // run to run), so CUDA calls take the exact path (under the mode, cuBLAS asks for its workspace setting).
+    if (g_force_exact.load() || (q.is_cuda() && at::globalContext().deterministicAlgorithms()))
         return exact_backward(dO, q, k, v, o, lse, dlse, delta, sc, causal, va);
     at::Tensor dq = at::empty_like(q, at::MemoryFormat::Contiguous), dk = at::empty_like(k, at::MemoryFormat::Contiguous),
                dv = at::empty_like(v, at::MemoryFormat::Contiguous);

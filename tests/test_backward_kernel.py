@@ -6,8 +6,11 @@ Gradients against autograd through test_variants' float64 reference by FlashAtte
 queries and fewer), GQA, d from 16 to 128, both causal alignments, windows, sinks, a loss that uses
 lse, strided views and a ring step's given D (delta). Each check also asserts that the kernel ran:
 the exact path's counter does not move. The calls the kernel does not take (d > 128, softcap,
-ALiBi, key_mask, attn_mask, fp32) are computed exactly and counted.
+ALiBi, key_mask, attn_mask, fp32) are computed exactly and counted, and so are all calls under
+torch.use_deterministic_algorithms(True), whose gradients must be bit-identical run to run.
 """
+import warnings
+
 import pytest
 import torch
 
@@ -97,3 +100,27 @@ def test_calls_the_kernel_does_not_take_are_exact_and_counted(what, fa_overrides
     before = torch_flashattn.stats()["exact"]
     check_grads(q, k, v, variants, False, what)
     assert torch_flashattn.stats()["exact"] > before, f"{what}: expected the exact path"
+
+
+def test_deterministic_mode_takes_the_exact_path():
+    """Under torch.use_deterministic_algorithms(True) CUDA gradients are bit-identical run to run: the
+    exact path computes them (the kernel's dQ atomics add in a varying order), counted."""
+    g = torch.Generator().manual_seed(22)
+    q, k, v = make_qkv(g, 2, 4, 2, 300, 300, 64, torch.bfloat16, "cuda")
+    dout = torch.randn(q.shape, generator=g).to("cuda", torch.bfloat16)
+    leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+    on, warn_only = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(True, warn_only=True)     # cuBLAS's workspace setting: a warning
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            before = torch_flashattn.stats()["exact"]
+            runs = [torch.autograd.grad(torch_flashattn.attention(*leaves, causal=True), leaves, dout) for _ in range(2)]
+            assert torch_flashattn.stats()["exact"] == before + 2
+    finally:
+        torch.use_deterministic_algorithms(on, warn_only=warn_only)
+    for a, b in zip(*runs):
+        assert torch.equal(a, b)
+    kernel = torch.autograd.grad(torch_flashattn.attention(*leaves, causal=True), leaves, dout)
+    for a, b in zip(runs[0], kernel):
+        torch.testing.assert_close(a.float(), b.float(), atol=3e-2, rtol=3e-2)

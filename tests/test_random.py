@@ -8,6 +8,10 @@ prints a snippet that rebuilds it. The profile is set by the environment:
     FA_RANDOM_MAX_N   largest Nq / Nk drawn (default 600)
 
     FA_RANDOM_CASES=400 FA_RANDOM_MAX_N=4096 pytest -q tests/test_random.py    # the large GPU profile
+
+test_random_gradients draws backward cases (shapes up to 160 rows, a variant of test_backward's, a
+loss with or without lse) and checks dq, dk, dv and the sinks' gradient by test_backward.check_grads;
+FA_RANDOM_GRAD_CASES sets how many per device (default 24).
 """
 import math
 import os
@@ -17,7 +21,9 @@ import pytest
 import torch
 
 import torch_flashattn
-from conftest import KERNELS, SM90, assert_accurate, use_kernel
+from conftest import DEVICES, KERNELS, SM90, assert_accurate, use_kernel
+from test_backward import check_grads
+from test_variants import variant_kwargs
 
 N_CASES = int(os.environ.get("FA_RANDOM_CASES", "120"))
 MAX_N = int(os.environ.get("FA_RANDOM_MAX_N", "600"))
@@ -44,6 +50,23 @@ def draw_case(seed):
                 dtype=rng.choice(DTYPES), causal=rng.random() < 0.5,
                 scale=None if rng.random() < 0.5 else rng.choice([0.0, -0.3, 2.0, rng.uniform(0.01, 1.0)]),
                 layout=rng.choice(LAYOUTS))
+
+
+N_GRAD_CASES = int(os.environ.get("FA_RANDOM_GRAD_CASES", "24"))
+GRAD_EDGES = [1, 15, 16, 17, 63, 64, 65, 127, 128, 129]
+GRAD_VARIANTS = ["plain", "causal_top_left", "causal_bottom_right", "window", "window_left_causal_bottom_right",
+                 "softcap_causal", "alibi_heads_causal", "sinks", "sinks_causal_window", "key_mask_bool",
+                 "attn_mask_float_B11K"]
+
+
+def draw_grad_case(seed):
+    rng = random.Random(seed)
+    hkv = rng.randint(1, 2)
+    size = lambda: rng.choice(GRAD_EDGES) if rng.random() < 0.5 else rng.randint(1, 160)  # noqa: E731
+    return dict(seed=seed, B=rng.randint(1, 2), Hkv=hkv, Hq=hkv * rng.choice([1, 2, 3]), Nq=size(), Nk=size(),
+                d=rng.choice([8, 16, 40, 64, 80, 96, 128, 160]), dtype=rng.choice(DTYPES),
+                variant=rng.choice(GRAD_VARIANTS), layout=rng.choice(["contiguous", "bnhd", "sliced"]),
+                use_lse=rng.random() < 0.3)
 
 
 def make_inputs(c, device):
@@ -140,3 +163,16 @@ def check_case(c, kernel, fa_overrides):
             s = s.masked_fill(torch.ones(c["Nq"], c["Nk"], dtype=torch.bool, device=s.device).triu(1), -math.inf)
         err = (lse.double() - torch.logsumexp(s, dim=-1)).abs().max().item()
         assert err < 1e-3, f"{what}\nlse max error {err:.3e}"
+
+
+@pytest.mark.parametrize("seed", range(N_GRAD_CASES))
+@pytest.mark.parametrize("device", DEVICES)
+def test_random_gradients(device, seed):
+    c = draw_grad_case(10_000 + seed)
+    q, k, v = make_inputs(c, device)
+    g = torch.Generator().manual_seed(c["seed"])
+    variants = {} if c["variant"] == "plain" else variant_kwargs(c["variant"], g, c["B"], c["Hq"], c["Nq"], c["Nk"],
+                                                                 c["dtype"], device)
+    check_grads(q, k, v, variants, c["use_lse"],
+                f"gradient case {seed}\nreproduce: pytest -q 'tests/test_random.py::test_random_gradients[{device}-{seed}]'"
+                f"\ncase: {c}")
