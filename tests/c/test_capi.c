@@ -7,7 +7,9 @@
  * strided (B, N, H, d) layout, with poisoned outputs and a guard element past
  * the end, and checks the error statuses; then fa_forward_kvcache_cpu (append into
  * ragged caches, per-sequence reference, bad parameters leaving output and
- * caches untouched).
+ * caches untouched); then fa_backward_cpu (GQA, causal, a loss using lse) against the gradients
+ * computed in double from their formulas, its bad parameters, and the CUDA entry points of a build
+ * without CUDA.
  * Prints one line per check and exits non-zero on any failure.
  */
 #include <math.h>
@@ -177,6 +179,88 @@ static void kvcache_case(void)
     free(kc); free(vc); free(kn); free(vn); free(q); free(o);
 }
 
+/* fa_backward_cpu on a causal GQA problem (fp32), a loss Σ O·dO + Σ lse·dlse: dQ, dK, dV against
+ * the formulas in double (P from the exact softmax; dS = P (dP − Σ P dP + dlse); dK, dV summed over
+ * the group). */
+static void backward_case(void)
+{
+    enum { B = 1, Hq = 4, Hkv = 2, Nq = 9, Nk = 13, d = 8 };
+    const int64_t G = Hq / Hkv;
+    static float q[B * Hq * Nq * d], k[B * Hkv * Nk * d], v[B * Hkv * Nk * d], o[B * Hq * Nq * d], lse[B * Hq * Nq];
+    static float dout[B * Hq * Nq * d], dlse[B * Hq * Nq], dq[B * Hq * Nq * d], dk[B * Hkv * Nk * d], dv[B * Hkv * Nk * d];
+    for (int i = 0; i < B * Hq * Nq * d; i++) q[i] = frand(), dout[i] = frand();
+    for (int i = 0; i < B * Hkv * Nk * d; i++) k[i] = frand(), v[i] = frand();
+    for (int i = 0; i < B * Hq * Nq; i++) dlse[i] = frand();
+
+    fa_backward_params bp;
+    memset(&bp, 0, sizeof bp);
+    fa_params *p = &bp.p;
+    p->q = q; p->k = k; p->v = v; p->o = o; p->lse = lse;
+    p->q_batch_stride = Hq * Nq * d; p->q_head_stride = Nq * d; p->q_row_stride = d;
+    p->k_batch_stride = Hkv * Nk * d; p->k_head_stride = Nk * d; p->k_row_stride = d;
+    p->v_batch_stride = Hkv * Nk * d; p->v_head_stride = Nk * d; p->v_row_stride = d;
+    p->o_batch_stride = Hq * Nq * d; p->o_head_stride = Nq * d; p->o_row_stride = d;
+    p->B = B; p->Hq = Hq; p->Hkv = Hkv; p->Nq = Nq; p->Nk = Nk; p->d = d;
+    p->scale = 0.3f; p->causal = 1; p->dtype = FA_FLOAT32;
+    check(fa_forward_cpu(p) == FA_OK, "backward: the forward");
+    bp.dout = dout; bp.dlse = dlse;
+    bp.do_batch_stride = Hq * Nq * d; bp.do_head_stride = Nq * d; bp.do_row_stride = d;
+    bp.dq = dq; bp.dk = dk; bp.dv = dv;
+    bp.dq_batch_stride = Hq * Nq * d; bp.dq_head_stride = Nq * d; bp.dq_row_stride = d;
+    bp.dk_batch_stride = bp.dv_batch_stride = Hkv * Nk * d;
+    bp.dk_head_stride = bp.dv_head_stride = Nk * d;
+    bp.dk_row_stride = bp.dv_row_stride = d;
+    const int st = fa_backward_cpu(&bp, NULL);
+
+    static double rq[Hq * Nq * d], rk[Hkv * Nk * d], rv[Hkv * Nk * d];
+    memset(rk, 0, sizeof rk);
+    memset(rv, 0, sizeof rv);
+    for (int64_t h = 0; h < Hq; h++)
+        for (int64_t i = 0; i < Nq; i++) {
+            const int64_t hk = h / G, n = i + 1 < Nk ? i + 1 : Nk;   /* top-left causal */
+            const float *qi = q + (h * Nq + i) * d, *gi = dout + (h * Nq + i) * d;
+            double s[Nk], dp[Nk], m = -INFINITY, l = 0.0, D = 0.0;
+            for (int64_t j = 0; j < n; j++) {
+                double dot = 0.0, dpj = 0.0;
+                for (int64_t c = 0; c < d; c++) {
+                    dot += (double)qi[c] * k[(hk * Nk + j) * d + c];
+                    dpj += (double)gi[c] * v[(hk * Nk + j) * d + c];
+                }
+                s[j] = dot * p->scale, dp[j] = dpj;
+                m = s[j] > m ? s[j] : m;
+            }
+            for (int64_t j = 0; j < n; j++) l += exp(s[j] - m);
+            for (int64_t j = 0; j < n; j++) s[j] = exp(s[j] - m) / l, D += s[j] * dp[j];   /* s: P */
+            for (int64_t c = 0; c < d; c++) rq[(h * Nq + i) * d + c] = 0.0;
+            for (int64_t j = 0; j < n; j++) {
+                const double ds = s[j] * (dp[j] - D + dlse[h * Nq + i]) * p->scale;
+                for (int64_t c = 0; c < d; c++) {
+                    rq[(h * Nq + i) * d + c] += ds * k[(hk * Nk + j) * d + c];
+                    rk[(hk * Nk + j) * d + c] += ds * qi[c];
+                    rv[(hk * Nk + j) * d + c] += s[j] * gi[c];
+                }
+            }
+        }
+    double err = 0.0;
+    for (int i = 0; i < Hq * Nq * d; i++) err = fmax(err, fabs(rq[i] - dq[i]));
+    for (int i = 0; i < Hkv * Nk * d; i++) err = fmax(err, fmax(fabs(rk[i] - dk[i]), fabs(rv[i] - dv[i])));
+    char what[128];
+    snprintf(what, sizeof what, "fa_backward_cpu causal GQA with dlse: status %d, max error %.2e", st, err);
+    check(st == FA_OK && err < 1e-5, what);
+
+    fa_backward_params bad = bp;
+    bad.dq_row_stride = -1;
+    check(fa_backward_cpu(&bad, NULL) == FA_ERR_BAD_STRIDE, "backward: negative dq stride -> FA_ERR_BAD_STRIDE");
+    bad = bp; bad.dout = NULL;
+    check(fa_backward_cpu(&bad, NULL) == FA_ERR_NULL_POINTER, "backward: dout = NULL -> FA_ERR_NULL_POINTER");
+    bad = bp; bad.p.Hkv = 3;
+    check(fa_backward_cpu(&bad, NULL) == FA_ERR_GQA, "backward: Hq = 4, Hkv = 3 -> FA_ERR_GQA");
+    size_t bytes = 1;
+    check(fa_backward_workspace_bytes(&bp, NULL, &bytes) == FA_ERR_NO_CUDA && bytes == 0,
+          "fa_backward_workspace_bytes without CUDA -> FA_ERR_NO_CUDA, 0 bytes");
+    check(fa_backward_cuda(&bp, NULL, NULL, 0, NULL) == FA_ERR_NO_CUDA, "fa_backward_cuda without CUDA -> FA_ERR_NO_CUDA");
+}
+
 int main(void)
 {
     /* Tile edges (63, 64, 65, 128, 129), one row or key, Nq far from Nk both ways, d that the
@@ -251,5 +335,6 @@ int main(void)
 
     free(q); free(k); free(v); free(o); free(lse);
     kvcache_case();
+    backward_case();
     return failures != 0;
 }
