@@ -161,6 +161,34 @@ fa_sm80_backward_prep_kernel(const __grid_constant__ bwd_args a)
     }
 }
 
+/* acc += Xᵀ R for this warp's 16 keys: X's C fragments x (16 keys × BM queries: Pᵀ or dSᵀ) are, two
+ * n-tiles at a time, the A fragments of queries 16kk..; R (BM rows × D, the swizzled tile at s_rows)
+ * has its rows as the k index (ldmatrix.trans). STORE: X's packed rows also go to the BM-wide swizzled
+ * tile at s_x (this lane's rows row and row + 8, columns 2t, 2t + 1 of each 8), for dQ. */
+template <typename T, int D, int BM, bool STORE>
+__device__ __forceinline__ void keys_by_rows(float (&acc)[D / 8][4], const float (&x)[BM / 8][4], uint32_t s_rows,
+                                             uint32_t lane_off, uint32_t s_x, int row, int t)
+{
+#pragma unroll
+    for (int kk = 0; kk < BM / 16; kk++) {
+        const uint32_t r_a[4] = {pack2<T>(x[2 * kk][0], x[2 * kk][1]), pack2<T>(x[2 * kk][2], x[2 * kk][3]),
+                                 pack2<T>(x[2 * kk + 1][0], x[2 * kk + 1][1]), pack2<T>(x[2 * kk + 1][2], x[2 * kk + 1][3])};
+        if (STORE) {
+            st_shared_u32(s_x + swz<BM>(row, 2 * kk) + 4 * t, r_a[0]);
+            st_shared_u32(s_x + swz<BM>(row + 8, 2 * kk) + 4 * t, r_a[1]);
+            st_shared_u32(s_x + swz<BM>(row, 2 * kk + 1) + 4 * t, r_a[2]);
+            st_shared_u32(s_x + swz<BM>(row + 8, 2 * kk + 1) + 4 * t, r_a[3]);
+        }
+#pragma unroll
+        for (int n2 = 0; n2 < D / 16; n2++) {
+            uint32_t r_b[4];
+            ldsm_x4_trans(r_b, frag_addr<D>(s_rows, lane_off, 16 * kk, 2 * n2));
+            mma16816<T>(acc[2 * n2], r_a, r_b[0], r_b[1]);
+            mma16816<T>(acc[2 * n2 + 1], r_a, r_b[2], r_b[3]);
+        }
+    }
+}
+
 /* Grid: 1-D, one CTA per (b·Hkv + kv head, key block); block: C::WARPS warps. */
 template <typename T, class C>
 __global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
@@ -285,21 +313,8 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
                 }
             }
 
-            /* dV += Pᵀ dO: Pᵀ's C fragments of n-tiles 2kk, 2kk + 1 are the A fragment of queries
-             * 16kk..; dO rows are the k index (ldmatrix.trans). */
-#pragma unroll
-            for (int kk = 0; kk < BM / 16; kk++) {
-                const uint32_t r_p[4] = {pack2<T>(r_s[2 * kk][0], r_s[2 * kk][1]), pack2<T>(r_s[2 * kk][2], r_s[2 * kk][3]),
-                                         pack2<T>(r_s[2 * kk + 1][0], r_s[2 * kk + 1][1]),
-                                         pack2<T>(r_s[2 * kk + 1][2], r_s[2 * kk + 1][3])};
-#pragma unroll
-                for (int n2 = 0; n2 < D / 16; n2++) {
-                    uint32_t r_b[4];
-                    ldsm_x4_trans(r_b, frag_addr<D>(s_do, lane_off, 16 * kk, 2 * n2));
-                    mma16816<T>(r_dv[2 * n2], r_p, r_b[0], r_b[1]);
-                    mma16816<T>(r_dv[2 * n2 + 1], r_p, r_b[2], r_b[3]);
-                }
-            }
+            /* dV += Pᵀ dO. */
+            keys_by_rows<T, D, BM, false>(r_dv, r_s, s_do, lane_off, 0, 0, 0);
 
             /* dSᵀ = Pᵀ ∘ (dPᵀ − D), into r_s. */
 #pragma unroll
@@ -311,23 +326,7 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
             }
 
             /* dK += dSᵀ Q (scale applied at the end); dSᵀ to shared memory for dQ. */
-#pragma unroll
-            for (int kk = 0; kk < BM / 16; kk++) {
-                const uint32_t r_p[4] = {pack2<T>(r_s[2 * kk][0], r_s[2 * kk][1]), pack2<T>(r_s[2 * kk][2], r_s[2 * kk][3]),
-                                         pack2<T>(r_s[2 * kk + 1][0], r_s[2 * kk + 1][1]),
-                                         pack2<T>(r_s[2 * kk + 1][2], r_s[2 * kk + 1][3])};
-                st_shared_u32(s_ds + swz<BM>(16 * warp + g, 2 * kk) + 4 * t, r_p[0]);
-                st_shared_u32(s_ds + swz<BM>(16 * warp + g + 8, 2 * kk) + 4 * t, r_p[1]);
-                st_shared_u32(s_ds + swz<BM>(16 * warp + g, 2 * kk + 1) + 4 * t, r_p[2]);
-                st_shared_u32(s_ds + swz<BM>(16 * warp + g + 8, 2 * kk + 1) + 4 * t, r_p[3]);
-#pragma unroll
-                for (int n2 = 0; n2 < D / 16; n2++) {
-                    uint32_t r_b[4];
-                    ldsm_x4_trans(r_b, frag_addr<D>(s_q, lane_off, 16 * kk, 2 * n2));
-                    mma16816<T>(r_dk[2 * n2], r_p, r_b[0], r_b[1]);
-                    mma16816<T>(r_dk[2 * n2 + 1], r_p, r_b[2], r_b[3]);
-                }
-            }
+            keys_by_rows<T, D, BM, true>(r_dk, r_s, s_q, lane_off, s_ds, 16 * warp + g, t);
         } else {
 #pragma unroll
             for (int c = 0; c < BM / 8; c++) {
