@@ -161,6 +161,22 @@ fa_sm80_backward_prep_kernel(const __grid_constant__ bwd_args a)
     }
 }
 
+/* acc += X Rᵀ over columns 16kk..16kk + 15, for the 16 rows x_row.. of X (the warp's keys of K or V,
+ * swizzled at s_x) against the BM rows of R (Q or dO at s_rows), whose rows are the n index. */
+template <typename T, int D, int BM>
+__device__ __forceinline__ void keys_by_cols_step(float (&acc)[BM / 8][4], uint32_t s_x, uint32_t s_rows, int x_row,
+                                                  int kk, uint32_t lane_off, uint32_t lane_off_n)
+{
+    uint32_t r_a[4], r_b[4];
+    ldsm_x4(r_a, frag_addr<D>(s_x, lane_off, x_row, 2 * kk));
+#pragma unroll
+    for (int np = 0; np < BM / 16; np++) {
+        ldsm_x4(r_b, frag_addr<D>(s_rows, lane_off_n, 16 * np, 2 * kk));
+        mma16816<T>(acc[2 * np], r_a, r_b[0], r_b[1]);
+        mma16816<T>(acc[2 * np + 1], r_a, r_b[2], r_b[3]);
+    }
+}
+
 /* acc += Xᵀ R for this warp's 16 keys: X's C fragments x (16 keys × BM queries: Pᵀ or dSᵀ) are, two
  * n-tiles at a time, the A fragments of queries 16kk..; R (BM rows × D, the swizzled tile at s_rows)
  * has its rows as the k index (ldmatrix.trans). STORE: X's packed rows also go to the BM-wide swizzled
@@ -279,21 +295,8 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
             float r_s[BM / 8][4] = {}, r_dp[BM / 8][4] = {};
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++) {
-                uint32_t r_a[4], r_b[4];
-                ldsm_x4(r_a, frag_addr<D>(s_k, lane_off, 16 * warp, 2 * kk));
-#pragma unroll
-                for (int np = 0; np < BM / 16; np++) {
-                    ldsm_x4(r_b, frag_addr<D>(s_q, lane_off_n, 16 * np, 2 * kk));
-                    mma16816<T>(r_s[2 * np], r_a, r_b[0], r_b[1]);
-                    mma16816<T>(r_s[2 * np + 1], r_a, r_b[2], r_b[3]);
-                }
-                ldsm_x4(r_a, frag_addr<D>(s_v, lane_off, 16 * warp, 2 * kk));
-#pragma unroll
-                for (int np = 0; np < BM / 16; np++) {
-                    ldsm_x4(r_b, frag_addr<D>(s_do, lane_off_n, 16 * np, 2 * kk));
-                    mma16816<T>(r_dp[2 * np], r_a, r_b[0], r_b[1]);
-                    mma16816<T>(r_dp[2 * np + 1], r_a, r_b[2], r_b[3]);
-                }
+                keys_by_cols_step<T, D, BM>(r_s, s_k, s_q, 16 * warp, kk, lane_off, lane_off_n);
+                keys_by_cols_step<T, D, BM>(r_dp, s_v, s_do, 16 * warp, kk, lane_off, lane_off_n);
             }
 
             /* Pᵀ = exp2(Sᵀ · scale · log2 e − lse₂) on visible pairs, else 0; element e of n-tile
