@@ -549,9 +549,27 @@ int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
 /* ------------------------------------------------------------------------ */
 /* Backward (FlashAttention-2's algorithm, written as plain loops).           */
 
+/* Σ_x a[x] b[x] over n floats in 16 partial sums (vectorizable: the order is fixed, not left to
+ * the compiler), then their sum. */
+static inline float dot16(const float *restrict a, const float *restrict b, int64_t n)
+{
+    float part[16] = {0};
+    int64_t x = 0;
+    for (; x + 16 <= n; x += 16)
+        for (int e = 0; e < 16; e++)
+            part[e] += a[x + e] * b[x + e];
+    for (int e = 0; x + e < n; e++)
+        part[e] += a[x + e] * b[x + e];
+    float sum = 0.0f;
+    for (int e = 0; e < 16; e++)
+        sum += part[e];
+    return sum;
+}
+
 /* One (batch, kv head): the query heads of its group one after another, each query row's scores
  * recomputed from lse; dK and dV summed in fp32 buffers of the kv head's keys, dQ per row. Packed
  * sequences: sequence b's rows q0.., k0.. (the batch strides are 0), lse rows h · total_q + q0... */
+FA_MULTIVERSION
 static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, int64_t b, int64_t hk, float *buf,
                             double *dsinks)
 {
@@ -604,10 +622,7 @@ static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, 
                         mask = 0.0f;
                     }
                 }
-                const float *kj = kf + j * d;
-                for (int64_t x = 0; x < d; x++)
-                    sc += q[x] * kj[x];
-                sc *= p->scale;
+                sc = dot16(q, kf + j * d, d) * p->scale;
                 if (c > 0.0f) {
                     tr[j] = tanhf(sc / c);               /* the softcap's derivative is 1 − tanh² */
                     sc = c * tr[j];
@@ -634,12 +649,8 @@ static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, 
                 pr[j] = expf(pr[j] - lse_row);
                 if (pr[j] == 0.0f)
                     continue;
-                const float *vj = vf + j * d;
-                float dp = 0.0f;
-                for (int64_t x = 0; x < d; x++)
-                    dp += dout[x] * vj[x];
-                dpr[j] = dp;
-                D += pr[j] * dp;
+                dpr[j] = dot16(dout, vf + j * d, d);
+                D += pr[j] * dpr[j];
             }
             if (bp->delta != NULL)
                 D = bp->delta[row];
