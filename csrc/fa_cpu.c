@@ -549,140 +549,218 @@ int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
 /* ------------------------------------------------------------------------ */
 /* Backward (FlashAttention-2's algorithm, written as plain loops).           */
 
-/* Σ_x a[x] b[x] over n floats in 16 partial sums (vectorizable: the order is fixed, not left to
- * the compiler), then their sum. */
-static inline float dot16(const float *restrict a, const float *restrict b, int64_t n)
+/* ------------------------------------------------------------------------ */
+/* The backward pass.                                                         */
+
+/* One thread's backward tiles, fp32, in one 64-byte aligned allocation. For one (sequence, kv head):
+ * K, V and the dK, dV accumulators of its keys; for one block of BM query rows of one head: Q and dO
+ * as rows and as columns (Qᵀ · scale · log2 e, dOᵀ), dQ, and over the block's whole key range Sᵀ
+ * (then Pᵀ), dPᵀ (then dSᵀ) and the softcap's tanh, keys × queries as in the forward. Key rows
+ * are padded to a whole number of BN, plus MR for the micro-kernel's last row block. */
+typedef struct {
+    float *k, *v, *dk, *dv;    /* (kr, dp) */
+    float *q, *dout, *dq;      /* (BM, dp) */
+    float *qt, *dot;           /* (dp, BM) */
+    float *st, *dpt, *tt;      /* (kr, BM) */
+    float *ones;               /* (BM) ones: the micro-kernel's c_scale that accumulates */
+    void *base;
+} bwd_scratch;
+
+static int bwd_scratch_alloc(bwd_scratch *t, int64_t dp, int64_t kr)
 {
-    float part[16] = {0};
-    int64_t x = 0;
-    for (; x + 16 <= n; x += 16)
-        for (int e = 0; e < 16; e++)
-            part[e] += a[x + e] * b[x + e];
-    for (int e = 0; x + e < n; e++)
-        part[e] += a[x + e] * b[x + e];
-    float sum = 0.0f;
-    for (int e = 0; e < 16; e++)
-        sum += part[e];
-    return sum;
+    const size_t n_kv = (size_t)(kr * dp), n_q = (size_t)(BM * dp), n_s = (size_t)(kr * BM);
+    const size_t total = 4 * n_kv + 5 * n_q + 3 * n_s + BM;
+    float *f = (float *)aligned_alloc(64, ((total * sizeof(float) + 63) / 64) * 64);
+    if (f == NULL)
+        return 0;
+    memset(f, 0, total * sizeof(float));        /* padding columns stay zero from here on */
+    t->base = f;
+    t->k = f;    f += n_kv;
+    t->v = f;    f += n_kv;
+    t->dk = f;   f += n_kv;
+    t->dv = f;   f += n_kv;
+    t->q = f;    f += n_q;
+    t->dout = f; f += n_q;
+    t->dq = f;   f += n_q;
+    t->qt = f;   f += n_q;
+    t->dot = f;  f += n_q;
+    t->st = f;   f += n_s;
+    t->dpt = f;  f += n_s;
+    t->tt = f;   f += n_s;
+    t->ones = f;
+    for (int i = 0; i < BM; i++)
+        t->ones[i] = 1.0f;
+    return 1;
 }
 
-/* One (batch, kv head): the query heads of its group one after another, each query row's scores
- * recomputed from lse; dK and dV summed in fp32 buffers of the kv head's keys, dQ per row. Packed
- * sequences: sequence b's rows q0.., k0.. (the batch strides are 0), lse rows h · total_q + q0... */
+/* Query rows [i0, i0 + bm) of head h (sequence sv, rows q0.. of the packed tensors): FlashAttention-2's
+ * backward over the block's key range, every product through the forward's micro-kernel:
+ *
+ *     Sᵀ = K Qᵀ (log2 units, the variants applied),  Pᵀ = exp2(Sᵀ − lse₂)
+ *     dPᵀ = V dOᵀ,  D = Σ_j P dP − dlse,  dSᵀ = Pᵀ ∘ (dPᵀ − D) ∘ (1 − tanh²) · scale
+ *     dV += Pᵀ dO,  dK += dSᵀ Q,  dQ = dS K
+ *
+ * lse₂ is the row's log-sum-exp from these scores when they are all of its keys (no delta given):
+ * the forward's value without its rounding, so P sums to 1 against its own scores (the forward's
+ * few ulps of lse times dP would otherwise reach dS). */
 FA_MULTIVERSION
-static int backward_kv_head(const fa_backward_params *bp, const fa_variants *v, int64_t b, int64_t hk, float *buf,
-                            double *dsinks)
+static void backward_block(const fa_backward_params *bp, const fa_variants *v, const bwd_scratch *t, int64_t dp,
+                           const seq_view *sv, int64_t q0, int64_t i0, double *dsinks)
 {
     const fa_params *p = &bp->p;
-    const int packed = v->cu_seqlens_q != NULL;
-    const int64_t q0 = packed ? v->cu_seqlens_q[b] : 0, k0 = packed ? v->cu_seqlens_k[b] : 0;
-    const int64_t Nq = packed ? v->cu_seqlens_q[b + 1] - q0 : p->Nq;
-    const int64_t d = p->d, Nk = packed ? v->cu_seqlens_k[b + 1] - k0 : p->Nk, G = p->Hq / p->Hkv;
+    const int64_t d = p->d, h = sv->h, b = sv->b, packed = v->cu_seqlens_q != NULL;
+    const int bm = (int)(sv->nq - i0 < BM ? sv->nq - i0 : BM);
     const size_t es = dtype_size(p->dtype);
-    float *kf = buf, *vf = kf + Nk * d, *dk = vf + Nk * d, *dv = dk + Nk * d;
-    float *pr = dv + Nk * d, *dpr = pr + Nk, *tr = dpr + Nk;   /* one row's P, dP, tanh per key */
-    float q[FA_MAX_HEAD_DIM], dout[FA_MAX_HEAD_DIM], dq[FA_MAX_HEAD_DIM];
-    for (int64_t j = 0; j < Nk; j++) {
-        load_row(kf + j * d, (const char *)p->k + (b * p->k_batch_stride + hk * p->k_head_stride
-                                                   + (k0 + j) * p->k_row_stride) * es, d, p->dtype, 1.0f);
-        load_row(vf + j * d, (const char *)p->v + (b * p->v_batch_stride + hk * p->v_head_stride
-                                                   + (k0 + j) * p->v_row_stride) * es, d, p->dtype, 1.0f);
-    }
-    memset(dk, 0, sizeof(float) * Nk * d * 2);
-    const int64_t delta = fa_delta(v, Nq, Nk);
-    const float c = v->softcap;
-    for (int64_t h = hk * G; h < (hk + 1) * G; h++) {
-        const float slope = v->alibi_slopes != NULL ? v->alibi_slopes[b * v->alibi_batch_stride + h] : 0.0f;
-        for (int64_t i = 0; i < Nq; i++) {
-            const int64_t row = packed ? h * v->total_q + q0 + i : (b * p->Hq + h) * p->Nq + i, qi = q0 + i;
-            const float lse = p->lse[row], dlse = bp->dlse != NULL ? bp->dlse[row] : 0.0f;
-            load_row(q, (const char *)p->q + (b * p->q_batch_stride + h * p->q_head_stride + qi * p->q_row_stride) * es,
+    const float scale_log2 = p->scale * 1.4426950408889634f, c2 = v->softcap * FA_VARIANT_LOG2E;
+    const int has_sink = v->sinks != NULL;
+    const float sink2 = has_sink ? v->sinks[h] * FA_VARIANT_LOG2E : -INFINITY;
+
+    /* Q, dO as rows and as columns; rows past bm are zero. lse₂ and dlse of the rows. */
+    float lse2[BM] __attribute__((aligned(64))), dlse[BM], given[BM];
+    for (int r = 0; r < BM; r++) {
+        float *qr = t->q + r * dp, *gr = t->dout + r * dp;
+        lse2[r] = INFINITY, dlse[r] = 0.0f, given[r] = 0.0f;
+        if (r < bm) {
+            const int64_t qi = q0 + i0 + r;
+            const int64_t row = packed ? h * v->total_q + qi : (b * p->Hq + h) * p->Nq + i0 + r;
+            load_row(qr, (const char *)p->q + (b * p->q_batch_stride + h * p->q_head_stride + qi * p->q_row_stride) * es,
                      d, p->dtype, 1.0f);
-            load_row(dout, (const char *)bp->dout + (b * bp->do_batch_stride + h * bp->do_head_stride
-                                                     + qi * bp->do_row_stride) * es, d, p->dtype, 1.0f);
-            for (int64_t x = 0; x < d; x++)
-                dq[x] = 0.0f;
-            if (lse == -INFINITY)                        /* a row that sees nothing: no gradient */
-                goto store;
-            int64_t lo, hi;
-            fa_key_range(v, p->causal, i, delta, Nk, &lo, &hi);
-            /* Pass 1: the scores of the visible keys (−inf for the rest) and their max. */
-            const float sink = v->sinks != NULL ? v->sinks[h] : -INFINITY;
-            float m = sink;
-            for (int64_t j = lo; j < hi; j++) {
-                pr[j] = -INFINITY;
-                if (v->key_mask != NULL && v->key_mask[b * v->key_mask_batch_stride + j] == 0)
-                    continue;
-                float sc = 0.0f, mask = 0.0f;
-                if (v->mask != NULL) {
-                    mask = mask_value(v, p->dtype, b, h, i, j);
-                    if (v->mask_kind == FA_MASK_BOOL) {
-                        if (mask == -INFINITY)
-                            continue;
-                        mask = 0.0f;
-                    }
-                }
-                sc = dot16(q, kf + j * d, d) * p->scale;
-                if (c > 0.0f) {
-                    tr[j] = tanhf(sc / c);               /* the softcap's derivative is 1 − tanh² */
-                    sc = c * tr[j];
-                }
-                const int64_t dist = i + delta - j;
-                sc -= slope * (float)(dist < 0 ? -dist : dist);
-                pr[j] = sc + mask;
-                m = fmaxf(m, pr[j]);
-            }
-            /* The row's log-sum-exp from these scores, when they are all of its keys (no delta given):
-             * it equals the forward's lse, and P summing to 1 against its own scores keeps dS = P (dP − D)
-             * free of the forward's rounding of lse (a few ulps of lse times dP, otherwise). */
-            float lse_row = lse;
-            if (bp->delta == NULL && m > -INFINITY) {
-                double l = v->sinks != NULL ? exp((double)sink - m) : 0.0;
-                for (int64_t j = lo; j < hi; j++)
-                    l += exp((double)pr[j] - m);
-                lse_row = m + (float)log(l);
-            }
-            /* Pass 2: P and dP = dO · v_j, and D = Σ_j P dP, which equals rowsum(dO ∘ O) but comes from
-             * the fp32 P rather than the rounded output. */
-            float D = 0.0f;
-            for (int64_t j = lo; j < hi; j++) {
-                pr[j] = expf(pr[j] - lse_row);
-                if (pr[j] == 0.0f)
-                    continue;
-                dpr[j] = dot16(dout, vf + j * d, d);
-                D += pr[j] * dpr[j];
-            }
-            if (bp->delta != NULL)
-                D = bp->delta[row];
-            if (v->sinks != NULL && dsinks != NULL)
-                dsinks[h] -= (double)expf(v->sinks[h] - lse_row) * (D - dlse);
-            /* Pass 3: dS = P (dP − D + dlse) through the softcap; dQ, dK, dV. */
-            for (int64_t j = lo; j < hi; j++) {
-                if (pr[j] == 0.0f)
-                    continue;
-                const float *kj = kf + j * d;
-                float ds = pr[j] * (dpr[j] - D + dlse);
-                if (c > 0.0f)
-                    ds *= 1.0f - tr[j] * tr[j];
-                ds *= p->scale;
-                for (int64_t x = 0; x < d; x++) {
-                    dq[x] += ds * kj[x];
-                    dk[j * d + x] += ds * q[x];
-                    dv[j * d + x] += pr[j] * dout[x];
-                }
-            }
-        store:
-            store_row((char *)bp->dq + (b * bp->dq_batch_stride + h * bp->dq_head_stride + qi * bp->dq_row_stride) * es,
-                      dq, d, p->dtype, 1.0f);
+            load_row(gr, (const char *)bp->dout + (b * bp->do_batch_stride + h * bp->do_head_stride
+                                                   + qi * bp->do_row_stride) * es, d, p->dtype, 1.0f);
+            const float lse = p->lse[row];
+            lse2[r] = lse == -INFINITY ? INFINITY : lse * 1.4426950408889634f;   /* +inf: P = 0 */
+            dlse[r] = bp->dlse != NULL ? bp->dlse[row] : 0.0f;
+            given[r] = bp->delta != NULL ? bp->delta[row] : 0.0f;
+        } else {
+            memset(qr, 0, sizeof(float) * (size_t)d);
+            memset(gr, 0, sizeof(float) * (size_t)d);
+        }
+        for (int64_t c = 0; c < d; c++) {
+            t->qt[c * BM + r] = qr[c] * scale_log2;
+            t->dot[c * BM + r] = gr[c];
         }
     }
-    for (int64_t j = 0; j < Nk; j++) {
-        store_row((char *)bp->dk + (b * bp->dk_batch_stride + hk * bp->dk_head_stride
-                                    + (k0 + j) * bp->dk_row_stride) * es, dk + j * d, d, p->dtype, 1.0f);
-        store_row((char *)bp->dv + (b * bp->dv_batch_stride + hk * bp->dv_head_stride
-                                    + (k0 + j) * bp->dv_row_stride) * es, dv + j * d, d, p->dtype, 1.0f);
+
+    /* The keys any row of the block may see (as attend_block), in blocks of BN. */
+    int64_t j_begin, j_end, unused;
+    fa_key_range(v, p->causal, i0, sv->delta, sv->nk, &j_begin, &unused);
+    fa_key_range(v, p->causal, i0 + bm - 1, sv->delta, sv->nk, &unused, &j_end);
+    const int64_t nb = j_end > j_begin ? j_end - j_begin : 0, nb8 = (nb + MR - 1) / MR * MR;
+    for (int64_t j0 = j_begin; j0 < j_end; j0 += BN) {
+        const int bn = (int)(j_end - j0 < BN ? j_end - j0 : BN), bn8 = (bn + MR - 1) / MR * MR;
+        float *st = t->st + (j0 - j_begin) * BM, *dpt = t->dpt + (j0 - j_begin) * BM;
+        gemm(st, BM, t->k + j0 * dp, dp, 1, t->qt, BM, bn8, BM, d, NULL);      /* Sᵀ = K Qᵀ */
+        gemm(dpt, BM, t->v + j0 * dp, dp, 1, t->dot, BM, bn8, BM, d, NULL);    /* dPᵀ = V dOᵀ */
+        if (c2 > 0.0f)
+            for (int64_t x = 0; x < (int64_t)bn * BM; x++)
+                t->tt[(j0 - j_begin) * BM + x] = tanhf(st[x] / c2);
+        apply_variants(p, v, sv, st, i0, bm, j0, bn);
     }
-    return FA_OK;
+    for (int64_t x = nb * BM; x < nb8 * BM; x++)    /* the micro-kernel's rows past the range */
+        t->st[x] = -INFINITY, t->dpt[x] = 0.0f;
+
+    /* lse₂ from the scores (and the sink) when they are all of the row's keys. */
+    if (bp->delta == NULL)
+        for (int r = 0; r < bm; r++) {
+            if (lse2[r] == INFINITY)
+                continue;                            /* the row sees nothing */
+            float m = sink2;
+            for (int64_t k = 0; k < nb; k++)
+                m = fmaxf(m, t->st[k * BM + r]);
+            if (m == -INFINITY)
+                continue;
+            double l = has_sink ? exp2((double)sink2 - m) : 0.0;
+            for (int64_t k = 0; k < nb; k++)
+                l += exp2((double)t->st[k * BM + r] - m);
+            lse2[r] = m + (float)log2(l);
+        }
+
+    /* Pᵀ = exp2(Sᵀ − lse₂); D = Σ_j P dP (or the given delta) − dlse. */
+    const v16f *l2 = (const v16f *)lse2;
+    v16f dsum[QV] = {{0}};
+    for (int64_t k = 0; k < nb8; k++) {
+        v16f *pt = (v16f *)(t->st + k * BM);
+        const v16f *dp_k = (const v16f *)(t->dpt + k * BM);
+        for (int g = 0; g < QV; g++) {
+            pt[g] = exp2_neg(pt[g] - l2[g]);
+            dsum[g] += pt[g] * dp_k[g];
+        }
+    }
+    float dd[BM] __attribute__((aligned(64)));
+    for (int r = 0; r < BM; r++) {
+        dd[r] = (bp->delta != NULL ? given[r] : ((const float *)dsum)[r]) - dlse[r];
+        if (has_sink && dsinks != NULL && r < bm && lse2[r] != INFINITY)
+            dsinks[h] -= exp2((double)sink2 - lse2[r]) * dd[r];
+    }
+
+    /* dV += Pᵀ dO, per key block (rows past the range have P = 0). */
+    for (int64_t j0 = j_begin; j0 < j_end; j0 += BN) {
+        const int bn = (int)(j_end - j0 < BN ? j_end - j0 : BN), bn8 = (bn + MR - 1) / MR * MR;
+        gemm(t->dv + j0 * dp, dp, t->st + (j0 - j_begin) * BM, BM, 1, t->dout, dp, bn8, (int)dp, BM, t->ones);
+    }
+
+    /* dSᵀ = Pᵀ ∘ (dPᵀ − D) ∘ (1 − tanh²) · scale, into dPᵀ. */
+    const v16f *ddv = (const v16f *)dd;
+    for (int64_t k = 0; k < nb8; k++) {
+        const v16f *pt = (const v16f *)(t->st + k * BM);
+        v16f *ds = (v16f *)(t->dpt + k * BM);
+        for (int g = 0; g < QV; g++) {
+            ds[g] = pt[g] * (ds[g] - ddv[g]) * p->scale;
+            if (c2 > 0.0f && k < nb) {
+                const v16f th = ((const v16f *)(t->tt + k * BM))[g];
+                ds[g] *= 1.0f - th * th;
+            }
+        }
+    }
+
+    /* dK += dSᵀ Q per key block; dQ = dS K over the whole range (dS read through dSᵀ's strides). */
+    for (int64_t j0 = j_begin; j0 < j_end; j0 += BN) {
+        const int bn = (int)(j_end - j0 < BN ? j_end - j0 : BN), bn8 = (bn + MR - 1) / MR * MR;
+        gemm(t->dk + j0 * dp, dp, t->dpt + (j0 - j_begin) * BM, BM, 1, t->q, dp, bn8, (int)dp, BM, t->ones);
+    }
+    if (nb > 0)
+        gemm(t->dq, dp, t->dpt, 1, BM, t->k + j_begin * dp, dp, BM, (int)dp, nb, NULL);
+    else
+        memset(t->dq, 0, sizeof(float) * (size_t)(BM * dp));
+    for (int r = 0; r < bm; r++)
+        store_row((char *)bp->dq + (b * bp->dq_batch_stride + h * bp->dq_head_stride + (q0 + i0 + r) * bp->dq_row_stride) * es,
+                  t->dq + r * dp, d, p->dtype, 1.0f);
+}
+
+/* One (batch or sequence, kv head): K and V converted once, the query heads of its group and their
+ * query blocks one after another (backward_block), dK and dV summed over all of them in fp32. */
+static void backward_kv_head(const fa_backward_params *bp, const fa_variants *v, const bwd_scratch *t, int64_t dp,
+                             int64_t b, int64_t hk, double *dsinks)
+{
+    const fa_params *p = &bp->p;
+    const int64_t G = p->Hq / p->Hkv, q0 = v->cu_seqlens_q != NULL ? v->cu_seqlens_q[b] : 0;
+    const seq_view first = seq_of(p, v, NULL, b, hk * G);
+    const int64_t nk = first.nk, kr = (nk + BN - 1) / BN * BN + MR;
+    const size_t es = dtype_size(p->dtype);
+    for (int64_t j = 0; j < kr; j++) {
+        float *kj = t->k + j * dp, *vj = t->v + j * dp;
+        if (j < nk) {
+            load_row(kj, first.k + j * p->k_row_stride * es, p->d, p->dtype, 1.0f);
+            load_row(vj, first.v + j * p->v_row_stride * es, p->d, p->dtype, 1.0f);
+        } else {
+            memset(kj, 0, sizeof(float) * (size_t)p->d);
+            memset(vj, 0, sizeof(float) * (size_t)p->d);
+        }
+    }
+    memset(t->dk, 0, sizeof(float) * (size_t)(kr * dp));
+    memset(t->dv, 0, sizeof(float) * (size_t)(kr * dp));
+    for (int64_t h = hk * G; h < (hk + 1) * G; h++) {
+        const seq_view sv = seq_of(p, v, NULL, b, h);
+        for (int64_t i0 = 0; i0 < sv.nq; i0 += BM)
+            backward_block(bp, v, t, dp, &sv, q0, i0, dsinks);
+    }
+    const int64_t k0 = v->cu_seqlens_k != NULL ? v->cu_seqlens_k[b] : 0;
+    for (int64_t j = 0; j < nk; j++) {
+        store_row((char *)bp->dk + (b * bp->dk_batch_stride + hk * bp->dk_head_stride + (k0 + j) * bp->dk_row_stride) * es,
+                  t->dk + j * dp, p->d, p->dtype, 1.0f);
+        store_row((char *)bp->dv + (b * bp->dv_batch_stride + hk * bp->dv_head_stride + (k0 + j) * bp->dv_row_stride) * es,
+                  t->dv + j * dp, p->d, p->dtype, 1.0f);
+    }
 }
 
 int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v_in)
@@ -706,25 +784,28 @@ int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v_in)
     if (with_sinks && dsinks == NULL)
         return FA_ERR_OUT_OF_MEMORY;
     int failed = 0;
-    const int64_t items = p->B * p->Hkv;
+    const int64_t items = p->B * p->Hkv, dp = (p->d + NR - 1) / NR * NR;
+    const int64_t kr = (p->Nk + BN - 1) / BN * BN + MR;   /* key rows: the longest sequence's, padded */
 #pragma omp parallel num_threads(threads_for(p))
     {
-        float *buf = (float *)malloc(sizeof(float) * (size_t)(p->Nk > 0 ? p->Nk : 1) * (size_t)(p->d * 4 + 3));
+        bwd_scratch t;
+        const int ok = bwd_scratch_alloc(&t, dp, kr);
         double *mine = with_sinks ? (double *)calloc((size_t)p->Hq, sizeof(double)) : NULL;
-        if (buf == NULL || (with_sinks && mine == NULL)) {
+        if (!ok || (with_sinks && mine == NULL)) {
 #pragma omp atomic write
             failed = 1;
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t w = 0; w < items; w++)
-            if (buf != NULL && (!with_sinks || mine != NULL))
-                backward_kv_head(bp, v, w / p->Hkv, w % p->Hkv, buf, mine);
+            if (ok && (!with_sinks || mine != NULL))
+                backward_kv_head(bp, v, &t, dp, w / p->Hkv, w % p->Hkv, mine);
         if (mine != NULL) {
 #pragma omp critical
             for (int64_t h = 0; h < p->Hq; h++)
                 dsinks[h] += mine[h];
         }
-        free(buf);
+        if (ok)
+            free(t.base);
         free(mine);
     }
     if (with_sinks && !failed)
