@@ -25,7 +25,8 @@
  *
  * In order: dtype conversion, the softmax and GEMM pieces, the forward (attend_block, with the
  * variants of fa_variant.h applied per block by apply_variants), the KV cache entry point, and at
- * the end the backward pass (backward_kv_head: FlashAttention-2's formulas as plain loops).
+ * the end the backward pass (backward_block: FlashAttention-2's formulas on the same tiles and
+ * micro-kernel, one (sequence, kv head) per thread so that dK and dV need no atomics).
  */
 #include <math.h>
 #include <stdint.h>
