@@ -50,6 +50,7 @@ enum {
 
 typedef float v16f __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
+typedef double v8d __attribute__((vector_size(64)));
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define FA_MULTIVERSION __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -660,21 +661,33 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     for (int64_t x = nb * BM; x < nb8 * BM; x++)    /* the micro-kernel's rows past the range */
         t->st[x] = -INFINITY, t->dpt[x] = 0.0f;
 
-    /* lse₂ from the scores (and the sink) when they are all of the row's keys. */
-    if (bp->delta == NULL)
+    /* lse₂ from the scores (and the sink) when they are all of the row's keys: each query's max m
+     * and Σ_j 2^(s − m), the terms in fp32 (exp2_neg), their sum in double, across queries in whole
+     * vectors as in the forward. */
+    if (bp->delta == NULL) {
+        v16f m[QV];
+        for (int g = 0; g < QV; g++)
+            m[g] = (v16f){0} + sink2;
+        for (int64_t k = 0; k < nb; k++)
+            for (int g = 0; g < QV; g++)
+                m[g] = vmax(m[g], ((const v16f *)(t->st + k * BM))[g]);
+        v8d sum[2 * QV] = {{0}};
+        for (int g = 0; g < QV; g++)
+            m[g] = vselect(m[g] == -INFINITY, (v16f){0}, m[g]);          /* no key, no sink: skipped below */
+        for (int64_t k = 0; k < nb; k++)
+            for (int g = 0; g < QV; g++) {
+                const v16f e = exp2_neg(((const v16f *)(t->st + k * BM))[g] - m[g]);
+                sum[2 * g] += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7), v8d);
+                sum[2 * g + 1] += __builtin_convertvector(__builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15), v8d);
+            }
+        const float *mf = (const float *)m;
+        const double *lf = (const double *)sum;
         for (int r = 0; r < bm; r++) {
-            if (lse2[r] == INFINITY)
-                continue;                            /* the row sees nothing */
-            float m = sink2;
-            for (int64_t k = 0; k < nb; k++)
-                m = fmaxf(m, t->st[k * BM + r]);
-            if (m == -INFINITY)
-                continue;
-            double l = has_sink ? exp2((double)sink2 - m) : 0.0;
-            for (int64_t k = 0; k < nb; k++)
-                l += exp2((double)t->st[k * BM + r] - m);
-            lse2[r] = m + (float)log2(l);
+            const double l = lf[r] + (has_sink ? exp2((double)sink2 - mf[r]) : 0.0);
+            if (lse2[r] != INFINITY && l > 0.0)        /* else the row sees nothing */
+                lse2[r] = mf[r] + (float)log2(l);
         }
+    }
 
     /* Pᵀ = exp2(Sᵀ − lse₂); D = Σ_j P dP (or the given delta) − dlse. */
     const v16f *l2 = (const v16f *)lse2;
