@@ -77,7 +77,9 @@ def test_sdpa_fallbacks_are_exact(device):
     with torch.no_grad():   # ... but not under no_grad
         torch_flashattn.scaled_dot_product_attention(qg, k, v)
     s = torch_flashattn.stats()
-    assert s["fallback_reasons"]["dropout_p > 0"] == 1 and s["fallback_reasons"]["requires_grad (SDPA's backward is faster)"] == 1
+    grad_reason = ("requires_grad, few keys (SDPA's backward is faster)" if device == "cpu"
+                   else "requires_grad (SDPA's backward is faster)")
+    assert s["fallback_reasons"]["dropout_p > 0"] == 1 and s["fallback_reasons"][grad_reason] == 1
     assert s["fa"] == 1 and s["sdpa"] == 6
 
 
@@ -226,3 +228,27 @@ def test_transformers_greedy_generation_with_cache():
     # steps of each of the 2 layers the split-KV decode kernel.
     s = torch_flashattn.stats()
     assert s["fa"] == 2 * 12 and s["fa_decode"] == 2 * 11 and s["sdpa"] == 0, s
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("layout", ["bhle", "ble"])
+def test_sdpa_gradients_on_the_cpu_kernels(causal, layout):
+    """fp32 CPU calls that need gradients, from CPU_GRAD_MIN_KEY_ELEMENTS key elements per head, run on
+    our forward and backward (counted as fa) with SDPA's gradients; fewer keys go to SDPA."""
+    from torch_flashattn.sdpa import CPU_GRAD_MIN_KEY_ELEMENTS
+    g = torch.Generator().manual_seed(3)
+    shape = (2, 4, 70, 64) if layout == "bhle" else (3, 70, 64)
+    assert shape[-2] * shape[-1] >= CPU_GRAD_MIN_KEY_ELEMENTS
+    q, k, v = (torch.randn(shape, generator=g) for _ in range(3))
+    d_out = torch.randn(shape, generator=g)
+    torch_flashattn.reset_stats()
+    ours = [t.clone().requires_grad_() for t in (q, k, v)]
+    (torch_flashattn.scaled_dot_product_attention(*ours, is_causal=causal) * d_out).sum().backward()
+    assert torch_flashattn.stats()["fa"] == 1 and torch_flashattn.stats()["sdpa"] == 0
+    ref = [t.double().requires_grad_() for t in (q, k, v)]
+    (F.scaled_dot_product_attention(*ref, is_causal=causal) * d_out.double()).sum().backward()
+    for a, b in zip(ours, ref):
+        torch.testing.assert_close(a.grad.double(), b.grad, atol=2e-5, rtol=0)
+    few = [t[..., :20, :].clone().requires_grad_() for t in (q, k, v)]   # 20 keys of 64: SDPA's
+    torch_flashattn.scaled_dot_product_attention(*few, is_causal=causal).sum().backward()
+    assert torch_flashattn.stats()["sdpa"] == 1

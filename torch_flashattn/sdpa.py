@@ -32,6 +32,11 @@ _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # Calls with at most this many queries and more keys than queries, without a causal mask, run the
 # split-KV decode kernel (fa::forward_kvcache with no append), as in a generation step.
 DECODE_MAX_QUERIES = 16
+# Calls that need gradients run on our kernels on the CPU, in fp32, from this many key elements per
+# head (Nk · E): forward + backward 1.3-2.9x torch's CPU SDPA there on the 2-core machine, 0.7-1.6x
+# below (32 keys of 32 the slowest; tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward). On
+# CUDA SDPA's backward is faster than ours (0.78-0.95x its flash backend): those calls stay there.
+CPU_GRAD_MIN_KEY_ELEMENTS = 4096
 _counts = collections.Counter()
 _reasons = collections.Counter()
 
@@ -84,6 +89,10 @@ def _mask_in_kernel(query, key, value, attn_mask, is_causal, scale):
     return _capability(query.device.index) >= (8, 0)
 
 
+def _needs_grad(query, key, value):
+    return torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad)
+
+
 def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal=False, scale=None):
     """Why fa::forward (or, with an attn_mask, fa::forward_variants) cannot compute this call
     exactly, or None when it can."""
@@ -91,8 +100,11 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
         return "attn_mask"
     if dropout_p > 0.0:
         return "dropout_p > 0"
-    if torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad):
-        return "requires_grad (SDPA's backward is faster)"
+    if _needs_grad(query, key, value):
+        if query.device.type != "cpu" or query.dtype != torch.float32:
+            return "requires_grad (SDPA's backward is faster)"
+        if key.shape[-2] * key.shape[-1] < CPU_GRAD_MIN_KEY_ELEMENTS:
+            return "requires_grad, few keys (SDPA's backward is faster)"
     if not (query.dim() == key.dim() == value.dim() and query.dim() in (3, 4)):
         return "not 3-D or 4-D"
     if query.dtype not in _DTYPES or not (query.dtype == key.dtype == value.dtype):
@@ -129,8 +141,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                  enable_gqa=False):
     """``F.scaled_dot_product_attention`` with the same signature and results.
 
-    Runs the FlashAttention kernel (``fa::forward``) for inference-style calls: no dropout, no inputs
-    that require grad, float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or (B, L, E) tensors with
+    Runs the FlashAttention kernel (``fa::forward``) for calls without dropout (and, when inputs
+    require grad, only fp32 CPU calls with at least ``CPU_GRAD_MIN_KEY_ELEMENTS`` key elements per head,
+    through ``fa::forward_lse`` and our backward), float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or (B, L, E) tensors with
     one head dim ≤ 256; decoding steps (L ≤ ``DECODE_MAX_QUERIES`` queries against S > L keys, not
     causal) run ``fa::forward_kvcache`` over the keys as a cache. An ``attn_mask`` runs in the Hopper
     kernel (compute capability 9.0) or the sm_80 kernel (8.x) through ``fa::forward_variants``, the mask
@@ -146,6 +159,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None:
         return torch.ops.fa.forward_variants(query, key, value, scale, False, 0, -1, -1, None, None, None, None,
                                              attn_mask)[0]
+    if _needs_grad(query, key, value):    # fa::forward_lse keeps lse for the backward; no KV-cache op
+        if query.dim() == 3:
+            return torch.ops.fa.forward_lse(query[:, None], key[:, None], value[:, None], scale, is_causal)[0][:, 0]
+        return torch.ops.fa.forward_lse(query, key, value, scale, is_causal)[0]
     if _is_decode(query, key, value, is_causal):
         _count("fa_decode")
         return torch.ops.fa.forward_kvcache(query, key, value, None, None, None, scale, False)

@@ -1,0 +1,46 @@
+# CPU forward + backward through autograd, torch_flashattn.attention against torch's CPU SDPA in the
+# same process (fp32, causal and not), over small-model shapes: where does our C backward beat
+# SDPA's? torch_flashattn.sdpa.CPU_GRAD_MIN_KEY_ELEMENTS comes from this table.
+#
+#   python3 -m tools.cpu_grad_time                 # prints one line per shape and mask
+import time
+
+import torch
+import torch.nn.functional as F
+
+import torch_flashattn
+
+SHAPES = [(16, 4, 64, 16), (32, 4, 32, 32), (16, 4, 96, 32), (16, 4, 128, 16), (16, 4, 64, 64), (8, 4, 128, 64),
+          (8, 8, 128, 32), (64, 12, 64, 64), (8, 12, 128, 64), (4, 8, 256, 64), (2, 8, 512, 64), (1, 8, 1024, 64),
+          (1, 16, 2048, 64)]
+
+
+def median_ms(fn, budget_s=0.4):
+    for _ in range(3):
+        fn()
+    times = []
+    end = time.perf_counter() + budget_s
+    while time.perf_counter() < end or len(times) < 5:
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return sorted(times)[len(times) // 2] * 1e3
+
+
+def main():
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ms of forward + backward (median)")
+    for B, H, N, d in SHAPES:
+        for causal in (True, False):
+            q, k, v = (torch.randn(B, H, N, d).requires_grad_(True) for _ in range(3))
+            g = torch.randn(B, H, N, d)
+            ours = lambda: torch.autograd.grad(torch_flashattn.attention(q, k, v, causal=causal), (q, k, v), g)  # noqa: E731
+            sdpa = lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: E731
+                                               (q, k, v), g)
+            a, b = median_ms(ours), median_ms(sdpa)
+            print(f"B={B} H={H} N={N} d={d} causal={int(causal)}  key elements {N * d:6d}  "
+                  f"fa {a:8.2f}  sdpa {b:8.2f}  sdpa/fa {b / a:.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
