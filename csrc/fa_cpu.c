@@ -793,8 +793,10 @@ int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v_in)
         return status;
     if (p->B == 0 || p->Hkv == 0 || (p->Nq == 0 && p->Nk == 0))
         return FA_OK;
+    /* The sinks' gradient per (batch, query head), summed over the batch in order afterwards: the
+     * same bits whatever the threads. */
     const int with_sinks = v->sinks != NULL && bp->dsinks != NULL;
-    double *dsinks = with_sinks ? (double *)calloc((size_t)(p->Hq > 0 ? p->Hq : 1), sizeof(double)) : NULL;
+    double *dsinks = with_sinks ? (double *)calloc((size_t)(p->B * p->Hq > 0 ? p->B * p->Hq : 1), sizeof(double)) : NULL;
     if (with_sinks && dsinks == NULL)
         return FA_ERR_OUT_OF_MEMORY;
     int failed = 0;
@@ -804,27 +806,25 @@ int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v_in)
     {
         bwd_scratch t;
         const int ok = bwd_scratch_alloc(&t, dp, kr);
-        double *mine = with_sinks ? (double *)calloc((size_t)p->Hq, sizeof(double)) : NULL;
-        if (!ok || (with_sinks && mine == NULL)) {
+        if (!ok) {
 #pragma omp atomic write
             failed = 1;
         }
 #pragma omp for schedule(dynamic, 1)
         for (int64_t w = 0; w < items; w++)
-            if (ok && (!with_sinks || mine != NULL))
-                backward_kv_head(bp, v, &t, dp, w / p->Hkv, w % p->Hkv, mine);
-        if (mine != NULL) {
-#pragma omp critical
-            for (int64_t h = 0; h < p->Hq; h++)
-                dsinks[h] += mine[h];
-        }
+            if (ok)
+                backward_kv_head(bp, v, &t, dp, w / p->Hkv, w % p->Hkv,
+                                 with_sinks ? dsinks + w / p->Hkv * p->Hq : NULL);
         if (ok)
             free(t.base);
-        free(mine);
     }
     if (with_sinks && !failed)
-        for (int64_t h = 0; h < p->Hq; h++)
-            bp->dsinks[h] = (float)dsinks[h];
+        for (int64_t h = 0; h < p->Hq; h++) {
+            double sum = 0.0;
+            for (int64_t b = 0; b < p->B; b++)
+                sum += dsinks[b * p->Hq + h];
+            bp->dsinks[h] = (float)sum;
+        }
     free(dsinks);
     return failed ? FA_ERR_OUT_OF_MEMORY : FA_OK;
 }

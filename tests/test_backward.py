@@ -289,3 +289,24 @@ def test_opcheck_varlen_autograd(device):
             torch.randn(2, generator=g).to(device).requires_grad_(True))
     torch.library.opcheck(torch.ops.fa.forward_varlen.default, args,
                           test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
+
+
+def test_cpu_gradients_are_the_same_bits_whatever_the_threads():
+    """The C backend's gradients, the sinks' included, do not depend on the thread count: each
+    (batch, kv head) is one thread's work, and the sinks' per-batch sums are added in order."""
+    g = torch.Generator().manual_seed(11)
+    q, k, v = make_qkv(g, 3, 4, 2, 70, 90, 32, torch.float32, "cpu")
+    sinks = torch.randn(4, generator=g)
+    d_out = torch.randn(q.shape, generator=g)
+    threads = torch.get_num_threads()
+    runs = []
+    try:
+        for n in (1, 3):
+            torch.set_num_threads(n)
+            leaves = [leaf(t) for t in (q, k, v, sinks)]
+            out = torch_flashattn.attention(*leaves[:3], causal=True, sinks=leaves[3])
+            runs.append(torch.autograd.grad((out * d_out).sum(), leaves))
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(*runs):
+        assert torch.equal(a, b)
