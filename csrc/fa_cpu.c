@@ -218,14 +218,21 @@ typedef struct {
     void *base;
 } scratch;
 
+/* n floats, zero, 64-byte aligned (free() releases them); NULL when out of memory. */
+static float *zeroed_floats(size_t n)
+{
+    float *f = (float *)aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64);
+    if (f != NULL)
+        memset(f, 0, n * sizeof(float));
+    return f;
+}
+
 static int scratch_alloc(scratch *t, int64_t dp)
 {
     const size_t n_qt = dp * BM, n_k = BN * dp, n_v = BN * dp, n_st = BN * BM, n_o = BM * dp;
-    const size_t total = n_qt + n_k + n_v + n_st + n_o + 2 * BM;
-    float *f = (float *)aligned_alloc(64, ((total * sizeof(float) + 63) / 64) * 64);
+    float *f = zeroed_floats(n_qt + n_k + n_v + n_st + n_o + 2 * BM);   /* padding stays zero from here on */
     if (f == NULL)
         return 0;
-    memset(f, 0, total * sizeof(float));  /* padding stays zero from here on */
     t->base = f;
     t->qt = f;       f += n_qt;
     t->k = f;        f += n_k;
@@ -571,11 +578,9 @@ typedef struct {
 static int bwd_scratch_alloc(bwd_scratch *t, int64_t dp, int64_t kr)
 {
     const size_t n_kv = (size_t)(kr * dp), n_q = (size_t)(BM * dp), n_s = (size_t)(kr * BM);
-    const size_t total = 4 * n_kv + 5 * n_q + 3 * n_s + BM;
-    float *f = (float *)aligned_alloc(64, ((total * sizeof(float) + 63) / 64) * 64);
+    float *f = zeroed_floats(4 * n_kv + 5 * n_q + 3 * n_s + BM);   /* padding columns stay zero from here on */
     if (f == NULL)
         return 0;
-    memset(f, 0, total * sizeof(float));        /* padding columns stay zero from here on */
     t->base = f;
     t->k = f;    f += n_kv;
     t->v = f;    f += n_kv;
