@@ -234,7 +234,8 @@ def test_transformers_greedy_generation_with_cache():
 @pytest.mark.parametrize("layout", ["bhle", "ble"])
 def test_sdpa_gradients_on_the_cpu_kernels(causal, layout):
     """fp32 CPU calls that need gradients, from CPU_GRAD_MIN_KEY_ELEMENTS key elements per head, run on
-    our forward and backward (counted as fa) with SDPA's gradients; fewer keys go to SDPA."""
+    our forward and backward (counted as fa) with SDPA's gradients; fewer keys go to SDPA in fp32, and
+    to ours in bf16."""
     from torch_flashattn.sdpa import CPU_GRAD_MIN_KEY_ELEMENTS
     g = torch.Generator().manual_seed(3)
     shape = (2, 4, 70, 64) if layout == "bhle" else (3, 70, 64)
@@ -252,3 +253,6 @@ def test_sdpa_gradients_on_the_cpu_kernels(causal, layout):
     few = [t[..., :20, :].clone().requires_grad_() for t in (q, k, v)]   # 20 keys of 64: SDPA's
     torch_flashattn.scaled_dot_product_attention(*few, is_causal=causal).sum().backward()
     assert torch_flashattn.stats()["sdpa"] == 1
+    few16 = [t[..., :20, :].to(torch.bfloat16).requires_grad_() for t in (q, k, v)]   # bf16: ours
+    torch_flashattn.scaled_dot_product_attention(*few16, is_causal=causal).sum().backward()
+    assert torch_flashattn.stats()["fa"] == 2 and all(t.grad.isfinite().all() for t in few16)

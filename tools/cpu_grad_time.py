@@ -1,8 +1,10 @@
 # CPU forward + backward through autograd, torch_flashattn.attention against torch's CPU SDPA in the
-# same process (fp32, causal and not), over small-model shapes: where does our C backward beat
-# SDPA's? torch_flashattn.sdpa.CPU_GRAD_MIN_KEY_ELEMENTS comes from this table.
+# same process (causal and not), over small-model shapes: where does our C backward beat SDPA's?
+# torch_flashattn.sdpa.CPU_GRAD_MIN_KEY_ELEMENTS comes from this table.
 #
-#   python3 -m tools.cpu_grad_time                 # prints one line per shape and mask
+#   python3 -m tools.cpu_grad_time                 # fp32: one line per shape and mask
+#   python3 -m tools.cpu_grad_time bf16 fp16       # those dtypes
+import sys
 import time
 
 import torch
@@ -27,18 +29,27 @@ def median_ms(fn, budget_s=0.4):
     return sorted(times)[len(times) // 2] * 1e3
 
 
-def main():
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def main(argv=None):
     torch.manual_seed(0)
+    names = (argv if argv is not None else sys.argv[1:]) or ["fp32"]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ms of forward + backward (median)")
-    for B, H, N, d in SHAPES:
+    for name in names:
+        run(DTYPES[name], name)
+
+
+def run(dtype, name):
+    for B, H, N, d in SHAPES + ([(64, 4, 16, 16)] if dtype != torch.float32 else []):
         for causal in (True, False):
-            q, k, v = (torch.randn(B, H, N, d).requires_grad_(True) for _ in range(3))
-            g = torch.randn(B, H, N, d)
+            q, k, v = (torch.randn(B, H, N, d, dtype=dtype).requires_grad_(True) for _ in range(3))
+            g = torch.randn(B, H, N, d, dtype=dtype)
             ours = lambda: torch.autograd.grad(torch_flashattn.attention(q, k, v, causal=causal), (q, k, v), g)  # noqa: E731
             sdpa = lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: E731
                                                (q, k, v), g)
             a, b = median_ms(ours), median_ms(sdpa)
-            print(f"B={B} H={H} N={N} d={d} causal={int(causal)}  key elements {N * d:6d}  "
+            print(f"{name} B={B} H={H} N={N} d={d} causal={int(causal)}  key elements {N * d:6d}  "
                   f"fa {a:8.2f}  sdpa {b:8.2f}  sdpa/fa {b / a:.2f}", flush=True)
 
 

@@ -32,10 +32,11 @@ _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # Calls with at most this many queries and more keys than queries, without a causal mask, run the
 # split-KV decode kernel (fa::forward_kvcache with no append), as in a generation step.
 DECODE_MAX_QUERIES = 16
-# Calls that need gradients run on our kernels on the CPU, in fp32, from this many key elements per
-# head (Nk · E): forward + backward 1.3-2.9x torch's CPU SDPA there on the 2-core machine, 0.7-1.6x
-# below (32 keys of 32 the slowest; tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward). On
-# CUDA SDPA's backward is faster than ours (0.78-0.95x its flash backend): those calls stay there.
+# Calls that need gradients run on our kernels on the CPU: fp16 and bf16 always (forward + backward
+# 1.9-19x and 1.2-6.4x torch's CPU SDPA on the 2-core machine, 28 shapes each), fp32 from this many key
+# elements per head (Nk · E: 1.3-2.9x there, 0.7-1.6x below, 32 keys of 32 the slowest;
+# tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward). On CUDA SDPA's backward is faster than
+# ours (0.78-0.95x its flash backend): those calls stay there.
 CPU_GRAD_MIN_KEY_ELEMENTS = 4096
 _counts = collections.Counter()
 _reasons = collections.Counter()
@@ -101,9 +102,9 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
     if dropout_p > 0.0:
         return "dropout_p > 0"
     if _needs_grad(query, key, value):
-        if query.device.type != "cpu" or query.dtype != torch.float32:
+        if query.device.type != "cpu":
             return "requires_grad (SDPA's backward is faster)"
-        if key.shape[-2] * key.shape[-1] < CPU_GRAD_MIN_KEY_ELEMENTS:
+        if query.dtype == torch.float32 and key.shape[-2] * key.shape[-1] < CPU_GRAD_MIN_KEY_ELEMENTS:
             return "requires_grad, few keys (SDPA's backward is faster)"
     if not (query.dim() == key.dim() == value.dim() and query.dim() in (3, 4)):
         return "not 3-D or 4-D"
@@ -142,8 +143,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """``F.scaled_dot_product_attention`` with the same signature and results.
 
     Runs the FlashAttention kernel (``fa::forward``) for calls without dropout (and, when inputs
-    require grad, only fp32 CPU calls with at least ``CPU_GRAD_MIN_KEY_ELEMENTS`` key elements per head,
-    through ``fa::forward_lse`` and our backward), float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or (B, L, E) tensors with
+    require grad, only CPU calls: fp16/bf16, and fp32 with at least ``CPU_GRAD_MIN_KEY_ELEMENTS`` key
+    elements per head, through ``fa::forward_lse`` and our backward), float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or (B, L, E) tensors with
     one head dim ≤ 256; decoding steps (L ≤ ``DECODE_MAX_QUERIES`` queries against S > L keys, not
     causal) run ``fa::forward_kvcache`` over the keys as a cache. An ``attn_mask`` runs in the Hopper
     kernel (compute capability 9.0) or the sm_80 kernel (8.x) through ``fa::forward_variants``, the mask
