@@ -222,8 +222,8 @@ int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t scratch_by
 /* The backward pass: dQ, dK, dV (and the sinks' gradient) from the forward's q, k, v, its output o
  * and lse, and dO (and dlse when the caller's loss uses lse). P is recomputed from lse (no Nq×Nk
  * buffer; without delta the C backend takes each row's lse from its own scores, the same value
- * without the forward's rounding); D = rowsum(dO ∘ O); dS = P ∘ (dP − D + dlse) through the softcap's derivative; dK and dV
- * of a kv head sum over the query heads of its group. The same variants as the forward, packed
+ * without the forward's rounding); D = rowsum(dO ∘ O); dS = P ∘ (dP − D + dlse) through the
+ * softcap's derivative; dK and dV of a kv head sum over the query heads of its group. The same variants as the forward, packed
  * sequences included (dq, dk, dv rows outside every sequence are not written; lse and dlse are
  * (Hq, total_q) then); a float mask and ALiBi slopes get no gradient. */
 typedef struct {
