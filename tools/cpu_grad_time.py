@@ -5,28 +5,16 @@
 #   python3 -m tools.cpu_grad_time                 # fp32: one line per shape and mask
 #   python3 -m tools.cpu_grad_time bf16 fp16       # those dtypes
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
 import torch_flashattn
+from bench.attention import time_cpu
 
 SHAPES = [(16, 4, 64, 16), (32, 4, 32, 32), (16, 4, 96, 32), (16, 4, 128, 16), (16, 4, 64, 64), (8, 4, 128, 64),
           (8, 8, 128, 32), (64, 12, 64, 64), (8, 12, 128, 64), (4, 8, 256, 64), (2, 8, 512, 64), (1, 8, 1024, 64),
           (1, 16, 2048, 64)]
-
-
-def median_ms(fn, budget_s=0.4):
-    for _ in range(3):
-        fn()
-    times = []
-    end = time.perf_counter() + budget_s
-    while time.perf_counter() < end or len(times) < 5:
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return sorted(times)[len(times) // 2] * 1e3
 
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
@@ -48,7 +36,7 @@ def run(dtype, name):
             ours = lambda: torch.autograd.grad(torch_flashattn.attention(q, k, v, causal=causal), (q, k, v), g)  # noqa: E731
             sdpa = lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: E731
                                                (q, k, v), g)
-            a, b = median_ms(ours), median_ms(sdpa)
+            a, b = time_cpu(ours, 0.4), time_cpu(sdpa, 0.4)
             print(f"{name} B={B} H={H} N={N} d={d} causal={int(causal)}  key elements {N * d:6d}  "
                   f"fa {a:8.2f}  sdpa {b:8.2f}  sdpa/fa {b / a:.2f}", flush=True)
 

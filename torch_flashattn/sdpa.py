@@ -33,8 +33,8 @@ _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 # split-KV decode kernel (fa::forward_kvcache with no append), as in a generation step.
 DECODE_MAX_QUERIES = 16
 # Calls that need gradients run on our kernels on the CPU: fp16 and bf16 always (forward + backward
-# 1.9-19x and 1.2-6.4x torch's CPU SDPA on the 2-core machine, 28 shapes each), fp32 from this many key
-# elements per head (Nk · E: 1.3-2.9x there, 0.7-1.6x below, 32 keys of 32 the slowest;
+# 1.9-20x and 1.2-6.5x torch's CPU SDPA on the 2-core machine, 28 shapes each), fp32 from this many key
+# elements per head (Nk · E: 1.3-2.4x there, 0.7-1.2x below, 32 keys of 32 the slowest;
 # tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward). On CUDA SDPA's backward is faster than
 # ours (0.78-0.95x its flash backend): those calls stay there.
 CPU_GRAD_MIN_KEY_ELEMENTS = 4096
