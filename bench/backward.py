@@ -11,6 +11,12 @@
 #   python3 -m bench.backward                                  # bf16, d 64 and 128, N 512..16k
 #   python3 -m bench.backward --out bench/results/backward     # the committed table
 #   python3 -m bench.backward --render bench/results/backward.json   # its .md again from the JSON
+#   python3 -m bench.backward --variants --out bench/results/backward_variants
+#
+# --variants: our backward with each variant against our own plain backward at the same shape, in
+# one call (softcap, ALiBi, sinks, key_mask with 25 % of the keys padded, a window of 1024, packed
+# sequences of 1/2, 1/4, 1/8, 1/8 of the tokens), SDPA's flash backward on the plain problem beside
+# them; TFLOP/s over the pairs each variant leaves visible.
 import argparse
 import json
 from pathlib import Path
@@ -69,10 +75,20 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=0.3, help="seconds of timed calls per provider and point")
     ap.add_argument("--family", default="auto", choices=["auto", "sm80"], help="our kernel family, forced")
     ap.add_argument("--render", metavar="JSON", help="only rewrite JSON's .md from it")
+    ap.add_argument("--variants", action="store_true", help="each variant against our plain backward")
     args = ap.parse_args(argv)
     if args.render:
         return render(args.render)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
+    if args.variants:
+        result = variants_main(args, dtype)
+        text = markdown_variants(result)
+        print(text)
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.with_suffix(".json").write_text(json.dumps(result, indent=1))
+        out.with_suffix(".md").write_text(text)
+        return
     names = ["fa"] + list(SDPA) + (["fa4"] if fa4_forward() is not None else [])
     rows = []
     for d in args.d:
@@ -121,6 +137,90 @@ def main(argv=None):
     out.with_suffix(".md").write_text(text)
 
 
+def variant_cases(B, H, n, causal, g):
+    """(name, keyword arguments of torch_flashattn.attention or None for varlen, visible pairs per head
+    summed over the batch) of each timed variant."""
+    full = B * (n * (n + 1) // 2 if causal else n * n)
+    i = torch.arange(n, dtype=torch.float64)
+    lo, hi = (i - 1024).clamp_min(0), (i if causal else (i + 1024).clamp_max(n - 1))
+    window = B * int((hi - lo + 1).sum().item())
+    kept = n - n // 4                                     # key_mask: the last quarter of each row padded
+    masked = B * (int(torch.minimum(i + 1, torch.tensor(float(kept))).sum().item()) if causal else n * kept)
+    lens = [B * n // 2, B * n // 4, B * n // 8, B * n - B * n // 2 - B * n // 4 - B * n // 8]
+    packed = sum(m * (m + 1) // 2 if causal else m * m for m in lens)
+    key_mask = torch.ones(B, n, dtype=torch.bool, device="cuda")
+    key_mask[:, kept:] = False
+    return [("plain", {}, full), ("softcap", dict(softcap=30.0), full),
+            ("alibi", dict(alibi_slopes=torch.rand(H, device="cuda", generator=g) * 0.1), full),
+            ("sinks", dict(sinks=torch.randn(H, device="cuda", generator=g)), full),
+            ("key_mask", dict(key_mask=key_mask), masked),
+            ("window", dict(window=(1024, -1 if causal else 1024)), window),
+            ("varlen", lens, packed)]
+
+
+def variants_main(args, dtype):
+    """--variants: our backward per variant against our plain one and SDPA flash, one call."""
+    rows = []
+    for d in args.d:
+        for causal in args.causal:
+            for n in args.n:
+                B, H = max(1, 16384 // n), 2048 // d
+                g = torch.Generator(device="cuda").manual_seed(0)
+                q, k, v = (torch.randn(B, H, n, d, device="cuda", dtype=dtype, generator=g).requires_grad_(True)
+                           for _ in range(3))
+                dout = torch.randn(B, H, n, d, device="cuda", dtype=dtype, generator=g)
+                names, calls, pairs = [], [], {}
+                with sdpa_kernel(SDPA["sdpa-flash"]):
+                    out = F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+                names.append("sdpa-flash")
+                calls.append(lambda out=out: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True))
+                pairs["sdpa-flash"] = B * (n * (n + 1) // 2 if causal else n * n)
+                for name, kw, vis in variant_cases(B, H, n, causal, g):
+                    if name == "varlen":
+                        cu = torch.tensor([0] + torch.tensor(kw).cumsum(0).tolist(), dtype=torch.int32, device="cuda")
+                        pq, pk, pv = (t.detach().transpose(1, 2).reshape(B * n, H, d).requires_grad_(True)
+                                      for t in (q, k, v))
+                        out = torch_flashattn.attention_varlen(pq, pk, pv, cu, cu, max(kw), max(kw),
+                                                               causal=bool(causal))
+                        dpo = dout.transpose(1, 2).reshape(B * n, H, d)
+                        call = (lambda out=out, leaves=(pq, pk, pv), dpo=dpo:
+                                torch.autograd.grad(out, leaves, dpo, retain_graph=True))
+                    else:
+                        out = torch_flashattn.attention(q, k, v, causal=bool(causal), **kw)
+                        def call(out=out):
+                            return torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+                    names.append(name)
+                    calls.append(call)
+                    pairs[name] = vis
+                before = torch_flashattn.stats()["exact"]
+                ms = dict(zip(names, time_interleaved(calls, args.budget)))
+                exact = torch_flashattn.stats()["exact"] - before
+                row = dict(d=d, causal=causal, N=n, B=B, H=H, ms=ms, exact_calls_while_timed=exact,
+                           tflops={w: 10.0 * H * d * pairs[w] / t / 1e9 for w, t in ms.items()})
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                del q, k, v, dout, calls
+                torch.cuda.empty_cache()
+    return dict(environment=environment("cuda"), commit=git_commit(), dtype=args.dtype, family=args.family,
+                variants=True, rows=rows)
+
+
+def markdown_variants(result):
+    names = [w for w in result["rows"][0]["tflops"] if w not in ("sdpa-flash",)]
+    md = [f"Backward pass with variants, {result['dtype']}, {result['environment'].get('device', 'CUDA')}: TFLOP/s "
+          f"of torch.autograd.grad over the visible pairs (10·H·d per pair), B·N = 16k, H·d = 2048; each variant "
+          f"against our plain backward at the same shape ({result['commit']}).", "",
+          "| d | causal | N | sdpa-flash | " + " | ".join(names) + " | "
+          + " | ".join(f"{w} / plain" for w in names if w != "plain") + " |",
+          "|" + " --- |" * (4 + 2 * len(names) - 1)]
+    for r in result["rows"]:
+        t = r["tflops"]
+        md.append(f"| {r['d']} | {'yes' if r['causal'] else 'no'} | {r['N']} | {t['sdpa-flash']:.0f} | "
+                  + " | ".join(f"{t[w]:.0f}" for w in names) + " | "
+                  + " | ".join(f"{t[w] / t['plain']:.2f}×" for w in names if w != "plain") + " |")
+    return "\n".join(md) + "\n"
+
+
 def markdown(result):
     """The table of one result: TFLOP/s per provider, ours against the best peer and against
     SDPA's flash backend (FlashAttention-2)."""
@@ -143,7 +243,8 @@ def markdown(result):
 def render(path):
     """Rewrites <path>.md from <path>.json (python3 -m bench.backward --render bench/results/backward.json)."""
     path = Path(path)
-    path.with_suffix(".md").write_text(markdown(json.loads(path.with_suffix(".json").read_text())))
+    result = json.loads(path.with_suffix(".json").read_text())
+    path.with_suffix(".md").write_text(markdown_variants(result) if result.get("variants") else markdown(result))
 
 
 if __name__ == "__main__":

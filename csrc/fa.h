@@ -246,7 +246,7 @@ typedef struct {
 int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v);
 
 /* CUDA backend of the backward pass: the tensor-core kernel (fp16 and bf16 on compute capability
- * 8.0 and later, d <= 128; of the variants the alignment, the window and sinks) under the automatic
+ * 8.0 and later, d <= 128; every variant but a mask tensor, packed sequences included) under the automatic
  * choice or fa_overrides.family sm80 or sm90. Everything else answers FA_ERR_UNSUPPORTED (the
  * caller computes it another way). workspace: device memory of at least what
  * fa_backward_workspace_bytes says (the dQ accumulator, fp32, and two floats per query row; its

@@ -777,6 +777,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
     return {dq.to(q.scalar_type()), dk.to(q.scalar_type()), dv.to(q.scalar_type()), dsinks};
 }
 
+#ifdef FA_WITH_CUDA
+// The CUDA backward on the tensor-core kernel, its workspace from the caching allocator: whether it
+// took the call. It declines (fp32, d > 128, a mask tensor, older GPUs, other families forced) with
+// nothing written, and the caller computes exactly through PyTorch, counted.
+bool backward_kernel(const char *op, const fa_backward_params &bp, const fa_variants &fv, const at::Tensor &q)
+{
+    size_t bytes = 0;
+    int status = fa_backward_workspace_bytes(&bp, &fv, &bytes);
+    if (status == FA_OK) {
+        at::Tensor work = at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte));
+        status = fa_backward_cuda(&bp, &fv, work.data_ptr(), bytes, c10::cuda::getCurrentCUDAStream().stream());
+    }
+    if (status == FA_ERR_UNSUPPORTED)
+        return false;
+    check_status(op, status);
+    return true;
+}
+#endif
+
 // fa::backward: the gradients of fa::forward / forward_lse / forward_variants (the autograd
 // formulas in torch_flashattn/_autograd.py call it). out and lse are the forward's; dlse may be
 // undefined (the loss did not use lse).
@@ -857,26 +876,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
         return {dq, dk, dv, dsinks};
     }
 #ifdef FA_WITH_CUDA
-    // The tensor-core kernel where it takes the call; the rest (fp32, d > 128, the variants it does
-    // not have, older GPUs, other families forced) computes exactly through PyTorch, counted.
-    size_t bytes = 0;
-    int status = fa_backward_workspace_bytes(&bp, &fv, &bytes);
-    if (status == FA_OK) {
-        at::Tensor work = at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte));
-        status = fa_backward_cuda(&bp, &fv, work.data_ptr(), bytes, c10::cuda::getCurrentCUDAStream().stream());
-    }
-    if (status != FA_ERR_UNSUPPORTED) {
-        check_status(op, status);
+    if (backward_kernel(op, bp, fv, q))
         return {dq, dk, dv, dsinks};
-    }
 #endif
     return exact_backward(dO, q, k, v, o, lse, dlse, delta, sc, causal, va);
 }
 
 // The gradients of fa::forward_varlen: q, dout, out (total_q, Hq, d), k, v (total_k, Hkv, d), lse and
 // dlse (Hq, total_q). Rows outside every sequence get zero gradients. The CPU checks the cu_seqlens
-// values; CUDA (and the CPU under _set_exact) computes through exact_backward on the sequences padded
-// to max_seqlen, with no host read: bad cu_seqlens make every gradient NaN, as the forward does.
+// values; CUDA runs the tensor-core kernel, else (and the CPU under _set_exact) exact_backward on the
+// sequences padded to max_seqlen; with no host read: bad cu_seqlens make every gradient NaN, as the
+// forward does.
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
     const at::Tensor &dout_in, const at::Tensor &q_in, const at::Tensor &k_in, const at::Tensor &v_in,
     const at::Tensor &out_in, const at::Tensor &lse_in, const std::optional<at::Tensor> &dlse_in,
@@ -908,12 +918,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
     const at::Tensor q = unit_last(q_in), k = unit_last(k_in), v = unit_last(v_in), o = unit_last(out_in),
                      dO = unit_last(dout_in);
 
-    if (q.is_cuda() || exact) {
-#ifdef FA_WITH_CUDA
-        std::optional<c10::cuda::CUDAGuard> guard;
-        if (q.is_cuda())
-            guard.emplace(q.device());
-#endif
+    auto exact_padded = [&]() -> std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> {
         // Padded as forward_varlen's exact path does; padding rows get dO = 0 and lse = −inf (no
         // gradient), padding keys are invisible (k_len); rows outside every sequence get zero gradients.
         const Padded pd(cq, ck, B, max_q, max_k, total_q, total_k);
@@ -924,8 +929,17 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
                                                       sc, causal, va, pd.len_q, pd.len_k);
         return {pd.back(dqp, true, 0.0), pd.back(dkp, false, 0.0), pd.back(dvp, false, 0.0),
                 at::where(pd.ok, dsinks, NAN)};
-    }
-    check_host_cu_seqlens(op, cq, ck, B, max_q, max_k, total_q, total_k);
+    };
+#ifdef FA_WITH_CUDA
+    std::optional<c10::cuda::CUDAGuard> guard;
+    if (q.is_cuda())
+        guard.emplace(q.device());
+#endif
+    // torch.use_deterministic_algorithms(True): the kernel's dQ sums vary in order (fa::backward).
+    if (exact || (q.is_cuda() && at::globalContext().deterministicAlgorithms()))
+        return exact_padded();
+    if (!q.is_cuda())
+        check_host_cu_seqlens(op, cq, ck, B, max_q, max_k, total_q, total_k);
     at::Tensor dq = at::zeros_like(q, at::MemoryFormat::Contiguous), dk = at::zeros_like(k, at::MemoryFormat::Contiguous),
                dv = at::zeros_like(v, at::MemoryFormat::Contiguous);
     at::Tensor dsinks = va.sinks.defined() ? at::zeros({Hq}, q.options().dtype(at::kFloat))
@@ -946,6 +960,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
     fv.cu_seqlens_k = ck.data_ptr<int32_t>();
     fv.total_q = total_q;
     fv.total_k = total_k;
+#ifdef FA_WITH_CUDA
+    if (q.is_cuda())
+        return backward_kernel(op, bp, fv, q) ? std::make_tuple(dq, dk, dv, dsinks) : exact_padded();
+#endif
     check_status(op, fa_backward_cpu(&bp, &fv));
     return {dq, dk, dv, dsinks};
 }

@@ -2,7 +2,8 @@
 
 Covers sequence tails, Nq != Nk, causal, GQA, padded head dims, a (B, N, H, d)-transposed view
 and a misaligned view (an aligned one for the Hopper kernel), with lse; the backward kernel's
-gradients (both causal alignments, a window, sinks, a loss using lse, on both views); the Hopper kernel's
+gradients (both causal alignments, a window, sinks, softcap, ALiBi, key_mask, a loss using lse, on both
+views; packed sequences, bad cu_seqlens among them); the Hopper kernel's
 persistent CTAs walking several tiles each; and fa::forward_kvcache (split-KV decode: append, ragged
 lengths, several splits, the tensor-core and SIMT kernels). Checks each result against the CPU backend so a
 run that computes garbage fails even when the sanitizer sees nothing.
@@ -124,6 +125,8 @@ BACKWARD_CASES = [  # B, Hq, Hkv, Nq, Nk, d, variants
     (2, 4, 2, 130, 200, 64, dict(causal=True, causal_align="bottom_right")),
     (1, 3, 1, 200, 129, 128, dict(window=(30, 5))),
     (1, 2, 2, 70, 300, 96, dict(sinks=True, causal=True)),
+    (2, 4, 2, 150, 280, 128, dict(softcap=5.0, alibi=True, key_mask=True, causal=True, causal_align="bottom_right")),
+    (2, 2, 1, 90, 200, 64, dict(softcap=2.0, window=(50, 10), key_mask=True, sinks=True)),
 ]
 
 
@@ -138,6 +141,10 @@ def check_backward(dtype, B, Hq, Hkv, Nq, Nk, d, variants, layout):
     kw = dict(variants)
     if kw.pop("sinks", False):
         kw["sinks"] = torch.randn(Hq, device="cuda")
+    if kw.pop("alibi", False):
+        kw["alibi_slopes"] = torch.rand(Hq, device="cuda") * 0.2
+    if kw.pop("key_mask", False):
+        kw["key_mask"] = torch.rand(B, Nk, device="cuda") < 0.7
     d_out, d_lse = torch.randn(B, Hq, Nq, d, device="cuda", dtype=dtype), torch.randn(B, Hq, Nq, device="cuda")
 
     def grads(q, k, v, kw, d_out, d_lse):
@@ -154,6 +161,43 @@ def check_backward(dtype, B, Hq, Hkv, Nq, Nk, d, variants, layout):
     err = max(((a.float().cpu() - r).abs().max() / r.abs().max().clamp_min(1e-6)).item() for a, r in zip(ours, ref))
     ok = ran and err < 3e-2
     print(f"{'ok  ' if ok else 'FAIL'} backward {dtype} {layout} {(B, Hq, Hkv, Nq, Nk, d)} {variants}: "
+          f"max rel err {err:.1e}{'' if ran else ' (left the kernel)'}")
+    return ok
+
+
+def check_backward_varlen(d, bad=False):
+    """Packed sequences in the backward kernel (check_varlen's lengths and variants, the loss using lse
+    too) against the CPU backend's gradients; bad: cu_seqlens that decrease, every gradient NaN."""
+    lens_q, lens_k = [70, 0, 1, 300, 129], [90, 5, 64, 250, 129]
+    cq, ck = (torch.tensor([0] + torch.tensor(n).cumsum(0).tolist(), dtype=torch.int32) for n in (lens_q, lens_k))
+    if bad:
+        cq[2] = 80
+    q = torch.randn(sum(lens_q), 4, d, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(sum(lens_k), 2, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    kw = dict(causal=True, causal_align="bottom_right", window=(100, -1), softcap=20.0, sinks=torch.randn(4),
+              alibi_slopes=torch.rand(4) * 0.1)
+    d_out, d_lse = torch.randn(q.shape, device="cuda", dtype=torch.bfloat16), torch.randn(4, q.shape[0], device="cuda")
+
+    def grads(q, k, v, cq, ck, kw, d_out, d_lse):
+        leaves = [t.detach().requires_grad_(True) for t in (q, k, v)]
+        out, lse = torch_flashattn.attention_varlen(*leaves, cq, ck, 300, 250, return_lse=True, **kw)
+        return torch.autograd.grad((out.float() * d_out.float()).sum() + (lse * d_lse).sum(), leaves)
+
+    before = torch_flashattn.stats()["exact"]
+    dev = {n: x.cuda() if isinstance(x, torch.Tensor) else x for n, x in kw.items()}
+    ours = grads(q, k, v, cq.cuda(), ck.cuda(), dev, d_out, d_lse)
+    torch.cuda.synchronize()
+    ran = torch_flashattn.stats()["exact"] == before
+    if bad:
+        ok = ran and all(bool(t.isnan().all()) for t in ours)
+        err = float("nan")
+    else:
+        cpu = lambda t: t.float().cpu()  # noqa: E731
+        ref = grads(cpu(q), cpu(k), cpu(v), cq, ck, kw, cpu(d_out), cpu(d_lse))
+        err = max(((a.float().cpu() - r).abs().max() / r.abs().max().clamp_min(1e-6)).item()
+                  for a, r in zip(ours, ref))
+        ok = ran and err < 3e-2
+    print(f"{'ok  ' if ok else 'FAIL'} backward varlen d={d}{' bad cu_seqlens -> NaN' if bad else ''}: "
           f"max rel err {err:.1e}{'' if ran else ' (left the kernel)'}")
     return ok
 
@@ -189,6 +233,9 @@ def main():
             for case in BACKWARD_CASES:
                 for layout in ("bnhd", "misaligned"):
                     failures += not check_backward(dtype, *case, layout)
+        for d in (64, 128):
+            failures += not check_backward_varlen(d)
+        failures += not check_backward_varlen(64, bad=True)
         if only == "backward":
             return 1 if failures else 0
     if "sm90" in FAMILIES and only in (None, "sm90"):

@@ -3,10 +3,11 @@ under the automatic choice and with the sm80 family forced.
 
 Gradients against autograd through test_variants' float64 reference by FlashAttention's rule
 (test_backward.check_grads), over awkward shapes (tails of every tile, one query, more keys than
-queries and fewer), GQA, d from 16 to 128, both causal alignments, windows, sinks, a loss that uses
-lse, strided views and a ring step's given D (delta). Each check also asserts that the kernel ran:
-the exact path's counter does not move. The calls the kernel does not take (d > 128, softcap,
-ALiBi, key_mask, attn_mask, fp32) are computed exactly and counted, and so are all calls under
+queries and fewer), GQA, d from 16 to 128, both causal alignments, windows, softcap, ALiBi,
+key_mask, sinks and their combinations, packed sequences (attention_varlen), a loss that uses lse,
+strided views and a ring step's given D (delta). Each check also asserts that the kernel ran: the
+exact path's counter does not move. The calls the kernel does not take (d > 128, attn_mask, fp32,
+another family) are computed exactly and counted, and so are all calls under
 torch.use_deterministic_algorithms(True), whose gradients must be bit-identical run to run.
 """
 import warnings
@@ -15,7 +16,7 @@ import pytest
 import torch
 
 import torch_flashattn
-from test_backward import check_grads
+from test_backward import check_grads, check_varlen_grads
 from test_variants import make_qkv, seed_of, variant_kwargs
 
 pytestmark = pytest.mark.gpu
@@ -25,7 +26,9 @@ DTYPES = [torch.float16, torch.bfloat16]
 SHAPES = [(2, 4, 2, 37, 53, 32), (1, 2, 1, 64, 24, 64), (2, 2, 2, 1, 40, 40), (1, 3, 1, 200, 333, 128),
           (2, 2, 1, 130, 129, 96), (1, 1, 1, 257, 64, 16), (1, 2, 2, 300, 700, 80)]
 CASES = ["plain", "causal_top_left", "causal_bottom_right", "window", "window_left_causal_bottom_right",
-         "window_right_only", "sinks", "sinks_causal_window"]
+         "window_right_only", "sinks", "sinks_causal_window", "softcap", "softcap_causal", "alibi_heads_causal",
+         "alibi_batch_bottom_right", "key_mask_bool", "key_mask_int", "combo_window_softcap_sinks_key_mask",
+         "combo_alibi_window_sinks_bottom_right"]
 
 
 def kernel_grads(q, k, v, variants, use_lse, what):
@@ -87,14 +90,68 @@ def test_kernel_takes_a_given_delta(dtype):
         torch.testing.assert_close(a.float(), b.float(), atol=2e-3, rtol=2e-3)
 
 
-@pytest.mark.parametrize("what", ["d=160", "softcap", "alibi", "key_mask", "fp32", "family simt"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d", [64, 128])
+def test_kernel_gradients_key_mask_hides_whole_blocks(dtype, d):
+    """key_mask hiding a whole CTA's keys (dK = dV = 0 there, nothing loaded), whole warps' keys, and
+    one entry whose keys are all hidden (its rows see nothing: lse = −inf, zero gradients)."""
+    g = torch.Generator().manual_seed(23)
+    q, k, v = make_qkv(g, 3, 4, 2, 150, 300, d, dtype, "cuda")
+    km = torch.rand(3, 300, generator=g) < 0.6
+    km[0, :140] = False                                 # block 0 of 128 keys, and warps of block 1
+    km[0, 200:216] = False
+    km[1] = False
+    km[2, 256:] = True
+    kernel_grads(q, k, v, dict(key_mask=km.cuda(), causal=True, causal_align="bottom_right"), use_lse=True,
+                 what=f"key_mask blocks {dtype} d={d}")
+
+
+VARLEN_KERNEL_CASES = {
+    "plain": lambda B, Hq, g: dict(),
+    "causal_top_left": lambda B, Hq, g: dict(causal=True),
+    "causal_bottom_right": lambda B, Hq, g: dict(causal=True, causal_align="bottom_right"),
+    "window_softcap_sinks": lambda B, Hq, g: dict(window=(40, 7), softcap=3.0, sinks=torch.randn(Hq, generator=g)),
+    "alibi_batch_causal": lambda B, Hq, g: dict(alibi_slopes=torch.rand(B, Hq, generator=g) * 0.2, causal=True),
+}
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d", [40, 128])
+@pytest.mark.parametrize("case", list(VARLEN_KERNEL_CASES))
+def test_kernel_gradients_varlen(dtype, d, case):
+    """Packed sequences on the kernel: several query and key blocks, an empty sequence, one query,
+    more queries than keys, sequences that end mid-block (the next one's rows follow), GQA."""
+    g = torch.Generator().manual_seed(seed_of("varlen kernel", case, d))
+    lens_q, lens_k = [130, 0, 1, 200, 64, 77], [150, 5, 70, 200, 1, 300]
+    before = torch_flashattn.stats()["exact"]
+    check_varlen_grads(g, "cuda", dtype, VARLEN_KERNEL_CASES[case](len(lens_q), 4, g), lens_q, lens_k, 4, 2, d,
+                       case != "plain", f"varlen kernel {case} {dtype} d={d}")
+    assert torch_flashattn.stats()["exact"] == before, f"varlen {case}: the backward left the kernel"
+
+
+def test_kernel_varlen_bad_cu_seqlens_give_nan():
+    """cu_seqlens that break the rules (a sequence past max_seqlen): the forward's output is NaN, and
+    every gradient is NaN too, as on the exact path, with no host read."""
+    g = torch.Generator().manual_seed(24)
+    q = torch.randn(40, 2, 64, generator=g).to("cuda", torch.bfloat16).requires_grad_(True)
+    k, v = (torch.randn(40, 1, 64, generator=g).to("cuda", torch.bfloat16).requires_grad_(True) for _ in range(2))
+    sinks = torch.randn(2, generator=g).cuda().requires_grad_(True)
+    cu = torch.tensor([0, 30, 40], dtype=torch.int32, device="cuda")           # 30 > max_seqlen 20
+    before = torch_flashattn.stats()["exact"]
+    out = torch_flashattn.attention_varlen(q, k, v, cu, cu, 20, 20, sinks=sinks)
+    grads = torch.autograd.grad(out.float().sum(), (q, k, v, sinks))
+    assert torch_flashattn.stats()["exact"] == before
+    for name, t in zip(("dq", "dk", "dv", "dsinks"), grads):
+        assert t.isnan().all(), f"{name} is not all NaN"
+
+
+@pytest.mark.parametrize("what", ["d=160", "attn_mask", "fp32", "family simt"])
 def test_calls_the_kernel_does_not_take_are_exact_and_counted(what, fa_overrides):
     g = torch.Generator().manual_seed(21)
     d = 160 if what == "d=160" else 64
     dtype = torch.float32 if what == "fp32" else torch.bfloat16
     q, k, v = make_qkv(g, 1, 2, 1, 40, 50, d, dtype, "cuda")
-    variants = {"softcap": dict(softcap=5.0), "alibi": dict(alibi_slopes=torch.rand(2, generator=g).cuda()),
-                "key_mask": dict(key_mask=(torch.rand(1, 50, generator=g) < 0.7).cuda())}.get(what, {})
+    variants = {"attn_mask": dict(attn_mask=(torch.rand(40, 50, generator=g) < 0.7).cuda())}.get(what, {})
     if what == "family simt":
         fa_overrides(family="simt")
     before = torch_flashattn.stats()["exact"]

@@ -40,8 +40,8 @@ int fa_sm80_forward(const fa_params *p, cudaStream_t stream);
 int fa_sm80_forward_variants(const fa_params *p, const fa_variants *v, cudaStream_t stream);
 
 /* sm80_backward.cu: the backward pass on tensor cores (mma.sync), fp16 and bf16, sm_80 and later,
- * d <= 128, Nq, Nk >= 1; of the variants the alignment, the window and sinks (the rest answer
- * FA_ERR_UNSUPPORTED). workspace: at least fa_sm80_backward_workspace_bytes. */
+ * d <= 128, Nq, Nk >= 1 (packed: the longest lengths); every variant but a mask tensor (that
+ * answers FA_ERR_UNSUPPORTED). workspace: at least fa_sm80_backward_workspace_bytes. */
 int fa_sm80_backward_workspace_bytes(const fa_backward_params *bp, const fa_variants *v, size_t *bytes);
 int fa_sm80_backward(const fa_backward_params *bp, const fa_variants *v, void *workspace, size_t workspace_bytes,
                      cudaStream_t stream);

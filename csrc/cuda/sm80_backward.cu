@@ -20,8 +20,12 @@
  * D · (BM / 16) / WARPS columns. Q and dO blocks are double-buffered through cp.async: block
  * it + 1 lands while block it is computed. Shared tiles are swizzled as in sm80.cu.
  *
- * Variants: the alignment, the window (causal is a window with right = 0) and sinks. Reached
- * through fa_backward_cuda() (dispatch.cu). D reads the output rounded to its dtype, as
+ * Variants: the alignment, the window (causal is a window with right = 0), softcap, ALiBi,
+ * key_mask, sinks and packed sequences; a attn_mask tensor is FA_ERR_UNSUPPORTED. With a softcap,
+ * dSᵀ also takes the cap's derivative 1 − tanh², tanh recovered from P itself (below). Packed
+ * sequences take the grid of the longest; the workspace holds each head's packed rows plus BM
+ * rows of slack, so a sequence's last query block stays inside its head. Reached through
+ * fa_backward_cuda() (dispatch.cu). D reads the output rounded to its dtype, as
  * FlashAttention-2/3 do (tests/test_backward.py's bound says what that costs).
  */
 #include <cuda_runtime.h>
@@ -29,11 +33,13 @@
 #include <cuda_bf16.h>
 #include <float.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "families.h"
 #include "dtype.cuh"
 #include "ptx.cuh"
 #include "softmax.cuh"
+#include "variants.cuh"
 
 /* A tile shape: D the compiled head-dim width; BN keys per CTA, 16 per warp; BM queries per step;
  * dQ = dS K is split over the warps as BM / 16 query groups × the rest of the warps over D. */
@@ -76,22 +82,59 @@ __device__ __forceinline__ void red_add_dq(float *acc, int ld, const float (&r)[
 /* Kernel arguments: the caller's params, the workspace and scalars derived once on the host. */
 typedef struct {
     fa_backward_params bp;
+    fa_var var;              /* the variants (variants.cuh): ALiBi, key_mask, packed sequences */
     const float *sinks;      /* (Hq) or NULL */
     float scale;             /* p.scale */
     float scale_log2;        /* p.scale · log2(e) */
+    float cap_in;            /* softcap: scale / softcap; 0: none */
+    float cap2;              /* softcap · log2 e */
     int64_t q_per_kv;        /* Hq / Hkv */
     int64_t n_k_blocks;      /* ceil(Nk / BN) */
-    int64_t nq_pad;          /* Nq rounded up to BM: rows of the workspace per (b, h) */
+    int64_t rows;            /* rows of the workspace: B·Hq·nq_pad, or Hq·head_rows packed */
+    int64_t nq_pad;          /* Nq rounded up to BM: rows per (b, h) (not packed) */
+    int64_t head_rows;       /* packed: total_q + BM rounded up to 8, rows per head (row h·head_rows
+                                + q0 + i is query i of the sequence at packed row q0) */
     int64_t first_block;     /* index of this launch's first CTA in the flattened grid */
+    int64_t n_blocks;        /* CTAs of the whole grid */
     int D;                   /* the tile's head-dim width: columns of the dQ accumulator */
-    float *dq_acc;           /* (B·Hq, nq_pad, D) */
-    float *lse2;             /* (B·Hq, nq_pad): lse · log2 e, +inf for a row that adds nothing */
-    float *dd;               /* (B·Hq, nq_pad): D − dlse, 0 on padding rows */
-    int delta;               /* δ of the alignment */
+    float *dq_acc;           /* (rows, D) */
+    float *lse2;             /* (rows): lse · log2 e, +inf for a row that adds nothing */
+    float *dd;               /* (rows): D − dlse, 0 on padding rows */
+    int packed;              /* packed sequences (var.v.cu_seqlens_q) */
     int left, right;         /* query i sees key j when i + δ − left <= j <= i + δ + right */
     int vec_load;            /* q, k, v and dout rows 16-byte aligned */
     int vec_dk, vec_dv;      /* dk, dv rows 16-byte aligned */
 } bwd_args;
+
+/* The workspace row of query i of sequence s (batch entry b), head h (packed only when VAR). */
+template <bool VAR>
+__device__ __forceinline__ int64_t bwd_row(const bwd_args &a, const fa_var_seq &s, int64_t b, int64_t h, int i)
+{
+    return VAR && a.packed ? h * a.head_rows + s.q0 + i : (b * a.bp.p.Hq + h) * a.nq_pad + i;
+}
+
+/* Packed sequences whose cu_seqlens break fa.h's rules (var_seqlens_ok, checked by every thread of
+ * the CTA of THREADS, which all call it): whether they are fine. */
+template <int THREADS>
+__device__ __forceinline__ bool bwd_seqlens_ok(const bwd_args &a)
+{
+    /* Barrier (__syncthreads_and): every thread's share of the check is in. */
+    return !a.packed || __syncthreads_and(var_seqlens_ok(a.var, a.bp.p, threadIdx.x, THREADS));
+}
+
+/* Bad cu_seqlens: every gradient is NaN, as on the exact path. CTA blk of n fills its share of
+ * rows (total, heads) of x (row stride rs, head stride hs) with its THREADS threads. */
+template <typename T, int THREADS>
+__device__ void bwd_fill_nan(void *x, int64_t total, int64_t heads, int64_t rs, int64_t hs, int d, int64_t blk,
+                             int64_t n)
+{
+    const int64_t rows = total * heads, per = (rows + n - 1) / n;
+    const int64_t r0 = blk * per, r1 = min(rows, r0 + per);
+    for (int64_t i = r0 * d + threadIdx.x; i < r1 * d; i += THREADS) {
+        const int64_t r = i / d;
+        from_float((T *)x + (r / heads) * rs + (r % heads) * hs + i % d, NAN);
+    }
+}
 
 template <typename T, class C>
 struct bwd_smem {
@@ -106,7 +149,8 @@ struct bwd_smem {
 
 /* ---- Kernels ------------------------------------------------------------------------------- */
 
-/* Grid: 8 rows of (B·Hq, nq_pad) per CTA of 8 warps, one warp per row. */
+/* Grid: 8 rows of the workspace per CTA of 8 warps, one warp per row: (B·Hq, nq_pad), or packed
+ * (Hq, head_rows), whose rows past the last sequence add nothing. */
 template <typename T>
 __global__ void __launch_bounds__(256)
 fa_sm80_backward_prep_kernel(const __grid_constant__ bwd_args a)
@@ -114,16 +158,30 @@ fa_sm80_backward_prep_kernel(const __grid_constant__ bwd_args a)
     const fa_backward_params &bp = a.bp;
     const fa_params &p = bp.p;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int64_t row = (int64_t)blockIdx.x * 8 + warp;       /* nq_pad % 8 == 0: one (b, h) per CTA */
-    const int64_t bh = row / a.nq_pad, i = row % a.nq_pad, b = bh / p.Hq, h = bh % p.Hq;
+    const int64_t row = (int64_t)blockIdx.x * 8 + warp;       /* nq_pad, head_rows % 8 == 0: one head per CTA */
     __shared__ float s_sink[8];
+    const bool ok = bwd_seqlens_ok<256>(a);
+
+    /* This row's query: (b, h, i), real when i is a query; r its index in lse, dlse and delta. */
+    int64_t b, h, i, r;
+    bool real;
+    if (a.packed) {
+        h = row / a.head_rows, i = row % a.head_rows, b = 0;
+        const int64_t end = min(max((int64_t)a.var.v.cu_seqlens_q[p.B], (int64_t)0), a.var.v.total_q);
+        real = i < end;
+        r = h * a.var.v.total_q + i;                            /* (Hq, total_q) */
+    } else {
+        const int64_t bh = row / a.nq_pad;
+        b = bh / p.Hq, h = bh % p.Hq, i = row % a.nq_pad;
+        real = i < p.Nq;
+        r = bh * p.Nq + i;                                      /* (B, Hq, Nq) */
+    }
 
     float4 *acc = reinterpret_cast<float4 *>(a.dq_acc + row * a.D);
     for (int c = lane; c < a.D / 4; c += 32)
         acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
     float dd = 0.f, l2 = INFINITY, sink = 0.f;
-    if (i < p.Nq) {
-        const int64_t r = bh * p.Nq + i;                        /* lse, dlse, delta: (B, Hq, Nq) */
+    if (real) {
         const float lse = p.lse[r];
         float sum = 0.f;
         if (bp.delta != NULL) {
@@ -147,7 +205,7 @@ fa_sm80_backward_prep_kernel(const __grid_constant__ bwd_args a)
     if (lane == 0) {
         a.lse2[row] = l2;
         a.dd[row] = dd;
-        s_sink[warp] = sink;
+        s_sink[warp] = ok ? sink : NAN;
     }
     if (a.sinks == NULL)
         return;
@@ -205,8 +263,10 @@ __device__ __forceinline__ void keys_by_rows(float (&acc)[D / 8][4], const float
     }
 }
 
-/* Grid: 1-D, one CTA per (b·Hkv + kv head, key block); block: C::WARPS warps. */
-template <typename T, class C>
+/* Grid: 1-D, one CTA per (b·Hkv + kv head, key block); block: C::WARPS warps. VAR: the variants
+ * beyond the window and sinks (softcap, ALiBi, key_mask, packed sequences); without them the
+ * kernel keeps the registers they would take (d = 128 would spill). */
+template <typename T, class C, bool VAR>
 __global__ void __launch_bounds__(C::THREADS, C::MIN_CTAS)
 fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
 {
@@ -218,43 +278,79 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
     const fa_params &p = bp.p;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int g = lane / 4, t = lane % 4;               /* fragment row group, column pair */
-    const int d = (int)p.d, Nq = (int)p.Nq, Nk = (int)p.Nk;
-    const int delta = a.delta, left = a.left, right = a.right;
+    const int left = a.left, right = a.right;
 
     /* CTA → (b, kv head, key block): a head's blocks are consecutive; causal (top-left or
      * bottom-right) makes the first ones the heaviest. */
     const int64_t blk = a.first_block + blockIdx.x;
     const int kb = (int)(blk % a.n_k_blocks);
     const int64_t bhk = blk / a.n_k_blocks, b = bhk / p.Hkv, hk = bhk % p.Hkv;
+    if (VAR && !bwd_seqlens_ok<THREADS>(a)) {
+        bwd_fill_nan<T, THREADS>(bp.dk, a.var.v.total_k, p.Hkv, bp.dk_row_stride, bp.dk_head_stride, (int)p.d, blk,
+                                 a.n_blocks);
+        bwd_fill_nan<T, THREADS>(bp.dv, a.var.v.total_k, p.Hkv, bp.dv_row_stride, bp.dv_head_stride, (int)p.d, blk,
+                                 a.n_blocks);
+        return;
+    }
+    /* This CTA's sequence (packed: rows q0.. of q, k0.. of k; past its keys, nothing to do). */
+    const fa_var_seq sq = VAR ? var_seq(a.var, p, b) : var_whole(a.var, p);
+    const int d = (int)p.d, Nq = sq.Nq, Nk = sq.Nk, delta = sq.delta;
     const int n0 = kb * BN, n1 = min(n0 + BN, Nk);
+    if (VAR && n0 >= Nk)
+        return;
+
+    /* key_mask: whether each of this thread's keys (C rows g, g + 8 of its warp's 16) takes part,
+     * and whether all or none of the warp's do; a CTA none of whose keys takes part has dK = dV = 0. */
+    bool kvis[2] = {true, true};
+    if (VAR && a.var.v.key_mask != NULL) {
+        const uint8_t *km = a.var.v.key_mask + b * a.var.v.key_mask_batch_stride;
+        for (int r = 0; r < 2; r++) {
+            const int j = n0 + 16 * warp + g + 8 * r;
+            kvis[r] = j < Nk && km[j] != 0;
+        }
+    }
+    const bool warp_any = !VAR || __any_sync(0xffffffffu, kvis[0] || kvis[1]);
+    const bool warp_all = !VAR || __all_sync(0xffffffffu, kvis[0] && kvis[1]);
+    /* Barrier (__syncthreads_or): every warp's answer is in. */
+    const bool cta_any = !VAR || __syncthreads_or(warp_any);
 
     /* The queries that see one of keys n0..n1−1, as query blocks qb_lo..; each of the G heads of
      * the group walks them: step it is head it / n_qb, query block qb_lo + it % n_qb. */
     const int q_lo = max(0, n0 - delta - right), q_hi = min(Nq - 1, n1 - 1 - delta + left);
-    const int qb_lo = q_lo / BM, n_qb = q_lo <= q_hi ? q_hi / BM - qb_lo + 1 : 0;
+    const int qb_lo = q_lo / BM, n_qb = q_lo <= q_hi && cta_any ? q_hi / BM - qb_lo + 1 : 0;
     const int G = (int)a.q_per_kv, n_it = G * n_qb;
 
-    const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride + (int64_t)n0 * p.k_row_stride;
-    const uint16_t *g_v = (const uint16_t *)p.v + b * p.v_batch_stride + hk * p.v_head_stride + (int64_t)n0 * p.v_row_stride;
+    const uint16_t *g_k = (const uint16_t *)p.k + b * p.k_batch_stride + hk * p.k_head_stride
+                        + (sq.k0 + n0) * p.k_row_stride;
+    const uint16_t *g_v = (const uint16_t *)p.v + b * p.v_batch_stride + hk * p.v_head_stride
+                        + (sq.k0 + n0) * p.v_row_stride;
     if (n_it > 0) {                                     /* else dK = dV = 0: nothing to load */
         load_tile<BN, D, THREADS, true>(smem_u32(s.k), g_k, p.k_row_stride, Nk - n0, d, a.vec_load);
         load_tile<BN, D, THREADS, true>(smem_u32(s.v), g_v, p.v_row_stride, Nk - n0, d, a.vec_load);
     }
 
-    /* Issues the loads of step it into stage st: Q and dO rows i0.., their lse₂ and D. */
+    /* Issues the loads of step it into stage st: Q and dO rows i0.., their lse₂ and D (packed
+     * rows of the workspace need not be 16-byte aligned: one float per copy). */
     auto load_step = [&](int st, int it) {
         const int64_t h = hk * G + it / n_qb;
         const int i0 = (qb_lo + it % n_qb) * BM;
-        const uint16_t *g_q = (const uint16_t *)p.q + b * p.q_batch_stride + h * p.q_head_stride + (int64_t)i0 * p.q_row_stride;
+        const int64_t qrow = sq.q0 + i0;
+        const uint16_t *g_q = (const uint16_t *)p.q + b * p.q_batch_stride + h * p.q_head_stride + qrow * p.q_row_stride;
         const uint16_t *g_do = (const uint16_t *)bp.dout + b * bp.do_batch_stride + h * bp.do_head_stride
-                             + (int64_t)i0 * bp.do_row_stride;
+                             + qrow * bp.do_row_stride;
         load_tile<BM, D, THREADS, true>(smem_u32(s.q[st]), g_q, p.q_row_stride, Nq - i0, d, a.vec_load);
         load_tile<BM, D, THREADS, true>(smem_u32(s.dO[st]), g_do, bp.do_row_stride, Nq - i0, d, a.vec_load);
-        const int64_t row = (b * p.Hq + h) * a.nq_pad + i0;
-        if (threadIdx.x < BM / 4)
+        const int64_t row = bwd_row<VAR>(a, sq, b, h, i0);
+        if (VAR && a.packed) {
+            if (threadIdx.x < BM)
+                cp_async4(smem_u32(&s.lse2[st][threadIdx.x]), a.lse2 + row + threadIdx.x, 4);
+            else if (threadIdx.x < 2 * BM)
+                cp_async4(smem_u32(&s.dd[st][threadIdx.x - BM]), a.dd + row + threadIdx.x - BM, 4);
+        } else if (threadIdx.x < BM / 4) {
             cp_async16_full(smem_u32(&s.lse2[st][4 * threadIdx.x]), a.lse2 + row + 4 * threadIdx.x);
-        else if (threadIdx.x < BM / 2)
+        } else if (threadIdx.x < BM / 2) {
             cp_async16_full(smem_u32(&s.dd[st][4 * (threadIdx.x - BM / 4)]), a.dd + row + 4 * (threadIdx.x - BM / 4));
+        }
     };
     if (n_it > 0)
         load_step(0, 0);
@@ -286,10 +382,12 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
         const uint32_t s_q = smem_u32(s.q[st]), s_do = smem_u32(s.dO[st]);
 
         /* This warp's keys against the step's queries: all hidden, all visible, or mixed (each
-         * pair checked). Query rows past Nq have lse₂ = +inf, so their P is 0. */
+         * pair checked: the window, key_mask, j < Nk and, packed, i < Nq; unpacked query rows
+         * past Nq have lse₂ = +inf, so their P is 0). */
         const int key_last = key_w + 15, i_last = i0 + BM - 1;
-        const bool none = key_w >= Nk || key_last < i0 + delta - left || key_w > i_last + delta + right;
-        const bool full = key_last < Nk && key_w >= i_last + delta - left && key_last <= i0 + delta + right;
+        const bool none = !warp_any || key_w >= Nk || key_last < i0 + delta - left || key_w > i_last + delta + right;
+        const bool full = warp_all && key_last < Nk && (!VAR || i_last < Nq) && key_w >= i_last + delta - left
+                       && key_last <= i0 + delta + right;
         if (!none) {
             /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ: 16 keys × BM queries; Q and dO rows are the n index. */
             float r_s[BM / 8][4] = {}, r_dp[BM / 8][4] = {};
@@ -299,17 +397,36 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
                 keys_by_cols_step<T, D, BM>(r_dp, s_v, s_do, 16 * warp, kk, lane_off, lane_off_n);
             }
 
-            /* Pᵀ = exp2(Sᵀ · scale · log2 e − lse₂) on visible pairs, else 0; element e of n-tile
-             * n is key key_r[e / 2], query i0 + 8n + 2t + e % 2. */
+            /* Pᵀ = exp2(score − lse₂) on visible pairs, else 0, the score in log2 units as the
+             * forward has it: scale · q·k, or softcap · tanh(scale · q·k / softcap), less ALiBi's
+             * slope · |i + δ − j|. Element e of n-tile n is key key_r[e / 2], query
+             * i0 + 8n + 2t + e % 2. */
+            const float slope2 = VAR ? fa_alibi_slope2(&a.var.v, b, h) : 0.f;
+            const bool cap = VAR && a.cap_in != 0.f;
+            const float dist0[2] = {(float)(i0 + 2 * t + delta - key_r[0]), (float)(i0 + 2 * t + delta - key_r[1])};
 #pragma unroll
             for (int n = 0; n < BM / 8; n++) {
                 const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * n + 2 * t]);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    float x = ex2(fmaf(r_s[n][e], a.scale_log2, -(e % 2 ? l2.y : l2.x)));
+                    float x;
+                    if (cap) {
+                        x = a.cap2 * var_tanh(r_s[n][e] * a.cap_in);
+                        if (slope2 != 0.f)
+                            x -= slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2));
+                        x = ex2(x - (e % 2 ? l2.y : l2.x));
+                    } else if (slope2 != 0.f) {
+                        x = fmaf(r_s[n][e], a.scale_log2, -slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2)));
+                        x = ex2(x - (e % 2 ? l2.y : l2.x));
+                    } else {
+                        x = ex2(fmaf(r_s[n][e], a.scale_log2, -(e % 2 ? l2.y : l2.x)));
+                    }
                     if (!full) {
                         const int i = i0 + 8 * n + 2 * t + e % 2, j = key_r[e / 2];
-                        if (!(j < Nk && j >= i + delta - left && j <= i + delta + right))
+                        bool vis = j < Nk && j >= i + delta - left && j <= i + delta + right;
+                        if (VAR)
+                            vis = vis && kvis[e / 2] && i < Nq;
+                        if (!vis)
                             x = 0.f;
                     }
                     r_s[n][e] = x;
@@ -319,13 +436,24 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
             /* dV += Pᵀ dO. */
             keys_by_rows<T, D, BM, false>(r_dv, r_s, s_do, lane_off, 0, 0, 0);
 
-            /* dSᵀ = Pᵀ ∘ (dPᵀ − D), into r_s. */
+            /* dSᵀ = Pᵀ ∘ (dPᵀ − D), into r_s; with a softcap, times 1 − tanh², where
+             * softcap · log2 e · tanh = log2 P + lse₂ + ALiBi's term (P > 0; else dS = 0). */
 #pragma unroll
             for (int n = 0; n < BM / 8; n++) {
                 const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * n + 2 * t]);
+                const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * n + 2 * t]);
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    r_s[n][e] *= r_dp[n][e] - (e % 2 ? dd.y : dd.x);
+                for (int e = 0; e < 4; e++) {
+                    float ds = r_s[n][e] * (r_dp[n][e] - (e % 2 ? dd.y : dd.x));
+                    if (cap && r_s[n][e] > 0.f) {
+                        float z = __log2f(r_s[n][e]) + (e % 2 ? l2.y : l2.x);
+                        if (slope2 != 0.f)
+                            z += slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2));
+                        const float th = z / a.cap2;
+                        ds *= 1.f - th * th;
+                    }
+                    r_s[n][e] = ds;
+                }
             }
 
             /* dK += dSᵀ Q (scale applied at the end); dSᵀ to shared memory for dQ. */
@@ -360,7 +488,7 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
                     mma16816<T>(r_dq[2 * n2 + 1], r_a, r_b[2], r_b[3]);
                 }
             }
-            red_add_dq(a.dq_acc + ((b * p.Hq + h) * a.nq_pad + i0 + 16 * qg) * a.D + c0, a.D, r_dq, g, t);
+            red_add_dq(a.dq_acc + bwd_row<VAR>(a, sq, b, h, i0 + 16 * qg) * a.D + c0, a.D, r_dq, g, t);
         }
     }
 
@@ -379,26 +507,34 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
             st_shared_u32(s_wv + swz<D>(g + 8 * r, n) + 4 * t, pack2<T>(r_dv[n][2 * r], r_dv[n][2 * r + 1]));
         }
     __syncwarp();
-    uint16_t *g_dk = (uint16_t *)bp.dk + b * bp.dk_batch_stride + hk * bp.dk_head_stride + (int64_t)key_w * bp.dk_row_stride;
-    uint16_t *g_dv = (uint16_t *)bp.dv + b * bp.dv_batch_stride + hk * bp.dv_head_stride + (int64_t)key_w * bp.dv_row_stride;
+    const int64_t krow = sq.k0 + key_w;
+    uint16_t *g_dk = (uint16_t *)bp.dk + b * bp.dk_batch_stride + hk * bp.dk_head_stride + krow * bp.dk_row_stride;
+    uint16_t *g_dv = (uint16_t *)bp.dv + b * bp.dv_batch_stride + hk * bp.dv_head_stride + krow * bp.dv_row_stride;
     store_o_rows<D, 16>(s_wk, g_dk, 0, Nk - key_w, d, bp.dk_row_stride, a.vec_dk);
     store_o_rows<D, 16>(s_wv, g_dv, 0, Nk - key_w, d, bp.dv_row_stride, a.vec_dv);
 }
 
-/* dq[b, h, i, c] = scale · accumulator, 8 columns per thread, grid-stride. */
+/* dq[b, h, i, c] = scale · accumulator, 8 columns per thread, grid-stride; packed: rows of q
+ * past the last sequence are left alone, and bad cu_seqlens make every row NaN. */
 template <typename T>
 __global__ void __launch_bounds__(256)
 fa_sm80_backward_dq_kernel(const __grid_constant__ bwd_args a)
 {
     const fa_backward_params &bp = a.bp;
     const fa_params &p = bp.p;
+    const bool ok = bwd_seqlens_ok<256>(a);
     const int chunks = (int)(p.d + 7) / 8;
-    const int64_t total = p.B * p.Hq * p.Nq * chunks;
+    const int64_t per_head = a.packed ? a.var.v.total_q : p.Nq;
+    const int64_t end = a.packed ? min(max((int64_t)a.var.v.cu_seqlens_q[p.B], (int64_t)0), per_head) : per_head;
+    const int64_t total = (a.packed ? 1 : p.B) * p.Hq * per_head * chunks;
     for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
         const int ch = (int)(idx % chunks);
-        const int64_t row = idx / chunks, i = row % p.Nq, bh = row / p.Nq, b = bh / p.Hq, h = bh % p.Hq;
-        const float4 *acc = reinterpret_cast<const float4 *>(a.dq_acc + (bh * a.nq_pad + i) * a.D + 8 * ch);
+        const int64_t row = idx / chunks, i = row % per_head, bh = row / per_head, b = bh / p.Hq, h = bh % p.Hq;
+        if (ok && i >= end)
+            continue;
+        const int64_t at = a.packed ? h * a.head_rows + i : bh * a.nq_pad + i;
+        const float4 *acc = reinterpret_cast<const float4 *>(a.dq_acc + at * a.D + 8 * ch);
         const float4 x0 = acc[0], x1 = acc[1];
         const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
         T *dst = (T *)bp.dq + b * bp.dq_batch_stride + h * bp.dq_head_stride + i * bp.dq_row_stride + 8 * ch;
@@ -406,7 +542,7 @@ fa_sm80_backward_dq_kernel(const __grid_constant__ bwd_args a)
 #pragma unroll
         for (int e = 0; e < 8; e++)
             if (e < n)
-                from_float(dst + e, x[e] * a.scale);
+                from_float(dst + e, ok ? x[e] * a.scale : NAN);
     }
 }
 
@@ -419,31 +555,37 @@ static int bwd_width(int64_t d)
 }
 
 /* Fills everything but the workspace pointers, or answers FA_ERR_UNSUPPORTED. */
-static int bwd_prepare(const fa_backward_params *bp, const fa_variants *v, bwd_args *a)
+static int bwd_prepare(const fa_backward_params *bp, const fa_variants *v_in, bwd_args *a)
 {
     const fa_params *p = &bp->p;
-    if (p->dtype == FA_FLOAT32 || bwd_width(p->d) == 0 || p->Nq < 1 || p->Nk < 1)
-        return FA_ERR_UNSUPPORTED;
-    if (v != NULL && (v->softcap != 0.0f || v->alibi_slopes != NULL || v->key_mask != NULL || v->mask != NULL
-                      || v->cu_seqlens_q != NULL))
+    fa_variants v;
+    if (v_in != NULL)
+        v = *v_in;
+    else
+        memset(&v, 0, sizeof v);
+    if (p->dtype == FA_FLOAT32 || bwd_width(p->d) == 0 || p->Nq < 1 || p->Nk < 1 || v.mask != NULL)
         return FA_ERR_UNSUPPORTED;
     /* Positions, δ and the window's bounds in 32 bits. */
     if (p->Nq + p->Nk > (1 << 29))
         return FA_ERR_UNSUPPORTED;
     *a = bwd_args{};
     a->bp = *bp;
-    a->sinks = v != NULL ? v->sinks : NULL;
+    a->var = var_resolve(p, &v);
+    a->sinks = v.sinks;
     a->scale = p->scale;
     a->scale_log2 = p->scale * FA_LOG2E;
+    a->cap_in = v.softcap > 0.f ? p->scale / v.softcap : 0.f;
+    a->cap2 = v.softcap * FA_LOG2E;
     a->q_per_kv = p->Hq / p->Hkv;
     a->D = bwd_width(p->d);
+    a->packed = v.cu_seqlens_q != NULL;
     a->nq_pad = (p->Nq + 63) / 64 * 64;
-    const int far = (int)(p->Nq + p->Nk);               /* a side this wide is unbounded */
-    a->delta = v != NULL && v->align == FA_ALIGN_BOTTOM_RIGHT ? (int)(p->Nk - p->Nq) : 0;
-    a->left = v != NULL && v->window && v->window_left >= 0 && v->window_left < far ? (int)v->window_left : far;
-    a->right = v != NULL && v->window && v->window_right >= 0 && v->window_right < far ? (int)v->window_right : far;
-    if (p->causal)
-        a->right = 0;
+    a->head_rows = (v.total_q + 64 + 7) / 8 * 8;
+    a->rows = a->packed ? p->Hq * a->head_rows : p->B * p->Hq * a->nq_pad;
+    /* var_resolve's −1 (unbounded) as a side wider than any sequence. */
+    const int far = (int)(p->Nq + p->Nk);
+    a->left = a->var.left >= 0 ? a->var.left : far;
+    a->right = a->var.right >= 0 ? a->var.right : far;
     a->vec_load = fa_rows_aligned16(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride)
                && fa_rows_aligned16(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride)
                && fa_rows_aligned16(p->v, p->v_batch_stride, p->v_head_stride, p->v_row_stride)
@@ -455,21 +597,20 @@ static int bwd_prepare(const fa_backward_params *bp, const fa_variants *v, bwd_a
 
 static size_t bwd_workspace(const bwd_args *a)
 {
-    const fa_params *p = &a->bp.p;
-    return (size_t)(p->B * p->Hq * a->nq_pad) * (size_t)(a->D + 2) * sizeof(float);
+    return (size_t)a->rows * (size_t)(a->D + 2) * sizeof(float);
 }
 
-template <typename T, class C>
+template <typename T, class C, bool VAR>
 static int bwd_launch(bwd_args *a, cudaStream_t stream)
 {
-    void (*kernel)(const bwd_args) = fa_sm80_backward_kernel<T, C>;
+    void (*kernel)(const bwd_args) = fa_sm80_backward_kernel<T, C, VAR>;
     const size_t smem = sizeof(bwd_smem<T, C>);
     static unsigned s_raised;
     int st = fa_tc_prepare((const void *)kernel, smem, 80, &s_raised);
     if (st != FA_OK)
         return st;
     const fa_params *p = &a->bp.p;
-    const int64_t rows = p->B * p->Hq * a->nq_pad;
+    const int64_t rows = a->rows;
     if (rows / 8 > INT32_MAX)
         return FA_ERR_UNSUPPORTED;
     if (a->sinks != NULL && a->bp.dsinks != NULL)
@@ -481,13 +622,14 @@ static int bwd_launch(bwd_args *a, cudaStream_t stream)
 
     a->n_k_blocks = (p->Nk + C::BN - 1) / C::BN;
     const int64_t total = a->n_k_blocks * p->B * p->Hkv;
+    a->n_blocks = total;
     for (int64_t first = 0; first < total; first += INT32_MAX) {
         a->first_block = first;
         const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
         kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(*a);
         FA_CUDA_TRY(cudaGetLastError());
     }
-    const int64_t items = p->B * p->Hq * p->Nq * ((p->d + 7) / 8);
+    const int64_t items = (a->packed ? a->var.v.total_q : p->B * p->Nq) * p->Hq * ((p->d + 7) / 8);
     const int64_t blocks = (items + 255) / 256;
     fa_sm80_backward_dq_kernel<T><<<(unsigned)(blocks < 65536 * 16 ? blocks : 65536 * 16), 256, 0, stream>>>(*a);
     FA_CUDA_TRY(cudaGetLastError());
@@ -513,13 +655,22 @@ extern "C" int fa_sm80_backward(const fa_backward_params *bp, const fa_variants 
         return st;
     if (workspace == NULL || workspace_bytes < bwd_workspace(&a))
         return FA_ERR_SCRATCH;
-    const fa_params *p = &bp->p;
-    const size_t rows = (size_t)(p->B * p->Hq * a.nq_pad);
+    const size_t rows = (size_t)a.rows;
     a.dq_acc = (float *)workspace;
     a.lse2 = a.dq_acc + rows * a.D;
     a.dd = a.lse2 + rows;
-    const int bf16 = p->dtype == FA_BFLOAT16;
-    if (a.D == 64)
-        return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d64>(&a, stream) : bwd_launch<__half, bwd_tile_d64>(&a, stream);
-    return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d128>(&a, stream) : bwd_launch<__half, bwd_tile_d128>(&a, stream);
+    const int bf16 = bp->p.dtype == FA_BFLOAT16;
+    const bool var = a.cap_in != 0.f || a.var.v.alibi_slopes != NULL || a.var.v.key_mask != NULL || a.packed;
+    if (a.D == 64) {
+        if (var)
+            return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d64, true>(&a, stream)
+                        : bwd_launch<__half, bwd_tile_d64, true>(&a, stream);
+        return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d64, false>(&a, stream)
+                    : bwd_launch<__half, bwd_tile_d64, false>(&a, stream);
+    }
+    if (var)
+        return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d128, true>(&a, stream)
+                    : bwd_launch<__half, bwd_tile_d128, true>(&a, stream);
+    return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d128, false>(&a, stream)
+                : bwd_launch<__half, bwd_tile_d128, false>(&a, stream);
 }
