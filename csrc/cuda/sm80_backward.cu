@@ -400,27 +400,41 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
             /* Pᵀ = exp2(score − lse₂) on visible pairs, else 0, the score in log2 units as the
              * forward has it: scale · q·k, or softcap · tanh(scale · q·k / softcap), less ALiBi's
              * slope · |i + δ − j|. Element e of n-tile n is key key_r[e / 2], query
-             * i0 + 8n + 2t + e % 2. */
+             * i0 + 8n + 2t + e % 2. Each variant is its own pass over the scores: a branch per
+             * element would cut the passes' independent work into small blocks (2 warps per
+             * scheduler hide MUFU latency only with it). */
             const float slope2 = VAR ? fa_alibi_slope2(&a.var.v, b, h) : 0.f;
             const bool cap = VAR && a.cap_in != 0.f;
             const float dist0[2] = {(float)(i0 + 2 * t + delta - key_r[0]), (float)(i0 + 2 * t + delta - key_r[1])};
+            if (VAR) {
+                if (cap) {
+#pragma unroll
+                    for (int n = 0; n < BM / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            r_s[n][e] = a.cap2 * var_tanh(r_s[n][e] * a.cap_in);
+                } else {
+#pragma unroll
+                    for (int n = 0; n < BM / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            r_s[n][e] *= a.scale_log2;
+                }
+                if (slope2 != 0.f) {
+#pragma unroll
+                    for (int n = 0; n < BM / 8; n++)
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            r_s[n][e] -= slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2));
+                }
+            }
 #pragma unroll
             for (int n = 0; n < BM / 8; n++) {
                 const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * n + 2 * t]);
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    float x;
-                    if (cap) {
-                        x = a.cap2 * var_tanh(r_s[n][e] * a.cap_in);
-                        if (slope2 != 0.f)
-                            x -= slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2));
-                        x = ex2(x - (e % 2 ? l2.y : l2.x));
-                    } else if (slope2 != 0.f) {
-                        x = fmaf(r_s[n][e], a.scale_log2, -slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2)));
-                        x = ex2(x - (e % 2 ? l2.y : l2.x));
-                    } else {
-                        x = ex2(fmaf(r_s[n][e], a.scale_log2, -(e % 2 ? l2.y : l2.x)));
-                    }
+                    float x = VAR ? ex2(r_s[n][e] - (e % 2 ? l2.y : l2.x))
+                                  : ex2(fmaf(r_s[n][e], a.scale_log2, -(e % 2 ? l2.y : l2.x)));
                     if (!full) {
                         const int i = i0 + 8 * n + 2 * t + e % 2, j = key_r[e / 2];
                         bool vis = j < Nk && j >= i + delta - left && j <= i + delta + right;
@@ -437,22 +451,28 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
             keys_by_rows<T, D, BM, false>(r_dv, r_s, s_do, lane_off, 0, 0, 0);
 
             /* dSᵀ = Pᵀ ∘ (dPᵀ − D), into r_s; with a softcap, times 1 − tanh², where
-             * softcap · log2 e · tanh = log2 P + lse₂ + ALiBi's term (P > 0; else dS = 0). */
+             * softcap · log2 e · tanh = log2 P + lse₂ + ALiBi's term (P = 0 gives dS = 0 whatever
+             * the factor: FLT_MIN keeps it finite). */
+            if (cap) {
 #pragma unroll
-            for (int n = 0; n < BM / 8; n++) {
-                const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * n + 2 * t]);
-                const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * n + 2 * t]);
+                for (int n = 0; n < BM / 8; n++) {
+                    const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * n + 2 * t]);
+                    const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * n + 2 * t]);
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float ds = r_s[n][e] * (r_dp[n][e] - (e % 2 ? dd.y : dd.x));
-                    if (cap && r_s[n][e] > 0.f) {
-                        float z = __log2f(r_s[n][e]) + (e % 2 ? l2.y : l2.x);
-                        if (slope2 != 0.f)
-                            z += slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2));
+                    for (int e = 0; e < 4; e++) {
+                        const float z = __log2f(fmaxf(r_s[n][e], FLT_MIN)) + (e % 2 ? l2.y : l2.x)
+                                      + slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2));
                         const float th = z / a.cap2;
-                        ds *= 1.f - th * th;
+                        r_s[n][e] *= (r_dp[n][e] - (e % 2 ? dd.y : dd.x)) * (1.f - th * th);
                     }
-                    r_s[n][e] = ds;
+                }
+            } else {
+#pragma unroll
+                for (int n = 0; n < BM / 8; n++) {
+                    const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * n + 2 * t]);
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        r_s[n][e] *= r_dp[n][e] - (e % 2 ? dd.y : dd.x);
                 }
             }
 
