@@ -451,8 +451,9 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
             keys_by_rows<T, D, BM, false>(r_dv, r_s, s_do, lane_off, 0, 0, 0);
 
             /* dSᵀ = Pᵀ ∘ (dPᵀ − D), into r_s; with a softcap, times 1 − tanh², where
-             * softcap · log2 e · tanh = log2 P + lse₂ + ALiBi's term (P = 0 gives dS = 0 whatever
-             * the factor: FLT_MIN keeps it finite). */
+             * softcap · log2 e · tanh = log2 P + lse₂ + ALiBi's term, for P > 0 (P = 0, a hidden
+             * pair or a padding row whose lse₂ is +inf, has dS = 0: the factor, then inf or NaN,
+             * is not used). */
             if (cap) {
 #pragma unroll
                 for (int n = 0; n < BM / 8; n++) {
@@ -460,10 +461,11 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
                     const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * n + 2 * t]);
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const float z = __log2f(fmaxf(r_s[n][e], FLT_MIN)) + (e % 2 ? l2.y : l2.x)
+                        const float z = __log2f(r_s[n][e]) + (e % 2 ? l2.y : l2.x)
                                       + slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2));
                         const float th = z / a.cap2;
-                        r_s[n][e] *= (r_dp[n][e] - (e % 2 ? dd.y : dd.x)) * (1.f - th * th);
+                        const float dtanh = r_s[n][e] > 0.f ? 1.f - th * th : 0.f;
+                        r_s[n][e] *= (r_dp[n][e] - (e % 2 ? dd.y : dd.x)) * dtanh;
                     }
                 }
             } else {
