@@ -197,24 +197,50 @@ def test_softcap_runs_in_the_op(with_mask):
     assert torch_flashattn.stats()["fa"] == 1 and torch_flashattn.stats()["fallback_reasons"] == {}
 
 
-def test_softcap_with_gradients_goes_to_the_models_eager():
-    """Training (inputs that need a gradient, or dropout): the model's eager function, counted."""
+def eager_grads(m, q, k, v, mask, scaling, d_out, softcap=None, sinks=None):
+    """Gradients of Σ eager_reference · d_out in float64 with respect to q, k, v (and sinks)."""
+    leaves = [t.detach().double().requires_grad_(True) for t in (q, k, v)]
+    if sinks is not None:
+        leaves.append(sinks.detach().double().requires_grad_(True))
+    out = eager_reference(m, *leaves[:3], mask, scaling, softcap=softcap, sinks=leaves[3] if sinks is not None else None)
+    return torch.autograd.grad((out * d_out.double()).sum(), leaves)
+
+
+@pytest.mark.parametrize("mask_kind", ["causal", "dense", "structured"])
+def test_softcap_with_gradients_runs_in_the_op(mask_kind):
+    """Training Gemma 2 (inputs that need a gradient): the op's softcap and its backward, with the
+    causal flag, a dense mask, or a StructuredMask (key_mask in the backward kernel); the gradients
+    are autograd's through the eager computation. Dropout still takes the model's eager function."""
     from transformers.models.gemma2 import modeling_gemma2
     torch.manual_seed(4)
     q, k, v = qkv()
     m = bare_attention(modeling_gemma2.Gemma2Attention)
-    ours, weights = hf.attention_forward(m, q.requires_grad_(), k, v, None, scaling=0.25, softcap=5.0)
-    ref = eager_reference(m, q.detach(), k, v, CAUSAL, 0.25, softcap=5.0)
-    torch.testing.assert_close(ours.detach().double(), ref, atol=1e-5, rtol=1e-5)
-    assert weights is not None
-    hf.attention_forward(m, q.detach(), k, v, None, scaling=0.25, softcap=5.0, dropout=0.1)
-    assert torch_flashattn.stats()["eager"] == 2
-    assert torch_flashattn.stats()["fallback_reasons"] == {"keyword softcap": 2}
+    dense = padding_mask(2, 13, 13)
+    if mask_kind == "structured":                        # right padding: causal and key_mask
+        key_mask = torch.ones(2, 13, dtype=torch.bool)
+        key_mask[1, 10:] = False
+        dense = CAUSAL & key_mask[:, None, None, :]
+    mask = {"causal": None, "dense": dense,
+            "structured": hf.StructuredMask(dense[:, 0, -1], True, None, 0, 0, 13, 13, lambda: dense)}[mask_kind]
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+    ours, weights = hf.attention_forward(m, *leaves, mask, scaling=0.25, softcap=5.0)
+    assert weights is None and torch_flashattn.stats()["fa"] == 1
+    ref_mask = CAUSAL if mask_kind == "causal" else dense
+    torch.testing.assert_close(ours.detach().double(), eager_reference(m, q, k, v, ref_mask, 0.25, softcap=5.0),
+                               atol=1e-5, rtol=1e-5)
+    d_out = randn(*ours.shape)
+    got = torch.autograd.grad((ours * d_out).sum(), leaves)
+    for name, a, r in zip("qkv", got, eager_grads(m, q, k, v, ref_mask, 0.25, d_out, softcap=5.0)):
+        torch.testing.assert_close(a.double(), r, atol=1e-4, rtol=1e-4, msg=f"d{name}")
+    assert torch_flashattn.stats()["fallback_reasons"] == {}
+    hf.attention_forward(m, q, k, v, None, scaling=0.25, softcap=5.0, dropout=0.1)
+    assert torch_flashattn.stats()["eager"] == 1
+    assert torch_flashattn.stats()["fallback_reasons"] == {"keyword softcap": 1}
 
 
 def test_sinks_run_in_the_op():
-    """GPT-OSS's sinks (s_aux, a parameter of the model's dtype): the op's sinks in inference, the
-    model's eager function when the parameter needs a gradient."""
+    """GPT-OSS's sinks (s_aux, a parameter of the model's dtype): the op's sinks, in inference and
+    when the parameter needs a gradient (which the op's backward gives it)."""
     from transformers.models.gpt_oss import modeling_gpt_oss
     torch.manual_seed(5)
     q, k, v = qkv()
@@ -227,7 +253,11 @@ def test_sinks_run_in_the_op():
     assert torch_flashattn.stats()["fa"] == 1 and torch_flashattn.stats()["fallback_reasons"] == {}
     ours, _ = hf.attention_forward(m, q, k, v, None, scaling=0.25, s_aux=m.sinks)
     torch.testing.assert_close(ours.detach().double(), ref, atol=1e-5, rtol=1e-5)
-    assert torch_flashattn.stats()["fallback_reasons"] == {"keyword s_aux": 1}
+    assert torch_flashattn.stats()["fa"] == 2 and torch_flashattn.stats()["fallback_reasons"] == {}
+    d_out = randn(*ours.shape)
+    (got,) = torch.autograd.grad((ours * d_out).sum(), [m.sinks])
+    want = eager_grads(m, q, k, v, CAUSAL, 0.25, d_out, sinks=m.sinks)[3]
+    torch.testing.assert_close(got.double(), want, atol=1e-4, rtol=1e-4)
     # Both sink keywords at once: not one dropped for the other; the model's eager function reads them.
     with torch.no_grad():
         hf.attention_forward(m, q, k, v, None, scaling=0.25, s_aux=m.sinks, sinks=m.sinks)

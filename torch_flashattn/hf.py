@@ -20,8 +20,10 @@ the installed transformers). Four paths, each counted by ``torch_flashattn.stats
 - PyTorch's SDPA: a dense mask elsewhere, and a position bias (training, other devices) or a sparse key
   selection (``indices``) folded into that mask;
 - ``torch_flashattn.attention`` with its own variants: ``softcap`` (Gemma 2) and attention sinks
-  (``s_aux`` / ``sinks``, GPT-OSS), with the mask, for inference (no dropout, no gradient);
-- the model's own eager attention function (read from its modeling file): those keywords in training,
+  (``s_aux`` / ``sinks``, GPT-OSS), with the mask, in inference and in training (the gradients through
+  the op's backward: in the kernel beside a ``StructuredMask``'s key_mask and window, a dense mask's
+  through PyTorch, counted as exact);
+- the model's own eager attention function (read from its modeling file): those keywords with dropout,
   ``output_attentions=True`` (it returns the weights), and any keyword this module does not know,
   which ``stats()`` names as the reason.
 
@@ -68,9 +70,9 @@ KEYWORDS = {
     "indices": "sparse key selection (B, Nq, topk): unselected keys masked, SDPA",
     "block_indices": "sparse key-block selection: the module's indexer builds the mask, SDPA",
     # the model's own eager attention
-    "softcap": "torch_flashattn.attention's softcap (eager attention with dropout or gradients)",
-    "s_aux": "torch_flashattn.attention's sinks (eager attention with dropout or gradients)",
-    "sinks": "torch_flashattn.attention's sinks (eager attention with dropout or gradients)",
+    "softcap": "torch_flashattn.attention's softcap (eager attention with dropout)",
+    "s_aux": "torch_flashattn.attention's sinks (eager attention with dropout)",
+    "sinks": "torch_flashattn.attention's sinks (eager attention with dropout)",
     "output_attentions": "eager attention when true (returns the weights)",
     # carried by the mask, which is built as for "sdpa" (sliding-window bands, packed sequences)
     "sliding_window": "in the mask",
@@ -88,19 +90,18 @@ KEYWORDS = {
     "deterministic": "flash kernels' backward determinism; no effect on the forward",
 }
 
-# Keywords the op takes as its own variants (torch_flashattn.attention's softcap and sinks); with
-# dropout, inputs that need a gradient, or another keyword only eager attention reads, they reach the
-# model's eager function instead.
+# Keywords the op takes as its own variants (torch_flashattn.attention's softcap and sinks, gradients
+# included); with dropout or another keyword only eager attention reads, they reach the model's eager
+# function instead.
 _EAGER = ("softcap", "s_aux", "sinks")
 
 
 def _variants_take(query, key, value, dropout, given):
-    """Whether torch_flashattn.attention computes this softcap / sinks call: no dropout, no gradient
-    needed, no sparse selection or position bias to fold, at most one sinks tensor (``s_aux`` or
-    ``sinks``, never both), (B, H, L, d) inputs of one float dtype."""
-    grad = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in
-                                           (query, key, value, given.get("s_aux"), given.get("sinks")))
-    return (not dropout and not grad and not ("s_aux" in given and "sinks" in given)
+    """Whether torch_flashattn.attention computes this softcap / sinks call: no dropout, no sparse
+    selection or position bias to fold, at most one sinks tensor (``s_aux`` or ``sinks``, never both),
+    (B, H, L, d) inputs of one float dtype. Inputs and sinks that need a gradient get it through the
+    op's backward."""
+    return (not dropout and not ("s_aux" in given and "sinks" in given)
             and not any(k in given for k in ("indices", "block_indices", "position_bias"))
             and query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype
             and query.dtype in (torch.float32, torch.float16, torch.bfloat16))
@@ -294,12 +295,13 @@ def _broadcasts(t, shape):
             and all(a in (b, 1) for a, b in zip(reversed(t.shape), reversed(shape))))
 
 
-def _structured_takes(query, key, value, dropout):
-    """Whether torch_flashattn.attention runs a StructuredMask call at its speed: inference (no dropout,
-    no gradient), (B, H, L, d) inputs of one dtype, on the CPU or in fp16/bf16 on a CUDA GPU of compute
-    capability 8.0 or later (elsewhere the op would compute it exactly through PyTorch)."""
+def _structured_takes(query, key, value, dropout, grad_ok=False):
+    """Whether torch_flashattn.attention runs a StructuredMask call at its speed: no dropout, no gradient
+    unless grad_ok (softcap or sinks, which SDPA cannot compute: the op's backward takes key_mask and
+    the window in its kernel), (B, H, L, d) inputs of one dtype, on the CPU or in fp16/bf16 on a CUDA GPU
+    of compute capability 8.0 or later (elsewhere the op would compute it exactly through PyTorch)."""
     grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
-    if dropout or grad or not (query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype):
+    if dropout or (grad and not grad_ok) or not (query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype):
         return False
     if query.device.type == "cpu":
         return query.dtype in (torch.float32, torch.float16, torch.bfloat16)
@@ -321,7 +323,9 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         bias = given.get("position_bias")
         if (all(k in KEYWORDS for k in given) and not given.get("output_attentions")
                 and not any(k in given for k in ("indices", "block_indices"))
-                and not ("s_aux" in given and "sinks" in given) and _structured_takes(query, key, value, dropout)
+                and not ("s_aux" in given and "sinks" in given)
+                and _structured_takes(query, key, value, dropout,
+                                      grad_ok=bias is None and any(k in given for k in _EAGER))
                 and (bias is None or _broadcasts(bias, query.shape[:3] + key.shape[2:3]))):
             op = attention_mask.op_arguments(key, value)
         if op is not None:
