@@ -5,10 +5,11 @@ Gradients against autograd through test_variants' float64 reference by FlashAtte
 (test_backward.check_grads), over awkward shapes (tails of every tile, one query, more keys than
 queries and fewer), GQA, d from 16 to 128, both causal alignments, windows, softcap, ALiBi,
 key_mask, sinks and their combinations, packed sequences (attention_varlen), a loss that uses lse,
-strided views and a ring step's given D (delta). Each check also asserts that the kernel ran: the
-exact path's counter does not move. The calls the kernel does not take (d > 128, attn_mask, fp32,
-another family) are computed exactly and counted, and so are all calls under
-torch.use_deterministic_algorithms(True), whose gradients must be bit-identical run to run.
+strided views, a ring step's given D (delta) and a training step captured in a CUDA graph. Each
+check also asserts that the kernel ran: the exact path's counter does not move. The calls the kernel
+does not take (d > 128, attn_mask, fp32, another family) are computed exactly and counted, and so
+are all calls under torch.use_deterministic_algorithms(True), whose gradients must be bit-identical
+run to run.
 """
 import warnings
 
@@ -181,3 +182,42 @@ def test_deterministic_mode_takes_the_exact_path():
     kernel = torch.autograd.grad(torch_flashattn.attention(*leaves, causal=True), leaves, dout)
     for a, b in zip(runs[0], kernel):
         torch.testing.assert_close(a.float(), b.float(), atol=3e-2, rtol=3e-2)
+
+
+@pytest.mark.parametrize("variants", [{}, "sinks_key_mask"], ids=["plain", "sinks_key_mask"])
+def test_training_step_in_a_cuda_graph(variants):
+    """Forward and backward captured in one CUDA graph (static inputs, the workspace from the caching
+    allocator, no host synchronisation): replayed on new values, the gradients are those of an
+    uncaptured step, and the kernel computed them."""
+    g = torch.Generator().manual_seed(25)
+    q, k, v = make_qkv(g, 2, 4, 2, 200, 260, 64, torch.bfloat16, "cuda")
+    leaves = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
+    kw = dict(causal=True)
+    if variants:
+        kw.update(sinks=torch.randn(4, generator=g).cuda().requires_grad_(True),
+                  key_mask=(torch.rand(2, 260, generator=g) < 0.8).cuda())
+        leaves.append(kw["sinks"])
+    dout = torch.randn(q.shape, generator=g).to("cuda", torch.bfloat16)
+
+    def step():
+        return torch.autograd.grad(torch_flashattn.attention(*leaves[:3], **kw), leaves, dout)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):                       # warm-up off the capture stream, as torch asks
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    before = torch_flashattn.stats()["exact"]
+    with torch.cuda.graph(graph):
+        captured = step()
+    fresh = make_qkv(g, 2, 4, 2, 200, 260, 64, torch.bfloat16, "cuda")
+    with torch.no_grad():
+        for t, n in zip(leaves, fresh):
+            t.copy_(n)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch_flashattn.stats()["exact"] == before, "the captured backward left the kernel"
+    for a, b in zip(captured, step()):                 # dQ's and dsinks' atomics add in any order
+        torch.testing.assert_close(a.float(), b.float(), atol=1e-2, rtol=1e-2)

@@ -238,6 +238,34 @@ def test_softcap_with_gradients_runs_in_the_op(mask_kind):
     assert torch_flashattn.stats()["fallback_reasons"] == {"keyword softcap": 1}
 
 
+@pytest.mark.gpu
+def test_softcap_and_sinks_train_in_the_cuda_kernel():
+    """On CUDA (bf16): softcap and s_aux with a StructuredMask's key_mask, inputs and sinks needing
+    gradients: forward and backward in the kernels (the exact path's counter does not move), the
+    gradients close to autograd's through the eager computation in float64."""
+    from transformers.models.gpt_oss import modeling_gpt_oss
+    torch.manual_seed(8)
+    q, k, v = qkv(nq=130, nk=130, d=64)
+    m = bare_attention(modeling_gpt_oss.GptOssAttention)
+    sinks = randn(4)
+    key_mask = torch.ones(2, 130, dtype=torch.bool)
+    key_mask[1, 100:] = False
+    dense = torch.ones(130, 130, dtype=torch.bool).tril()[None, None] & key_mask[:, None, None, :]
+    mask = hf.StructuredMask(key_mask.cuda(), True, None, 0, 0, 130, 130, lambda: dense.cuda())
+    leaves = [t.cuda().bfloat16().requires_grad_(True) for t in (q, k, v)]
+    s_aux = sinks.cuda().bfloat16().requires_grad_(True)
+    before = torch_flashattn.stats()["exact"]
+    ours, _ = hf.attention_forward(m, *leaves, mask, scaling=0.125, softcap=5.0, s_aux=s_aux)
+    d_out = randn(*ours.shape)
+    got = torch.autograd.grad((ours.float() * d_out.cuda()).sum(), leaves + [s_aux])
+    assert torch_flashattn.stats()["exact"] == before and torch_flashattn.stats()["fa"] == 1
+    ref = eager_grads(m, *(t.detach().cpu() for t in leaves), dense, 0.125, d_out, softcap=5.0,
+                      sinks=s_aux.detach().cpu())
+    for name, a, r in zip(("dq", "dk", "dv", "dsinks"), got, ref):
+        err = (a.double().cpu() - r).abs().max().item() / r.abs().max().item()
+        assert err < 2e-2, f"{name}: error {err:.2e} of max |grad|"
+
+
 def test_sinks_run_in_the_op():
     """GPT-OSS's sinks (s_aux, a parameter of the model's dtype): the op's sinks, in inference and
     when the parameter needs a gradient (which the op's backward gives it)."""
