@@ -238,6 +238,28 @@ def test_softcap_with_gradients_runs_in_the_op(mask_kind):
     assert torch_flashattn.stats()["fallback_reasons"] == {"keyword softcap": 1}
 
 
+@pytest.mark.parametrize("dtype,n,d,ours", [(torch.float32, 64, 64, True), (torch.float32, 13, 16, False),
+                                              (torch.bfloat16, 13, 16, True)], ids=["fp32", "fp32-few-keys", "bf16"])
+def test_structured_mask_with_gradients_on_the_cpu(dtype, n, d, ours):
+    """Training on the CPU with padding (a StructuredMask): our op and its backward (key_mask in the C
+    backend) where the drop-in's rule says it beats SDPA's backward, else SDPA with the dense mask;
+    the gradients are autograd's through the eager computation either way."""
+    torch.manual_seed(9)
+    q, k, v = qkv(nq=n, nk=n, d=d)
+    key_mask = torch.ones(2, n, dtype=torch.bool)
+    key_mask[1, n - n // 4:] = False
+    dense = torch.ones(n, n, dtype=torch.bool).tril()[None, None] & key_mask[:, None, None, :]
+    mask = hf.StructuredMask(key_mask, True, None, 0, 0, n, n, lambda: dense)
+    leaves = [t.to(dtype).requires_grad_(True) for t in (q, k, v)]
+    out, _ = hf.attention_forward(module(d=d), *leaves, mask, scaling=0.3)
+    assert torch_flashattn.stats()["fa" if ours else "sdpa"] == 1
+    d_out = randn(*out.shape)
+    got = torch.autograd.grad((out.float() * d_out).sum(), leaves)
+    tol = 1e-4 if dtype == torch.float32 else 3e-2
+    for name, a, r in zip("qkv", got, eager_grads(None, *(t.detach() for t in leaves), dense, 0.3, d_out)):
+        torch.testing.assert_close(a.double(), r, atol=tol * r.abs().max().item(), rtol=tol, msg=f"d{name}")
+
+
 @pytest.mark.gpu
 def test_softcap_and_sinks_train_in_the_cuda_kernel():
     """On CUDA (bf16): softcap and s_aux with a StructuredMask's key_mask, inputs and sinks needing

@@ -4,6 +4,9 @@
 #
 #   python3 -m tools.cpu_grad_time                 # fp32: one line per shape and mask
 #   python3 -m tools.cpu_grad_time bf16 fp16       # those dtypes
+#   python3 -m tools.cpu_grad_time padded          # causal with every other row's last quarter of keys
+#                                                  # padded: our key_mask against SDPA's dense mask
+#                                                  # (the transformers backend's training rule), fp32 and bf16
 import sys
 
 import torch
@@ -25,7 +28,30 @@ def main(argv=None):
     names = (argv if argv is not None else sys.argv[1:]) or ["fp32"]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; ms of forward + backward (median)")
     for name in names:
-        run(DTYPES[name], name)
+        if name == "padded":
+            for dt in ("fp32", "bf16"):
+                run_padded(DTYPES[dt], dt)
+        else:
+            run(DTYPES[name], name)
+
+
+PADDED_SHAPES = [(8, 4, 64, 16), (16, 4, 64, 64), (8, 8, 128, 32), (4, 8, 256, 64), (2, 8, 512, 64), (1, 8, 1024, 64)]
+
+
+def run_padded(dtype, name):
+    for B, H, N, d in PADDED_SHAPES:
+        q, k, v = (torch.randn(B, H, N, d, dtype=dtype).requires_grad_(True) for _ in range(3))
+        g = torch.randn(B, H, N, d, dtype=dtype)
+        key_mask = torch.ones(B, N, dtype=torch.bool)
+        key_mask[::2, N - N // 4:] = False
+        dense = torch.ones(N, N, dtype=torch.bool).tril()[None, None] & key_mask[:, None, None, :]
+        ours = lambda: torch.autograd.grad(torch_flashattn.attention(q, k, v, causal=True, key_mask=key_mask),  # noqa: E731
+                                           (q, k, v), g)
+        sdpa = lambda: torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, attn_mask=dense),  # noqa: E731
+                                           (q, k, v), g)
+        a, b = time_cpu(ours, 0.4), time_cpu(sdpa, 0.4)
+        print(f"{name} padded B={B} H={H} N={N} d={d}  key elements {N * d:6d}  fa (key_mask) {a:8.2f}  "
+              f"sdpa (dense mask) {b:8.2f}  sdpa/fa {b / a:.2f}", flush=True)
 
 
 def run(dtype, name):

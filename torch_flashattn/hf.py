@@ -19,6 +19,9 @@ the installed transformers). Four paths, each counted by ``torch_flashattn.stats
   ``StructuredMask``'s ``key_mask`` and window, or with a dense mask folded into it;
 - PyTorch's SDPA: a dense mask elsewhere, and a position bias (training, other devices) or a sparse key
   selection (``indices``) folded into that mask;
+- on the CPU, a ``StructuredMask`` call that needs gradients where the drop-in's rule sends them to our
+  backward (fp16/bf16, fp32 from ``CPU_GRAD_MIN_KEY_ELEMENTS`` key elements per head), key_mask and the
+  window in the C backend's backward;
 - ``torch_flashattn.attention`` with its own variants: ``softcap`` (Gemma 2) and attention sinks
   (``s_aux`` / ``sinks``, GPT-OSS), with the mask, in inference and in training (the gradients through
   the op's backward: in the kernel beside a ``StructuredMask``'s key_mask and window, a dense mask's
@@ -32,7 +35,8 @@ and bidirectional patterns with a padding mask, and hands the attention function
 (the 2-D padding mask as ``key_mask``, the window as ``window``, the query/key offsets as the causal
 alignment) instead of a dense 4-D mask; those calls run on ``torch_flashattn.attention`` (CPU, and CUDA
 fp16/bf16 on sm_80+). Any other pattern (chunked, packed sequences, image-token overlays), offsets given
-as tensors, and calls that fall back (dropout, gradients, eager attention) get the dense mask built as
+as tensors, and calls that fall back (dropout, gradients where SDPA's backward is faster, eager attention)
+get the dense mask built as
 for ``attn_implementation="sdpa"`` (boolean, left out where the plain causal flag is exact). A padding
 mask with no padding is dropped after the same check transformers' own sdpa mask makes (one host read). The name holds neither "sdpa" nor "flash", which transformers treats specially: it accepts this
 backend for every model that calls attention through its interface, Gemma 2 and GPT-OSS included. The
@@ -298,8 +302,11 @@ def _broadcasts(t, shape):
 def _structured_takes(query, key, value, dropout, grad_ok=False):
     """Whether torch_flashattn.attention runs a StructuredMask call at its speed: no dropout, no gradient
     unless grad_ok (softcap or sinks, which SDPA cannot compute: the op's backward takes key_mask and
-    the window in its kernel), (B, H, L, d) inputs of one dtype, on the CPU or in fp16/bf16 on a CUDA GPU
-    of compute capability 8.0 or later (elsewhere the op would compute it exactly through PyTorch)."""
+    the window in its kernel; or a CPU call where our backward beats SDPA's with the dense mask, as the
+    drop-in's rule says: 1.4-3.2x fp32 from the threshold, 2.0-5.1x bf16 on 2 cores with a quarter of
+    the keys padded, tools/cpu_grad_time.py padded, bench/LOG.md 2026-12-02, backward variants), (B, H, L, d) inputs of one dtype, on the CPU or in fp16/bf16 on a
+    CUDA GPU of compute capability 8.0 or later (elsewhere the op would compute it exactly through
+    PyTorch)."""
     grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
     if dropout or (grad and not grad_ok) or not (query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype):
         return False
@@ -324,8 +331,8 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         if (all(k in KEYWORDS for k in given) and not given.get("output_attentions")
                 and not any(k in given for k in ("indices", "block_indices"))
                 and not ("s_aux" in given and "sinks" in given)
-                and _structured_takes(query, key, value, dropout,
-                                      grad_ok=bias is None and any(k in given for k in _EAGER))
+                and _structured_takes(query, key, value, dropout, grad_ok=bias is None and (
+                    any(k in given for k in _EAGER) or _sdpa._cpu_grad_ours(query, key)))
                 and (bias is None or _broadcasts(bias, query.shape[:3] + key.shape[2:3]))):
             op = attention_mask.op_arguments(key, value)
         if op is not None:

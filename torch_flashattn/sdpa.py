@@ -94,6 +94,13 @@ def _needs_grad(query, key, value):
     return torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad)
 
 
+def _cpu_grad_ours(query, key):
+    """Whether our forward + backward beats torch's CPU SDPA for a call needing gradients: on the CPU,
+    fp16/bf16, or fp32 from CPU_GRAD_MIN_KEY_ELEMENTS key elements per head."""
+    return query.device.type == "cpu" and (query.dtype != torch.float32
+                                           or key.shape[-2] * key.shape[-1] >= CPU_GRAD_MIN_KEY_ELEMENTS)
+
+
 def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal=False, scale=None):
     """Why fa::forward (or, with an attn_mask, fa::forward_variants) cannot compute this call
     exactly, or None when it can."""
@@ -104,7 +111,7 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
     if _needs_grad(query, key, value):
         if query.device.type != "cpu":
             return "requires_grad (SDPA's backward is faster)"
-        if query.dtype == torch.float32 and key.shape[-2] * key.shape[-1] < CPU_GRAD_MIN_KEY_ELEMENTS:
+        if not _cpu_grad_ours(query, key):
             return "requires_grad, few keys (SDPA's backward is faster)"
     if not (query.dim() == key.dim() == value.dim() and query.dim() in (3, 4)):
         return "not 3-D or 4-D"
