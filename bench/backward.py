@@ -81,24 +81,13 @@ def main(argv=None):
         return render(args.render)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     if args.variants:
-        result = variants_main(args, dtype)
-        text = markdown_variants(result)
-        print(text)
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.with_suffix(".json").write_text(json.dumps(result, indent=1))
-        out.with_suffix(".md").write_text(text)
-        return
+        return write(args.out, variants_main(args, dtype))
     names = ["fa"] + list(SDPA) + (["fa4"] if fa4_forward() is not None else [])
     rows = []
     for d in args.d:
         for causal in args.causal:
             for n in args.n:
-                B, H = max(1, 16384 // n), 2048 // d
-                g = torch.Generator(device="cuda").manual_seed(0)
-                q, k, v = (torch.randn(B, H, n, d, device="cuda", dtype=dtype, generator=g).requires_grad_(True)
-                           for _ in range(3))
-                dout = torch.randn(B, H, n, d, device="cuda", dtype=dtype, generator=g)
+                B, H, g, q, k, v, dout = grid_point(d, n, dtype)
                 flops = 10.0 * B * H * n * n * d / (2 if causal else 1)
                 calls, grads, notes = {}, {}, {}
                 for name in names:
@@ -127,14 +116,28 @@ def main(argv=None):
                 print(json.dumps(row), flush=True)
                 del q, k, v, dout, calls, grads, ref
                 torch.cuda.empty_cache()
-    result = dict(environment=environment("cuda"), commit=git_commit(), dtype=args.dtype, family=args.family,
-                  rows=rows)
-    text = markdown(result)
+    write(args.out, dict(environment=environment("cuda"), commit=git_commit(), dtype=args.dtype, family=args.family,
+                         rows=rows))
+
+
+def write(out, result):
+    """Prints the result's table and writes <out>.json and <out>.md."""
+    text = markdown_variants(result) if result.get("variants") else markdown(result)
     print(text)
-    out = Path(args.out)
+    out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     out.with_suffix(".md").write_text(text)
+
+
+def grid_point(d, n, dtype, device="cuda"):
+    """FlashAttention's grid at head dim d and N = n: B·N = 16k tokens, H·d = 2048; (B, H, the
+    generator, q, k, v needing gradients, dout)."""
+    B, H = max(1, 16384 // n), 2048 // d
+    g = torch.Generator(device=device).manual_seed(0)
+    q, k, v = (torch.randn(B, H, n, d, device=device, dtype=dtype, generator=g).requires_grad_(True) for _ in range(3))
+    dout = torch.randn(B, H, n, d, device=device, dtype=dtype, generator=g)
+    return B, H, g, q, k, v, dout
 
 
 def variant_cases(B, H, n, causal, g):
@@ -164,11 +167,7 @@ def variants_main(args, dtype):
     for d in args.d:
         for causal in args.causal:
             for n in args.n:
-                B, H = max(1, 16384 // n), 2048 // d
-                g = torch.Generator(device="cuda").manual_seed(0)
-                q, k, v = (torch.randn(B, H, n, d, device="cuda", dtype=dtype, generator=g).requires_grad_(True)
-                           for _ in range(3))
-                dout = torch.randn(B, H, n, d, device="cuda", dtype=dtype, generator=g)
+                B, H, g, q, k, v, dout = grid_point(d, n, dtype)
                 names, calls, pairs = [], [], {}
                 with sdpa_kernel(SDPA["sdpa-flash"]):
                     out = F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))

@@ -91,16 +91,23 @@ def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90", key_mask=N
     return ok
 
 
-def check_varlen(family, d, bad=False):
-    """Packed sequences (tails that end inside the next sequence's rows, an empty one, one query)
-    in the forced family's kernel against the CPU backend; bad: cu_seqlens that decrease, for the
-    kernel's NaN fill. True when right."""
+def packed_inputs(d, bad, device="cuda"):
+    """(cu_seqlens_q, cu_seqlens_k on the CPU, q, k, v) of the packed cases: tails that end inside the
+    next sequence's rows, an empty sequence, one query; bad: cu_seqlens_q decreasing."""
     lens_q, lens_k = [70, 0, 1, 300, 129], [90, 5, 64, 250, 129]
     cq, ck = (torch.tensor([0] + torch.tensor(n).cumsum(0).tolist(), dtype=torch.int32) for n in (lens_q, lens_k))
     if bad:
         cq[2] = 80
-    q = torch.randn(sum(lens_q), 4, d, device="cuda", dtype=torch.bfloat16)
-    k, v = (torch.randn(sum(lens_k), 2, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    q = torch.randn(sum(lens_q), 4, d, device=device, dtype=torch.bfloat16)
+    k, v = (torch.randn(sum(lens_k), 2, d, device=device, dtype=torch.bfloat16) for _ in range(2))
+    return cq, ck, q, k, v
+
+
+def check_varlen(family, d, bad=False):
+    """Packed sequences (tails that end inside the next sequence's rows, an empty one, one query)
+    in the forced family's kernel against the CPU backend; bad: cu_seqlens that decrease, for the
+    kernel's NaN fill. True when right."""
+    cq, ck, q, k, v = packed_inputs(d, bad)
     kw = dict(causal=True, causal_align="bottom_right", window=(100, -1), softcap=20.0, sinks=torch.randn(4))
     out, lse = torch_flashattn.attention_varlen(q, k, v, cq.cuda(), ck.cuda(), 300, 250, return_lse=True,
                                                 **{n: x.cuda() if isinstance(x, torch.Tensor) else x
@@ -170,12 +177,7 @@ def check_backward(dtype, B, Hq, Hkv, Nq, Nk, d, variants, layout):
 def check_backward_varlen(d, bad=False):
     """Packed sequences in the backward kernel (check_varlen's lengths and variants, the loss using lse
     too) against the CPU backend's gradients; bad: cu_seqlens that decrease, every gradient NaN."""
-    lens_q, lens_k = [70, 0, 1, 300, 129], [90, 5, 64, 250, 129]
-    cq, ck = (torch.tensor([0] + torch.tensor(n).cumsum(0).tolist(), dtype=torch.int32) for n in (lens_q, lens_k))
-    if bad:
-        cq[2] = 80
-    q = torch.randn(sum(lens_q), 4, d, device="cuda", dtype=torch.bfloat16)
-    k, v = (torch.randn(sum(lens_k), 2, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    cq, ck, q, k, v = packed_inputs(d, bad)
     kw = dict(causal=True, causal_align="bottom_right", window=(100, -1), softcap=20.0, sinks=torch.randn(4),
               alibi_slopes=torch.rand(4) * 0.1)
     d_out, d_lse = torch.randn(q.shape, device="cuda", dtype=torch.bfloat16), torch.randn(4, q.shape[0], device="cuda")
