@@ -2,10 +2,9 @@
  * sm80_backward.cu — FlashAttention-2 backward for fp16 and bf16 on tensor cores (sm_80 and later).
  *
  * Three kernels on the caller's stream, through a workspace of fp32 (fa_backward_workspace_bytes):
+ * backward_rows.cuh's prep and dq kernels around this file's main one.
  *
- *   prep      per query row: Dᵢ = rowsum(dOᵢ ∘ Oᵢ) − dlseᵢ (or delta − dlse), lse in log2 units
- *             (+inf where lse = −inf: the row adds nothing), its row of the dQ accumulator zeroed,
- *             and the sinks' gradient −Σᵢ exp(sink − lseᵢ) Dᵢ
+ *   prep      per query row: D, lse₂, the row's dQ accumulator zeroed, the sinks' gradient
  *   main      one CTA per (b, kv head, block of BN keys) walks every query block of every query
  *             head of its group that sees one of its keys, with P recomputed from lse:
  *                 Sᵀ = K Qᵀ,  Pᵀ = exp2(Sᵀ · scale · log2 e − lse₂)
@@ -21,7 +20,7 @@
  * it + 1 lands while block it is computed. Shared tiles are swizzled as in sm80.cu.
  *
  * Variants: the alignment, the window (causal is a window with right = 0), softcap, ALiBi,
- * key_mask, sinks and packed sequences; a attn_mask tensor is FA_ERR_UNSUPPORTED. With a softcap,
+ * key_mask, sinks and packed sequences; an attn_mask tensor is FA_ERR_UNSUPPORTED. With a softcap,
  * dSᵀ also takes the cap's derivative 1 − tanh², tanh recovered from P itself (below). Packed
  * sequences take the grid of the longest; the workspace holds each head's packed rows plus BM
  * rows of slack, so a sequence's last query block stays inside its head. Reached through
@@ -40,6 +39,7 @@
 #include "ptx.cuh"
 #include "softmax.cuh"
 #include "variants.cuh"
+#include "backward_rows.cuh"
 
 /* A tile shape: D the compiled head-dim width; BN keys per CTA, 16 per warp; BM queries per step;
  * dQ = dS K is split over the warps as BM / 16 query groups × the rest of the warps over D. */
@@ -79,63 +79,6 @@ __device__ __forceinline__ void red_add_dq(float *acc, int ld, const float (&r)[
         }
 }
 
-/* Kernel arguments: the caller's params, the workspace and scalars derived once on the host. */
-typedef struct {
-    fa_backward_params bp;
-    fa_var var;              /* the variants (variants.cuh): ALiBi, key_mask, packed sequences */
-    const float *sinks;      /* (Hq) or NULL */
-    float scale;             /* p.scale */
-    float scale_log2;        /* p.scale · log2(e) */
-    float cap_in;            /* softcap: scale / softcap; 0: none */
-    float cap2;              /* softcap · log2 e */
-    int64_t q_per_kv;        /* Hq / Hkv */
-    int64_t n_k_blocks;      /* ceil(Nk / BN) */
-    int64_t rows;            /* rows of the workspace: B·Hq·nq_pad, or Hq·head_rows packed */
-    int64_t nq_pad;          /* Nq rounded up to BM: rows per (b, h) (not packed) */
-    int64_t head_rows;       /* packed: total_q + BM rounded up to 8, rows per head (row h·head_rows
-                                + q0 + i is query i of the sequence at packed row q0) */
-    int64_t first_block;     /* index of this launch's first CTA in the flattened grid */
-    int64_t n_blocks;        /* CTAs of the whole grid */
-    int D;                   /* the tile's head-dim width: columns of the dQ accumulator */
-    float *dq_acc;           /* (rows, D) */
-    float *lse2;             /* (rows): lse · log2 e, +inf for a row that adds nothing */
-    float *dd;               /* (rows): D − dlse, 0 on padding rows */
-    int packed;              /* packed sequences (var.v.cu_seqlens_q) */
-    int left, right;         /* query i sees key j when i + δ − left <= j <= i + δ + right */
-    int vec_load;            /* q, k, v and dout rows 16-byte aligned */
-    int vec_dk, vec_dv;      /* dk, dv rows 16-byte aligned */
-} bwd_args;
-
-/* The workspace row of query i of sequence s (batch entry b), head h (packed only when VAR). */
-template <bool VAR>
-__device__ __forceinline__ int64_t bwd_row(const bwd_args &a, const fa_var_seq &s, int64_t b, int64_t h, int i)
-{
-    return VAR && a.packed ? h * a.head_rows + s.q0 + i : (b * a.bp.p.Hq + h) * a.nq_pad + i;
-}
-
-/* Packed sequences whose cu_seqlens break fa.h's rules (var_seqlens_ok, checked by every thread of
- * the CTA of THREADS, which all call it): whether they are fine. */
-template <int THREADS>
-__device__ __forceinline__ bool bwd_seqlens_ok(const bwd_args &a)
-{
-    /* Barrier (__syncthreads_and): every thread's share of the check is in. */
-    return !a.packed || __syncthreads_and(var_seqlens_ok(a.var, a.bp.p, threadIdx.x, THREADS));
-}
-
-/* Bad cu_seqlens: every gradient is NaN, as on the exact path. CTA blk of n fills its share of
- * rows (total, heads) of x (row stride rs, head stride hs) with its THREADS threads. */
-template <typename T, int THREADS>
-__device__ void bwd_fill_nan(void *x, int64_t total, int64_t heads, int64_t rs, int64_t hs, int d, int64_t blk,
-                             int64_t n)
-{
-    const int64_t rows = total * heads, per = (rows + n - 1) / n;
-    const int64_t r0 = blk * per, r1 = min(rows, r0 + per);
-    for (int64_t i = r0 * d + threadIdx.x; i < r1 * d; i += THREADS) {
-        const int64_t r = i / d;
-        from_float((T *)x + (r / heads) * rs + (r % heads) * hs + i % d, NAN);
-    }
-}
-
 template <typename T, class C>
 struct bwd_smem {
     T k[C::BN][C::D];                /* K block; at the end, this CTA's dK staged for the stores */
@@ -148,76 +91,6 @@ struct bwd_smem {
 };
 
 /* ---- Kernels ------------------------------------------------------------------------------- */
-
-/* Grid: 8 rows of the workspace per CTA of 8 warps, one warp per row: (B·Hq, nq_pad), or packed
- * (Hq, head_rows), whose rows past the last sequence add nothing. */
-template <typename T>
-__global__ void __launch_bounds__(256)
-fa_sm80_backward_prep_kernel(const __grid_constant__ bwd_args a)
-{
-    const fa_backward_params &bp = a.bp;
-    const fa_params &p = bp.p;
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int64_t row = (int64_t)blockIdx.x * 8 + warp;       /* nq_pad, head_rows % 8 == 0: one head per CTA */
-    __shared__ float s_sink[8];
-    const bool ok = bwd_seqlens_ok<256>(a);
-
-    /* This row's query: (b, h, i), real when i is a query; r its index in lse, dlse and delta. */
-    int64_t b, h, i, r;
-    bool real;
-    if (a.packed) {
-        h = row / a.head_rows, i = row % a.head_rows, b = 0;
-        const int64_t end = min(max((int64_t)a.var.v.cu_seqlens_q[p.B], (int64_t)0), a.var.v.total_q);
-        real = i < end;
-        r = h * a.var.v.total_q + i;                            /* (Hq, total_q) */
-    } else {
-        const int64_t bh = row / a.nq_pad;
-        b = bh / p.Hq, h = bh % p.Hq, i = row % a.nq_pad;
-        real = i < p.Nq;
-        r = bh * p.Nq + i;                                      /* (B, Hq, Nq) */
-    }
-
-    float4 *acc = reinterpret_cast<float4 *>(a.dq_acc + row * a.D);
-    for (int c = lane; c < a.D / 4; c += 32)
-        acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
-    float dd = 0.f, l2 = INFINITY, sink = 0.f;
-    if (real) {
-        const float lse = p.lse[r];
-        float sum = 0.f;
-        if (bp.delta != NULL) {
-            sum = bp.delta[r];
-        } else {
-            const T *o = (const T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
-            const T *dO = (const T *)bp.dout + b * bp.do_batch_stride + h * bp.do_head_stride + i * bp.do_row_stride;
-            for (int c = lane; c < p.d; c += 32)
-                sum += to_float(o[c]) * to_float(dO[c]);
-#pragma unroll
-            for (int off = 16; off > 0; off /= 2)
-                sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        }
-        dd = sum - (bp.dlse != NULL ? bp.dlse[r] : 0.f);
-        if (lse != -INFINITY) {
-            l2 = lse * FA_LOG2E;
-            if (a.sinks != NULL)
-                sink = -expf(a.sinks[h] - lse) * dd;
-        }
-    }
-    if (lane == 0) {
-        a.lse2[row] = l2;
-        a.dd[row] = dd;
-        s_sink[warp] = ok ? sink : NAN;
-    }
-    if (a.sinks == NULL)
-        return;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        float x = 0.f;
-        for (int w = 0; w < 8; w++)
-            x += s_sink[w];
-        if (x != 0.f)
-            atomicAdd(bp.dsinks + h, x);
-    }
-}
 
 /* acc += X Rᵀ over columns 16kk..16kk + 15, for the 16 rows x_row.. of X (the warp's keys of K or V,
  * swizzled at s_x) against the BM rows of R (Q or dO at s_rows), whose rows are the n index. */
@@ -534,38 +407,6 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
     uint16_t *g_dv = (uint16_t *)bp.dv + b * bp.dv_batch_stride + hk * bp.dv_head_stride + krow * bp.dv_row_stride;
     store_o_rows<D, 16>(s_wk, g_dk, 0, Nk - key_w, d, bp.dk_row_stride, a.vec_dk);
     store_o_rows<D, 16>(s_wv, g_dv, 0, Nk - key_w, d, bp.dv_row_stride, a.vec_dv);
-}
-
-/* dq[b, h, i, c] = scale · accumulator, 8 columns per thread, grid-stride; packed: rows of q
- * past the last sequence are left alone, and bad cu_seqlens make every row NaN. */
-template <typename T>
-__global__ void __launch_bounds__(256)
-fa_sm80_backward_dq_kernel(const __grid_constant__ bwd_args a)
-{
-    const fa_backward_params &bp = a.bp;
-    const fa_params &p = bp.p;
-    const bool ok = bwd_seqlens_ok<256>(a);
-    const int chunks = (int)(p.d + 7) / 8;
-    const int64_t per_head = a.packed ? a.var.v.total_q : p.Nq;
-    const int64_t end = a.packed ? min(max((int64_t)a.var.v.cu_seqlens_q[p.B], (int64_t)0), per_head) : per_head;
-    const int64_t total = (a.packed ? 1 : p.B) * p.Hq * per_head * chunks;
-    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (int64_t)gridDim.x * blockDim.x) {
-        const int ch = (int)(idx % chunks);
-        const int64_t row = idx / chunks, i = row % per_head, bh = row / per_head, b = bh / p.Hq, h = bh % p.Hq;
-        if (ok && i >= end)
-            continue;
-        const int64_t at = a.packed ? h * a.head_rows + i : bh * a.nq_pad + i;
-        const float4 *acc = reinterpret_cast<const float4 *>(a.dq_acc + at * a.D + 8 * ch);
-        const float4 x0 = acc[0], x1 = acc[1];
-        const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-        T *dst = (T *)bp.dq + b * bp.dq_batch_stride + h * bp.dq_head_stride + i * bp.dq_row_stride + 8 * ch;
-        const int n = min(8, (int)p.d - 8 * ch);
-#pragma unroll
-        for (int e = 0; e < 8; e++)
-            if (e < n)
-                from_float(dst + e, ok ? x[e] * a.scale : NAN);
-    }
 }
 
 /* ---- Host ---------------------------------------------------------------------------------- */

@@ -1,0 +1,182 @@
+/*
+ * backward_rows.cuh — what the backward's kernels share beyond their tiles: the launch's arguments
+ * (bwd_args), the workspace (per query row: the fp32 dQ accumulator, lse₂ and D) and its layout for
+ * plain and packed sequences (bwd_row), the packed sequences' checks and NaN fill, and the two
+ * row kernels around a family's main kernel:
+ *
+ *   prep      per query row: Dᵢ = rowsum(dOᵢ ∘ Oᵢ) − dlseᵢ (or delta − dlse), lse in log2 units
+ *             (+inf where lse = −inf: the row adds nothing), its row of the dQ accumulator zeroed,
+ *             and the sinks' gradient −Σᵢ exp(sink − lseᵢ) Dᵢ
+ *   dq        dQ = scale · accumulator, rounded to the output
+ *
+ * Included by sm80_backward.cu. Includes: dtype.cuh, variants.cuh (fa_var, var_seq).
+ */
+#ifndef FA_BACKWARD_ROWS_CUH
+#define FA_BACKWARD_ROWS_CUH
+
+#include <math.h>
+#include <stdint.h>
+
+#include "dtype.cuh"
+#include "variants.cuh"
+
+/* Kernel arguments: the caller's params, the workspace and scalars derived once on the host. */
+typedef struct {
+    fa_backward_params bp;
+    fa_var var;              /* the variants (variants.cuh): ALiBi, key_mask, packed sequences */
+    const float *sinks;      /* (Hq) or NULL */
+    float scale;             /* p.scale */
+    float scale_log2;        /* p.scale · log2(e) */
+    float cap_in;            /* softcap: scale / softcap; 0: none */
+    float cap2;              /* softcap · log2 e */
+    int64_t q_per_kv;        /* Hq / Hkv */
+    int64_t n_k_blocks;      /* ceil(Nk / BN) */
+    int64_t rows;            /* rows of the workspace: B·Hq·nq_pad, or Hq·head_rows packed */
+    int64_t nq_pad;          /* Nq rounded up to BM: rows per (b, h) (not packed) */
+    int64_t head_rows;       /* packed: total_q + BM rounded up to 8, rows per head (row h·head_rows
+                                + q0 + i is query i of the sequence at packed row q0) */
+    int64_t first_block;     /* index of this launch's first CTA in the flattened grid */
+    int64_t n_blocks;        /* CTAs of the whole grid */
+    int D;                   /* the tile's head-dim width: columns of the dQ accumulator */
+    float *dq_acc;           /* (rows, D) */
+    float *lse2;             /* (rows): lse · log2 e, +inf for a row that adds nothing */
+    float *dd;               /* (rows): D − dlse, 0 on padding rows */
+    int packed;              /* packed sequences (var.v.cu_seqlens_q) */
+    int left, right;         /* query i sees key j when i + δ − left <= j <= i + δ + right */
+    int vec_load;            /* q, k, v and dout rows 16-byte aligned */
+    int vec_dk, vec_dv;      /* dk, dv rows 16-byte aligned */
+} bwd_args;
+
+/* The workspace row of query i of sequence s (batch entry b), head h (packed only when VAR). */
+template <bool VAR>
+__device__ __forceinline__ int64_t bwd_row(const bwd_args &a, const fa_var_seq &s, int64_t b, int64_t h, int i)
+{
+    return VAR && a.packed ? h * a.head_rows + s.q0 + i : (b * a.bp.p.Hq + h) * a.nq_pad + i;
+}
+
+/* Packed sequences whose cu_seqlens break fa.h's rules (var_seqlens_ok, checked by every thread of
+ * the CTA of THREADS, which all call it): whether they are fine. */
+template <int THREADS>
+__device__ __forceinline__ bool bwd_seqlens_ok(const bwd_args &a)
+{
+    /* Barrier (__syncthreads_and): every thread's share of the check is in. */
+    return !a.packed || __syncthreads_and(var_seqlens_ok(a.var, a.bp.p, threadIdx.x, THREADS));
+}
+
+/* Bad cu_seqlens: every gradient is NaN, as on the exact path. CTA blk of n fills its share of
+ * rows (total, heads) of x (row stride rs, head stride hs) with its THREADS threads. */
+template <typename T, int THREADS>
+__device__ void bwd_fill_nan(void *x, int64_t total, int64_t heads, int64_t rs, int64_t hs, int d, int64_t blk,
+                             int64_t n)
+{
+    const int64_t rows = total * heads, per = (rows + n - 1) / n;
+    const int64_t r0 = blk * per, r1 = min(rows, r0 + per);
+    for (int64_t i = r0 * d + threadIdx.x; i < r1 * d; i += THREADS) {
+        const int64_t r = i / d;
+        from_float((T *)x + (r / heads) * rs + (r % heads) * hs + i % d, NAN);
+    }
+}
+
+/* Grid: 8 rows of the workspace per CTA of 8 warps, one warp per row: (B·Hq, nq_pad), or packed
+ * (Hq, head_rows), whose rows past the last sequence add nothing. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+fa_sm80_backward_prep_kernel(const __grid_constant__ bwd_args a)
+{
+    const fa_backward_params &bp = a.bp;
+    const fa_params &p = bp.p;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    const int64_t row = (int64_t)blockIdx.x * 8 + warp;       /* nq_pad, head_rows % 8 == 0: one head per CTA */
+    __shared__ float s_sink[8];
+    const bool ok = bwd_seqlens_ok<256>(a);
+
+    /* This row's query: (b, h, i), real when i is a query; r its index in lse, dlse and delta. */
+    int64_t b, h, i, r;
+    bool real;
+    if (a.packed) {
+        h = row / a.head_rows, i = row % a.head_rows, b = 0;
+        const int64_t end = min(max((int64_t)a.var.v.cu_seqlens_q[p.B], (int64_t)0), a.var.v.total_q);
+        real = i < end;
+        r = h * a.var.v.total_q + i;                            /* (Hq, total_q) */
+    } else {
+        const int64_t bh = row / a.nq_pad;
+        b = bh / p.Hq, h = bh % p.Hq, i = row % a.nq_pad;
+        real = i < p.Nq;
+        r = bh * p.Nq + i;                                      /* (B, Hq, Nq) */
+    }
+
+    float4 *acc = reinterpret_cast<float4 *>(a.dq_acc + row * a.D);
+    for (int c = lane; c < a.D / 4; c += 32)
+        acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+    float dd = 0.f, l2 = INFINITY, sink = 0.f;
+    if (real) {
+        const float lse = p.lse[r];
+        float sum = 0.f;
+        if (bp.delta != NULL) {
+            sum = bp.delta[r];
+        } else {
+            const T *o = (const T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
+            const T *dO = (const T *)bp.dout + b * bp.do_batch_stride + h * bp.do_head_stride + i * bp.do_row_stride;
+            for (int c = lane; c < p.d; c += 32)
+                sum += to_float(o[c]) * to_float(dO[c]);
+#pragma unroll
+            for (int off = 16; off > 0; off /= 2)
+                sum += __shfl_xor_sync(0xffffffffu, sum, off);
+        }
+        dd = sum - (bp.dlse != NULL ? bp.dlse[r] : 0.f);
+        if (lse != -INFINITY) {
+            l2 = lse * FA_LOG2E;
+            if (a.sinks != NULL)
+                sink = -expf(a.sinks[h] - lse) * dd;
+        }
+    }
+    if (lane == 0) {
+        a.lse2[row] = l2;
+        a.dd[row] = dd;
+        s_sink[warp] = ok ? sink : NAN;
+    }
+    if (a.sinks == NULL)
+        return;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float x = 0.f;
+        for (int w = 0; w < 8; w++)
+            x += s_sink[w];
+        if (x != 0.f)
+            atomicAdd(bp.dsinks + h, x);
+    }
+}
+
+/* dq[b, h, i, c] = scale · accumulator, 8 columns per thread, grid-stride; packed: rows of q
+ * past the last sequence are left alone, and bad cu_seqlens make every row NaN. */
+template <typename T>
+__global__ void __launch_bounds__(256)
+fa_sm80_backward_dq_kernel(const __grid_constant__ bwd_args a)
+{
+    const fa_backward_params &bp = a.bp;
+    const fa_params &p = bp.p;
+    const bool ok = bwd_seqlens_ok<256>(a);
+    const int chunks = (int)(p.d + 7) / 8;
+    const int64_t per_head = a.packed ? a.var.v.total_q : p.Nq;
+    const int64_t end = a.packed ? min(max((int64_t)a.var.v.cu_seqlens_q[p.B], (int64_t)0), per_head) : per_head;
+    const int64_t total = (a.packed ? 1 : p.B) * p.Hq * per_head * chunks;
+    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        const int ch = (int)(idx % chunks);
+        const int64_t row = idx / chunks, i = row % per_head, bh = row / per_head, b = bh / p.Hq, h = bh % p.Hq;
+        if (ok && i >= end)
+            continue;
+        const int64_t at = a.packed ? h * a.head_rows + i : bh * a.nq_pad + i;
+        const float4 *acc = reinterpret_cast<const float4 *>(a.dq_acc + at * a.D + 8 * ch);
+        const float4 x0 = acc[0], x1 = acc[1];
+        const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+        T *dst = (T *)bp.dq + b * bp.dq_batch_stride + h * bp.dq_head_stride + i * bp.dq_row_stride + 8 * ch;
+        const int n = min(8, (int)p.d - 8 * ch);
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            if (e < n)
+                from_float(dst + e, ok ? x[e] * a.scale : NAN);
+    }
+}
+
+#endif /* FA_BACKWARD_ROWS_CUH */
