@@ -237,6 +237,12 @@ def test_softcap_with_gradients_runs_in_the_op(mask_kind):
     assert torch_flashattn.stats()["eager"] == 1
     assert torch_flashattn.stats()["fallback_reasons"] == {"keyword softcap": 1}
 
+    # A float mask that needs a gradient (the op gives attn_mask none): the model's eager function.
+    fmask = torch.zeros(1, 1, 13, 13).masked_fill(~CAUSAL, float("-inf")).requires_grad_(True)
+    ours, _ = hf.attention_forward(m, *leaves, fmask, scaling=0.25, softcap=5.0)
+    assert torch_flashattn.stats()["eager"] == 2
+    torch.autograd.grad(ours.sum(), [fmask])
+
 
 @pytest.mark.parametrize("dtype,n,d,ours", [(torch.float32, 64, 64, True), (torch.float32, 13, 16, False),
                                               (torch.bfloat16, 13, 16, True)], ids=["fp32", "fp32-few-keys", "bf16"])

@@ -100,12 +100,13 @@ KEYWORDS = {
 _EAGER = ("softcap", "s_aux", "sinks")
 
 
-def _variants_take(query, key, value, dropout, given):
+def _variants_take(query, key, value, dropout, given, mask):
     """Whether torch_flashattn.attention computes this softcap / sinks call: no dropout, no sparse
     selection or position bias to fold, at most one sinks tensor (``s_aux`` or ``sinks``, never both),
     (B, H, L, d) inputs of one float dtype. Inputs and sinks that need a gradient get it through the
-    op's backward."""
+    op's backward; a mask that needs one (the op gives its attn_mask none) goes to eager."""
     return (not dropout and not ("s_aux" in given and "sinks" in given)
+            and not (mask is not None and mask.requires_grad and torch.is_grad_enabled())
             and not any(k in given for k in ("indices", "block_indices", "position_bias"))
             and query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype
             and query.dtype in (torch.float32, torch.float16, torch.bfloat16))
@@ -353,7 +354,7 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
 
     eager = sorted(k if k in KEYWORDS else f"{k} (unknown)" for k, v in given.items()
                    if k in _EAGER or (k == "output_attentions" and v) or k not in KEYWORDS)
-    if eager and set(eager) <= set(_EAGER) and _variants_take(query, key, value, dropout, given):
+    if eager and set(eager) <= set(_EAGER) and _variants_take(query, key, value, dropout, given, attention_mask):
         # softcap and attention sinks are the op's own variants: torch_flashattn.attention with the mask.
         sinks = given.get("s_aux", given.get("sinks"))
         _sdpa._count("fa")
