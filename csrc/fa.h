@@ -179,6 +179,8 @@ typedef struct {
                                 + minor: 70, 72, 75, 80, 86, 87, 88 or 89), lower than its own, with
                                 that GPU's opt-in shared memory, so a newer GPU runs an older one's
                                 choice of kernels */
+    int split_kv;            /* attention calls on the split-KV kernel (decode.cu): 1 never, 2 wherever
+                                it runs the call (the automatic rule: plan.h) */
 } fa_overrides;
 
 /* Private to tests and tuning tools: sets the process-wide overrides (every later call reads them;
@@ -202,6 +204,14 @@ int fa_forward_cpu(const fa_params *p);
 int fa_forward_variants_cpu(const fa_params *p, const fa_variants *v);
 struct CUstream_st;
 int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CUstream_st *stream);
+/* The same with a device scratch buffer of scratch_bytes (NULL when 0), at least what
+ * fa_forward_variants_scratch_bytes says: a call with few queries per KV head (a padded batch's
+ * decoding step) runs the split-KV kernel, which merges its splits there; with less it runs on the
+ * forward kernels, the same result up to rounding. The size depends on the shapes and the current
+ * device only. */
+int fa_forward_variants_scratch_bytes(const fa_params *p, const fa_variants *v, size_t *bytes);
+int fa_forward_variants_cuda_scratch(const fa_params *p, const fa_variants *v, void *scratch, size_t scratch_bytes,
+                                     struct CUstream_st *stream);
 
 /* CUDA backend. stream is a cudaStream_t (struct CUstream_st * is its
  * definition in the CUDA headers; naming the struct keeps this header free of

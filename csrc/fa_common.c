@@ -59,7 +59,7 @@ int fa_set_overrides(const fa_overrides *o)
         || (o->decode_warps != 0 && o->decode_warps != 4 && o->decode_warps != 8)
         || (o->decode_stages != 0 && o->decode_stages != 2 && o->decode_stages != 3)
         || o->decode_cluster < 0 || o->decode_cluster > 2 || o->decode_evict < 0 || o->decode_evict > 2
-        || o->decode_combine < 0 || o->decode_combine > 2
+        || o->decode_combine < 0 || o->decode_combine > 2 || o->split_kv < 0 || o->split_kv > 2
         || (o->device_cc != 0 && !known_older_cc(o->device_cc)))
         return FA_ERR_OVERRIDE;
     g_overrides = *o;
@@ -262,9 +262,28 @@ int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CU
     return FA_ERR_NO_CUDA;
 }
 
+int fa_forward_variants_cuda_scratch(const fa_params *p, const fa_variants *v, void *scratch, size_t scratch_bytes,
+                                     struct CUstream_st *stream)
+{
+    (void)p;
+    (void)v;
+    (void)scratch;
+    (void)scratch_bytes;
+    (void)stream;
+    return FA_ERR_NO_CUDA;
+}
+
 int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes)
 {
     (void)p;
+    *bytes = 0;
+    return FA_ERR_NO_CUDA;
+}
+
+int fa_forward_variants_scratch_bytes(const fa_params *p, const fa_variants *v, size_t *bytes)
+{
+    (void)p;
+    (void)v;
     *bytes = 0;
     return FA_ERR_NO_CUDA;
 }

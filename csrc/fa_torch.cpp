@@ -422,6 +422,20 @@ int run_cuda(const fa_params &p, const at::Tensor &q)
     }
     return status;
 }
+
+// The same for a call with variants (a padded decoding step's split-KV scratch).
+int run_cuda_variants(const fa_params &p, const fa_variants &fv, const at::Tensor &q)
+{
+    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
+    size_t bytes = 0;
+    int status = fa_forward_variants_scratch_bytes(&p, &fv, &bytes);
+    if (status == FA_OK) {
+        const at::Tensor scratch = bytes ? at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte))
+                                         : at::Tensor();
+        status = fa_forward_variants_cuda_scratch(&p, &fv, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
+    }
+    return status;
+}
 #endif
 
 std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
@@ -449,7 +463,7 @@ std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const a
             return {c.o, c.lse};
         }
         if (c.q.is_cuda() && !exact) {          // the kernels that take variants, else the exact path
-            const int status = fa_forward_variants_cuda(&c.p, &fv, c10::cuda::getCurrentCUDAStream().stream());
+            const int status = run_cuda_variants(c.p, fv, c.q);
             if (status != FA_ERR_UNSUPPORTED) {
                 check_status(op, status);
                 return {c.o, c.lse};

@@ -69,15 +69,17 @@ def padded_key_mask(B, Nk):
     return m
 
 
-def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90", key_mask=None):
+def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90", key_mask=None, attn_mask=True):
     """Every variant at once in the forced family's kernel, checked against the CPU backend; True
-    when right. key_mask: instead of a random one."""
+    when right. key_mask: instead of a random one; attn_mask False: none (a padded decoding step's
+    call, which the split-KV kernel takes)."""
     q = torch.randn(B, Nq, Hq, d, device="cuda", dtype=dtype).transpose(1, 2)
     k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", dtype=dtype) for _ in range(2))
     kw = dict(causal=True, causal_align="bottom_right", window=(150, -1), softcap=20.0,
               alibi_slopes=torch.rand(B, Hq, device="cuda") * 0.05, sinks=torch.randn(Hq, device="cuda"),
-              key_mask=torch.rand(B, Nk, device="cuda") < 0.9 if key_mask is None else key_mask,
-              attn_mask=torch.randn(B, 1, Nk, Nq, device="cuda").transpose(-1, -2))
+              key_mask=torch.rand(B, Nk, device="cuda") < 0.9 if key_mask is None else key_mask)
+    if attn_mask:
+        kw["attn_mask"] = torch.randn(B, 1, Nk, Nq, device="cuda").transpose(-1, -2)
     out, lse = torch_flashattn.attention_lse(q, k, v, **kw)
     torch.cuda.synchronize()
     cpu = {n: x.cpu() if isinstance(x, torch.Tensor) else x for n, x in kw.items()}
@@ -209,12 +211,13 @@ def check_backward_varlen(d, bad=False):
 def main():
     torch.manual_seed(0)
     failures = 0
-    # SANITIZE_ONLY=kvcache / sm90 / variants / turing / backward: the decode cases, the Hopper
-    # kernel's, the variants', the Turing kernel's or the backward kernel's alone (a quicker run after
-    # a change to decode.cu, sm90.cu, variants.cuh, turing.cu or sm80_backward.cu)
+    # SANITIZE_ONLY=kvcache / sm90 / variants / turing / backward / decode_step: the decode cases, the
+    # Hopper kernel's, the variants', the Turing kernel's, the backward kernel's or the padded decoding
+    # step's alone (a quicker run after a change to decode.cu, sm90.cu, variants.cuh, turing.cu or
+    # sm80_backward.cu)
     only = os.environ.get("SANITIZE_ONLY")
     families = {f: t for f, t in FAMILIES.items() if only not in ("sm90", "turing") or f == only}
-    for family, dtypes in ({} if only in ("kvcache", "variants", "backward") else families).items():
+    for family, dtypes in ({} if only in ("kvcache", "variants", "backward", "decode_step") else families).items():
         set_overrides(family=family)
         for dtype in dtypes:
             for case in CASES:
@@ -280,9 +283,21 @@ def main():
                                                    family="sm80", key_mask=padded_key_mask(3, 517))
                 failures += not check_varlen(family, d)
             failures += not check_varlen(family, 128, bad=True)
+    if only in (None, "kvcache", "variants", "decode_step"):
+        # A padded batch's decoding step (attention with key_mask, 1 or 4 queries of a group of 4) on
+        # the split-KV kernel: key_mask a view at an odd byte offset, read one block ahead; the
+        # rule's splits, then one split and 5 combined.
+        for plan in ({}, dict(decode_splits=1), dict(decode_splits=5, decode_cluster="off")):
+            set_overrides(family="auto", **plan)
+            for d in (64, 128, 256):
+                for nq in (1, 4):
+                    km = padded_key_mask(3, 1300 + 3)[:, 3:]
+                    failures += not check_variants(torch.bfloat16, 3, 8, 2, nq, 1300, d, f"decode step {plan}",
+                                                   family="auto", key_mask=km, attn_mask=False)
+        set_overrides(family="auto")
     # The split rule's own plans, then 5 and 20 splits merged by each combine kernel (no clusters).
     merges = (("auto", "rule"), ("simt", "rule"), ("auto", "elem"), ("auto", "wide"))
-    for family, merge in () if only in ("sm90", "variants") else merges:
+    for family, merge in () if only in ("sm90", "variants", "decode_step") else merges:
         set_overrides(family=family)
         if merge != "rule":
             set_overrides(family=family, decode_splits=5 if merge == "elem" else 20, decode_cluster="off",

@@ -310,3 +310,138 @@ def test_kvcache_variants_fp32_take_the_exact_path():
     before = torch.ops.fa._exact_calls()
     torch_flashattn.attention_kvcache(q, k_cache, v_cache, window=(10, -1))
     assert torch.ops.fa._exact_calls() == before + 1
+
+
+# ---- a padded batch's decoding step: attention calls on the split-KV kernel ------------------------
+
+def kernels_run(fn):
+    """fn's result and the names of the CUDA kernels it launched."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        out = fn()
+        torch.cuda.synchronize()
+    return out, [e.name for e in prof.events()]
+
+
+def ran_split_kv(names):
+    return any("fa_decode_attend_kernel" in n for n in names)
+
+
+def decode_key_mask(g, B, Nk, kind, device):
+    """key_mask rows of a padded decoding step: left-padded (batch entry b keeps Nk − 37·b − 1 keys),
+    random holes, and (kind "empty") a first entry that keeps none and a second that keeps all."""
+    if kind == "holes":
+        m = bernoulli(g, 0.7, B, Nk)
+    else:
+        m = padding_mask(B, Nk, "cpu", left=True)
+    if kind == "empty":
+        m[0] = False
+        m[1] = True
+    return m.to(device)
+
+
+PADDED_DECODE = {
+    "left_padded": lambda B, Hq, g: dict(causal=True, causal_align="bottom_right"),
+    "empty_rows": lambda B, Hq, g: dict(),
+    "holes_sinks": lambda B, Hq, g: dict(sinks=rand(g, Hq, device="cuda") + 1),
+    "empty_rows_sinks": lambda B, Hq, g: dict(sinks=rand(g, Hq, device="cuda")),
+    "softcap_alibi": lambda B, Hq, g: dict(causal=True, causal_align="bottom_right", softcap=8.0,
+                                           alibi_slopes=(torch.rand(B, Hq, generator=g) * 0.05).cuda()),
+    "sliding": lambda B, Hq, g: dict(causal=True, causal_align="bottom_right", window=(90, -1)),
+    "window_both_int_mask": lambda B, Hq, g: dict(causal_align="bottom_right", window=(200, 3)),
+}
+MASK_KIND = {"empty_rows": "empty", "empty_rows_sinks": "empty", "holes_sinks": "holes"}
+
+
+@pytest.mark.parametrize("plan", ["auto", "one", "cluster", "combine"])
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("nq", [1, 4, 7])
+@pytest.mark.parametrize("case", list(PADDED_DECODE))
+def test_padded_decoding_step_on_the_split_kv_kernel(case, nq, d, plan, fa_overrides):
+    """attention() with key_mask and one to eight queries per sequence (32 rows per KV head at most):
+    the split-KV kernel runs it (the profiler sees its kernel), by FlashAttention's rule against the
+    float64 reference, with each way its splits end; rows that keep no key are 0 (or the sink's)."""
+    if torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("the split-KV tensor-core kernel needs compute capability 8.0")
+    if plan == "cluster" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("thread block clusters need compute capability 9.0")
+    if plan != "auto":
+        fa_overrides(**DECODE_PLANS[plan])
+    B, Hq, Hkv, Nk, dtype = 5, 8, 2, 1400, torch.bfloat16
+    g = torch.Generator().manual_seed(seed_of("padded decode", case, nq, d, plan))
+    q, k, v = make_qkv(g, B, Hq, Hkv, nq, Nk, d, dtype, "cuda")
+    variants = PADDED_DECODE[case](B, Hq, g)
+    km = decode_key_mask(g, B, Nk, MASK_KIND.get(case, "left"), "cuda")
+    variants["key_mask"] = km.to(torch.int32) if case.endswith("int_mask") else km
+    what = f"padded decode {case} {plan} nq={nq} d={d}: {describe(variants)}"
+    before = torch.ops.fa._exact_calls()
+    (out, lse), names = kernels_run(lambda: torch_flashattn.attention_lse(q, k, v, **variants))
+    assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not a kernel"
+    assert ran_split_kv(names), f"{what}: the split-KV kernel did not run ({names})"
+    assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("shape", [(3, 6, 3, 2, 1, 80), (2, 4, 1, 3, 77, 40), (4, 2, 2, 1, 5000, 96)],
+                         ids=lambda s: "B{}-H{}/{}-Nq{}-Nk{}-d{}".format(*s))
+def test_padded_decoding_step_odd_shapes(shape, dtype):
+    """Odd head dims, a single key, groups of 3 and 2, keys past one split: the automatic route."""
+    if torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("the split-KV tensor-core kernel needs compute capability 8.0")
+    B, Hq, Hkv, nq, Nk, d = shape
+    g = torch.Generator().manual_seed(seed_of("padded decode odd", *shape, str(dtype)))
+    q, k, v = make_qkv(g, B, Hq, Hkv, nq, Nk, d, dtype, "cuda", layout="bnhd")
+    variants = dict(causal=True, causal_align="bottom_right", key_mask=bernoulli(g, 0.8, B, Nk, device="cuda"),
+                    sinks=rand(g, Hq, device="cuda"))
+    what = f"padded decode {shape} {dtype}: {describe(variants)}"
+    (out, lse), names = kernels_run(lambda: torch_flashattn.attention_lse(q, k, v, **variants))
+    assert ran_split_kv(names), f"{what}: the split-KV kernel did not run"
+    assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
+
+
+def test_which_decoding_steps_take_the_split_kv_kernel(fa_overrides):
+    """The rule (plan.h, fa_plan_decode_variants) as calls see it: up to 32 query rows per KV head
+    with variants, bottom-right or δ-free; more rows, a top-left causal diagonal, a mask tensor or
+    split_kv "off" keep the forward kernels, and those agree with the split-KV kernel."""
+    if torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("the split-KV tensor-core kernel needs compute capability 8.0")
+    g = torch.Generator().manual_seed(11)
+    B, Hq, Hkv, Nk, d = 3, 8, 2, 700, 128
+    km = padding_mask(B, Nk, "cuda", left=True)
+    br = dict(causal=True, causal_align="bottom_right", key_mask=km)
+
+    def runs(nq, **kw):
+        q, k, v = make_qkv(g, B, Hq, Hkv, nq, Nk, d, torch.bfloat16, "cuda")
+        out, names = kernels_run(lambda: torch_flashattn.attention(q, k, v, **kw))
+        assert_variant_accurate(out, None, q, k, v, what=f"nq={nq} {describe(kw)}", **kw)
+        return ran_split_kv(names)
+
+    assert runs(1, **br) and runs(8, **br), "8 queries of a group of 4: two 16-row tiles"
+    assert not runs(9, **br), "36 rows per KV head: the forward kernels"
+    assert runs(1, key_mask=km), "top-left without causal, window or ALiBi: δ does not matter"
+    assert runs(3, key_mask=km, alibi_slopes=alibi_heads(Hq, "cuda"), causal_align="bottom_right")
+    assert not runs(3, causal=True, key_mask=km), "top-left causal with Nq < Nk: another diagonal"
+    assert not runs(1, attn_mask=torch.ones(1, 1, 1, Nk, dtype=torch.bool, device="cuda")), "a mask tensor"
+    fa_overrides(split_kv="off")
+    assert not runs(1, **br), "split_kv off"
+    fa_overrides(split_kv="on")
+    assert runs(9, **br), "split_kv on: any number of rows"
+    fa_overrides(split_kv="auto", family="sm90" if torch.cuda.get_device_capability() == (9, 0) else "sm80")
+    assert not runs(1, **br), "a forced family runs itself"
+
+
+@pytest.mark.parametrize("shape", [(4, 32, 8, 1, 3000, 128), (2, 8, 8, 3, 3, 64), (3, 12, 4, 8, 600, 256),
+                                   (1, 4, 1, 2, 70000, 96)], ids=lambda s: "B{}-H{}/{}-Nq{}-Nk{}-d{}".format(*s))
+@pytest.mark.parametrize("causal", [False, True])
+def test_plain_decoding_step_on_the_split_kv_kernel(shape, causal):
+    """Plain attention with at most 32 query rows per KV head runs the split-KV kernel (plan.h,
+    FA_SPLIT_KV_MAX_ROWS) where its diagonal is the call's (non-causal, or Nq = Nk), else the
+    forward kernels; both accurate."""
+    if torch.cuda.get_device_capability() < (8, 0):
+        pytest.skip("the split-KV tensor-core kernel needs compute capability 8.0")
+    B, Hq, Hkv, nq, Nk, d = shape
+    g = torch.Generator().manual_seed(seed_of("plain decode", *shape, causal))
+    q, k, v = make_qkv(g, B, Hq, Hkv, nq, Nk, d, torch.bfloat16, "cuda")
+    (out, lse), names = kernels_run(lambda: torch_flashattn.attention_lse(q, k, v, causal=causal))
+    want = not causal or nq == Nk
+    assert ran_split_kv(names) == want, f"{shape} causal={causal}: split-KV ran {ran_split_kv(names)}"
+    assert_variant_accurate(out, lse, q, k, v, what=f"plain decode {shape} causal={causal}", causal=causal)

@@ -27,6 +27,7 @@ FIELDS = {
     "decode_evict": ("auto", "off", "on"),
     "decode_combine": ("auto", "elem", "wide"),
     "device_cc": None,        # 0 the GPU's own; 70, 72, 75, 80, 86-89: plan as that older GPU would (tests)
+    "split_kv": ("auto", "off", "on"),   # attention calls on the split-KV kernel
 }
 FAMILIES = FIELDS["family"]
 

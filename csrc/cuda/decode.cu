@@ -301,6 +301,23 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
         cp_async_commit();
     }
 
+    /* VAR with key_mask (attention calls on this kernel, fa_decode_attention_cuda): key_mask[b, ·]
+     * read a run of DECODE_RUN blocks (64 keys) ahead, lane l its keys 2l and 2l + 1 (km0, km1; keys
+     * past Nk read as 0, and lim masks them anyway), so that the loads' latency hides behind a whole
+     * run. At a run's first block two ballots make its 64 bits: key 16j + 8n + 2t + e of its block j
+     * is bit 8j + 4n + t of ballot e. The first run's keys are requested here, before the barrier. */
+    static_assert(DECODE_RUN * 16 == 64, "a run's keys are the 64 bits of two ballots");
+    const uint8_t *g_km = VAR && a.v.key_mask != NULL ? a.v.key_mask + b * a.v.key_mask_batch_stride : NULL;
+    uint32_t km0 = 1, km1 = 1;
+    auto load_run_mask = [&](int key_first) {
+        const int key = key_first + 2 * lane;
+        km0 = key < p.Nk ? __ldg(g_km + key) : 0;
+        km1 = key + 1 < p.Nk ? __ldg(g_km + key + 1) : 0;
+    };
+    if (VAR && g_km != NULL)
+        load_run_mask(k0 + 16 * run * warp);
+    uint32_t run_m0 = ~0u, run_m1 = ~0u;               /* the current run's bits */
+
     const bool valid = seqlens_valid(a);
     const int L = valid ? (int)(seq_start(a, b) + a.nnew) : 0;
     /* Packed row r (query i = r / G) sees keys j < lim(r) = L, or L − Nq + i + 1 when causal. The
@@ -407,6 +424,19 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
         if (i + STAGES - 1 < nb_w)
             load_next(k1);                              /* block i + STAGES − 1 */
         cp_async_commit();                              /* possibly empty: keeps the count */
+        /* VAR, key_mask: this lane's bits of block i (bit 2n + e: key 8n + 2t + e takes part). */
+        uint32_t km = 0xfu;
+        if (VAR && g_km != NULL) {
+            if (cs_left == run) {                       /* a run's first block: its 64 bits */
+                run_m0 = __ballot_sync(0xffffffffu, km0 != 0);
+                run_m1 = __ballot_sync(0xffffffffu, km1 != 0);
+                if (i + run < nb_w)
+                    load_run_mask(key0 + 16 * run * WARPS);   /* this warp's next run */
+            }
+            const int sh = 8 * (run - cs_left) + t;
+            km = (run_m0 >> sh & 1u) | (run_m1 >> sh & 1u) << 1 | (run_m0 >> (sh + 4) & 1u) << 2
+               | (run_m1 >> (sh + 4) & 1u) << 3;
+        }
 
         const uint32_t s_k = s_k0 + cs_off, s_v = s_v0 + cs_off;
         cs_off = cs_off + STAGE_BYTES == RING_BYTES ? 0 : cs_off + STAGE_BYTES;
@@ -448,13 +478,14 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
                     r_s[n][e] -= (e < 2 ? slope_a : slope_b)
                                * fabsf((e < 2 ? rd_a : rd_b) - kf - (float)(8 * n + e % 2));
         }
-        if (key0 + 16 > lim_lo || (VAR && key0 < lo_hi)) {
+        if (key0 + 16 > lim_lo || (VAR && (key0 < lo_hi || km != 0xfu))) {
 #pragma unroll
             for (int n = 0; n < 2; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
                     const int key = key0 + 8 * n + 2 * t + e % 2;
-                    if (key >= (e < 2 ? lim_a : lim_b) || (VAR && key < (e < 2 ? lo_a : lo_b)))
+                    if (key >= (e < 2 ? lim_a : lim_b)
+                        || (VAR && (key < (e < 2 ? lo_a : lo_b) || !(km >> (2 * n + e % 2) & 1u))))
                         r_s[n][e] = -INFINITY;
                 }
         }
@@ -916,14 +947,24 @@ static size_t scratch_size(const decode_args *a)
     return a->splits > 1 && !a->cluster ? (size_t)(a->splits * a->rows * (a->kp.p.d + 1)) * sizeof(float) : 0;
 }
 
-/* A KV-cache call's variants (fa_kvcache_variants); v_in NULL or without any: the plain kernels. */
-static int kvcache_variants(const fa_kvcache_params *kp, const fa_variants *v_in, fa_variants *v, int *any)
+/* A KV-cache call's variants (fa_kvcache_variants); v_in NULL or without any: the plain kernels.
+ * key_mask_ok (plain attention's route, fa_decode_attention_cuda): v_in's key_mask, which the
+ * caller checked, is kept; the KV-cache entries decline it. */
+static int kvcache_variants(const fa_kvcache_params *kp, const fa_variants *v_in, fa_variants *v, int *any,
+                            int key_mask_ok)
 {
     *any = fa_has_variants(v_in);
-    return *any ? fa_kvcache_variants(kp, v_in, v) : FA_OK;
+    if (!*any)
+        return FA_OK;
+    fa_variants in = *v_in;
+    if (key_mask_ok)
+        in.key_mask = NULL;
+    const int st = fa_kvcache_variants(kp, &in, v);
+    v->key_mask = v_in->key_mask;
+    return st;
 }
 
-static int scratch_bytes_of(const fa_kvcache_params *kp, const fa_variants *v_in, size_t *bytes)
+static int scratch_bytes_of(const fa_kvcache_params *kp, const fa_variants *v_in, int key_mask_ok, size_t *bytes)
 {
     *bytes = 0;
     int st = fa_check_kvcache_params(kp);
@@ -931,7 +972,7 @@ static int scratch_bytes_of(const fa_kvcache_params *kp, const fa_variants *v_in
         return st;
     fa_variants v;
     int any;
-    if ((st = kvcache_variants(kp, v_in, &v, &any)) != FA_OK)
+    if ((st = kvcache_variants(kp, v_in, &v, &any, key_mask_ok)) != FA_OK)
         return st;
     decode_plan pl;
     decode_args a;
@@ -945,15 +986,20 @@ static int scratch_bytes_of(const fa_kvcache_params *kp, const fa_variants *v_in
 
 extern "C" int fa_kvcache_scratch_bytes(const fa_kvcache_params *kp, size_t *bytes)
 {
-    return scratch_bytes_of(kp, NULL, bytes);
+    return scratch_bytes_of(kp, NULL, 0, bytes);
 }
 
 extern "C" int fa_kvcache_variants_scratch_bytes(const fa_kvcache_params *kp, const fa_variants *v, size_t *bytes)
 {
-    return scratch_bytes_of(kp, v, bytes);
+    return scratch_bytes_of(kp, v, 0, bytes);
 }
 
-static int forward_kvcache(const fa_kvcache_params *kp, const fa_variants *v_in, void *scratch,
+extern "C" int fa_decode_attention_scratch_bytes(const fa_kvcache_params *kp, const fa_variants *v, size_t *bytes)
+{
+    return scratch_bytes_of(kp, v, 1, bytes);
+}
+
+static int forward_kvcache(const fa_kvcache_params *kp, const fa_variants *v_in, int key_mask_ok, void *scratch,
                            size_t scratch_bytes, struct CUstream_st *stream)
 {
     int st = fa_check_kvcache_params(kp);
@@ -961,7 +1007,7 @@ static int forward_kvcache(const fa_kvcache_params *kp, const fa_variants *v_in,
         return st;
     fa_variants v;
     int any;
-    if ((st = kvcache_variants(kp, v_in, &v, &any)) != FA_OK)
+    if ((st = kvcache_variants(kp, v_in, &v, &any, key_mask_ok)) != FA_OK)
         return st;
     const fa_params *p = &kp->p;
     if (p->B == 0)
@@ -1036,11 +1082,17 @@ static int forward_kvcache(const fa_kvcache_params *kp, const fa_variants *v_in,
 extern "C" int fa_forward_kvcache_cuda(const fa_kvcache_params *kp, void *scratch, size_t scratch_bytes,
                                        struct CUstream_st *stream)
 {
-    return forward_kvcache(kp, NULL, scratch, scratch_bytes, stream);
+    return forward_kvcache(kp, NULL, 0, scratch, scratch_bytes, stream);
 }
 
 extern "C" int fa_forward_kvcache_variants_cuda(const fa_kvcache_params *kp, const fa_variants *v, void *scratch,
                                                 size_t scratch_bytes, struct CUstream_st *stream)
 {
-    return forward_kvcache(kp, v, scratch, scratch_bytes, stream);
+    return forward_kvcache(kp, v, 0, scratch, scratch_bytes, stream);
+}
+
+extern "C" int fa_decode_attention_cuda(const fa_kvcache_params *kp, const fa_variants *v, void *scratch,
+                                        size_t scratch_bytes, struct CUstream_st *stream)
+{
+    return forward_kvcache(kp, v, 1, scratch, scratch_bytes, stream);
 }

@@ -15,7 +15,8 @@
  * but packed sequences) and the sm_80 family (all); the others answer FA_ERR_UNSUPPORTED for them.
  * Under the automatic
  * choice, a non-causal call with a long run of keys and too few query tiles to fill the GPU goes to
- * the split-KV kernel (decode.cu), given its scratch.
+ * the split-KV kernel (decode.cu), given its scratch; so does a call with at most two of its 16-row
+ * tiles of queries per KV head, with or without variants (a decoding step; plan.h).
  */
 #include <string.h>
 
@@ -28,7 +29,7 @@ static int use_split_kv(const fa_params *p, const fa_overrides *o, int *yes)
     int dev;
     fa_device info;
     const int st = fa_device_current(&dev, &info);
-    *yes = st == FA_OK && fa_plan_split_kv(p, o, info.sms);
+    *yes = st == FA_OK && fa_plan_split_kv(p, o, info.sms, info.major >= 8);
     return st;
 }
 
@@ -138,20 +139,57 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
     }
 }
 
-/* Calls with variants, fp16/bf16: the Hopper kernel (compute capability 9.0, no packed sequences),
- * else the sm_80 kernel (sm_80+), automatic or forced; everything else (fp32, older devices, the
- * other families forced) answers FA_ERR_UNSUPPORTED. */
+/* Scratch of a call with variants: the split-KV route's (plan.h, fa_plan_decode_variants), else none. */
+extern "C" int fa_forward_variants_scratch_bytes(const fa_params *p, const fa_variants *v, size_t *bytes)
+{
+    *bytes = 0;
+    const int st = fa_check_variants(p, v);
+    if (st != FA_OK)
+        return st;
+    if (!fa_has_variants(v))
+        return fa_forward_scratch_bytes(p, bytes);
+    fa_overrides o;
+    fa_get_overrides(&o);
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0 || !fa_plan_decode_variants(p, v, &o))
+        return FA_OK;
+    const fa_kvcache_params kp = as_kvcache(p);
+    if (fa_decode_attention_scratch_bytes(&kp, v, bytes) != FA_OK)
+        *bytes = 0;                                 /* a shape the split-KV kernel does not take */
+    return FA_OK;
+}
+
 extern "C" int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CUstream_st *stream)
+{
+    return fa_forward_variants_cuda_scratch(p, v, NULL, 0, stream);
+}
+
+/* Calls with variants, fp16/bf16: few queries per KV head on the split-KV kernel (given its
+ * scratch), else the Hopper kernel (compute capability 9.0, no packed sequences), else the sm_80
+ * kernel (sm_80+), automatic or forced; everything else (fp32, older devices, the other families
+ * forced) answers FA_ERR_UNSUPPORTED. */
+extern "C" int fa_forward_variants_cuda_scratch(const fa_params *p, const fa_variants *v, void *scratch,
+                                                size_t scratch_bytes, struct CUstream_st *stream)
 {
     const int st = fa_check_variants(p, v);
     if (st != FA_OK)
         return st;
     if (!fa_has_variants(v))
-        return fa_forward_cuda(p, stream);
+        return fa_forward_cuda_scratch(p, scratch, scratch_bytes, stream);
     fa_overrides o;
     fa_get_overrides(&o);
     if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
         return FA_OK;
+    if (fa_plan_decode_variants(p, v, &o)) {
+        const fa_kvcache_params kp = as_kvcache(p);
+        size_t need = 0;
+        /* Shapes it does not take, and callers that gave less scratch than it needs: the kernels below. */
+        if (fa_decode_attention_scratch_bytes(&kp, v, &need) == FA_OK && scratch_bytes >= need
+            && (need == 0 || scratch != NULL)) {
+            const int st1 = fa_decode_attention_cuda(&kp, v, scratch, scratch_bytes, stream);
+            if (st1 != FA_ERR_UNSUPPORTED)
+                return st1;
+        }
+    }
     if (o.family == FA_FAMILY_SM80)
         return fa_sm80_forward_variants(p, v, stream);
     if (o.family != FA_FAMILY_AUTO && o.family != FA_FAMILY_SM90)

@@ -46,6 +46,12 @@ int fa_sm80_backward_workspace_bytes(const fa_backward_params *bp, const fa_vari
 int fa_sm80_backward(const fa_backward_params *bp, const fa_variants *v, void *workspace, size_t workspace_bytes,
                      cudaStream_t stream);
 
+/* decode.cu: the split-KV kernel for attention calls (dispatch.cu's routes, plan.h): kp over the whole
+ * of k and v (no cache_seqlens, no append), the queries bottom-right; the variants as the KV-cache
+ * entry takes them (fa.h), key_mask too (checked by the caller). Scratch as fa_kvcache_scratch_bytes. */
+int fa_decode_attention_scratch_bytes(const fa_kvcache_params *kp, const fa_variants *v, size_t *bytes);
+int fa_decode_attention_cuda(const fa_kvcache_params *kp, const fa_variants *v, void *scratch, size_t scratch_bytes,
+                             cudaStream_t stream);
 /* fp32.cu: exact fp32 on CUDA cores (FFMA, no TF32), register-blocked tiles, sm_80+ (cp.async), Nk >= 1. */
 int fa_fp32_forward(const fa_params *p, cudaStream_t stream);
 

@@ -11,11 +11,28 @@
 
 /* ---- Long keys: the split-KV route ----------------------------------------------------------- */
 
-int fa_plan_split_kv(const fa_params *p, const fa_overrides *o, int sms)
+int fa_plan_split_kv(const fa_params *p, const fa_overrides *o, int sms, int tensor_cores)
 {
-    if (o->family != FA_FAMILY_AUTO || p->causal || p->Nk < FA_SPLIT_KV_MIN_KEYS)
+    if (o->family != FA_FAMILY_AUTO || o->split_kv == 1 || (p->causal && p->Nq != p->Nk))
+        return 0;
+    if (o->split_kv == 2)
+        return 1;
+    if (tensor_cores && p->dtype != FA_FLOAT32 && p->Nq * (p->Hq / p->Hkv) <= FA_SPLIT_KV_MAX_ROWS)
+        return 1;
+    if (p->causal || p->Nk < FA_SPLIT_KV_MIN_KEYS)
         return 0;
     return p->B * p->Hq * ((p->Nq + 127) / 128) < sms;
+}
+
+int fa_plan_decode_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o)
+{
+    if (o->family != FA_FAMILY_AUTO || o->split_kv == 1 || p->dtype == FA_FLOAT32 || v->mask != NULL
+        || v->cu_seqlens_q != NULL)
+        return 0;
+    const int same_delta = v->align == FA_ALIGN_BOTTOM_RIGHT || p->Nq == p->Nk;
+    if (!same_delta && (p->causal || v->window || v->alibi_slopes != NULL))
+        return 0;
+    return o->split_kv == 2 || p->Nq * (p->Hq / p->Hkv) <= FA_SPLIT_KV_MAX_ROWS;
 }
 
 /* ---- Hopper: the grid and its walk ----------------------------------------------------------- */

@@ -23,8 +23,26 @@ extern "C" {
  * the keys over the whole GPU and merges the splits in fp32. */
 #define FA_SPLIT_KV_MIN_KEYS 32768
 
-/* 1 when dispatch.cu routes the call to the split-KV kernel, on a device with sms SMs. */
-int fa_plan_split_kv(const fa_params *p, const fa_overrides *o, int sms);
+/* Under the automatic choice, calls with at most this many query rows per KV head (Nq · Hq / Hkv,
+ * two of the split-KV kernel's 16-row tiles: a decoding step, a few speculative tokens) run the
+ * split-KV kernel at any length, fp16 / bf16 on compute capability 8.0 and later: it reads each KV
+ * head's keys once or twice for its whole group, where the forward kernels run the queries of each
+ * query head in a 128-row tile of their own. H200, bf16, one call (bench/LOG.md, 2026-12-02,
+ * padded_decode): 1.5-5.9x faster at 4 to 32 rows per KV head, 1.03x with MHA (one row). */
+#define FA_SPLIT_KV_MAX_ROWS 32
+
+/* 1 when dispatch.cu routes the call to the split-KV kernel, on a device with sms SMs and
+ * tensor_cores nonzero at compute capability 8.0 and later: the long-key rule above, or the
+ * few-rows rule for fp16 / bf16 (non-causal, or Nq = Nk, where the kernel's bottom-right diagonal is
+ * the call's). fa_overrides.split_kv: 1 never; 2 every call the kernel computes alike. */
+int fa_plan_split_kv(const fa_params *p, const fa_overrides *o, int sms, int tensor_cores);
+
+/* Calls with variants (fa_forward_variants_cuda): the split-KV kernel's VAR instantiation, which
+ * takes key_mask here, by the few-rows rule (FA_SPLIT_KV_MAX_ROWS; a padded batch's decoding step).
+ * Only where the kernel computes the same attention: fp16 / bf16, no mask tensor, no packed
+ * sequences, and its δ (Nk − Nq, the queries bottom-right) is the call's or nothing depends on δ
+ * (no causal, window or ALiBi). fa_overrides.split_kv: 1 never; 2 every call it takes, whatever Nq. */
+int fa_plan_decode_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o);
 
 /* A Hopper tile shape (sm90.cu's sm90_tile): D the compiled head-dim width, BN keys per block, BM
  * query rows, CONSUMERS warpgroups, PINGPONG, splits: whether its last round may split. */

@@ -133,19 +133,89 @@ static void test_split_kv(void)
 {
     fa_overrides o;
     memset(&o, 0, sizeof o);
-    fa_params p = shape(1, 16, 1, 1 << 20, 128, 0);
-    check(fa_plan_split_kv(&p, &o, 132) == 1, "split-KV: one query over 1M keys takes the split-KV kernel");
+    fa_params p = shape(1, 16, 64, 1 << 20, 128, 0);
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 1, "split-KV: 64 queries over 1M keys take the split-KV kernel");
     p.Nk = FA_SPLIT_KV_MIN_KEYS - 1;
-    check(fa_plan_split_kv(&p, &o, 132) == 0, "split-KV: below 32k keys, the forward kernels");
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 0, "split-KV: 64 rows per KV head below 32k keys, the forward kernels");
     p = shape(2, 64, 128, 1 << 16, 128, 0);            /* 128 query tiles: most of the GPU */
-    check(fa_plan_split_kv(&p, &o, 132) == 1, "split-KV: 128 query tiles on 132 SMs");
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 1, "split-KV: 128 query tiles on 132 SMs");
     p.Hq = p.Hkv = 66;                                  /* 132 query tiles fill the GPU */
-    check(fa_plan_split_kv(&p, &o, 132) == 0, "split-KV: a full GPU of query tiles stays");
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 0, "split-KV: a full GPU of query tiles stays");
     p = shape(1, 16, 1, 1 << 20, 128, 1);
-    check(fa_plan_split_kv(&p, &o, 132) == 0, "split-KV: causal calls stay on the forward kernels");
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 0, "split-KV: top-left causal with Nq < Nk stays on the forward kernels");
     p.causal = 0;
     o.family = FA_FAMILY_SM80;
-    check(fa_plan_split_kv(&p, &o, 132) == 0, "split-KV: a forced family runs itself");
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 0, "split-KV: a forced family runs itself");
+    o.family = FA_FAMILY_AUTO;
+
+    /* The few-rows rule: up to 32 query rows per KV head at any length, fp16 / bf16, sm_80+. */
+    p = shape(8, 32, 1, 2048, 128, 0);
+    p.Hkv = 8;                                          /* 4 rows per KV head */
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 1, "split-KV: a decoding step (4 rows per KV head) at 2k keys");
+    p.Nq = 8;                                           /* 32 rows */
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 1, "split-KV: 8 queries of a group of 4");
+    p.Nq = 9;
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 0, "split-KV: 36 rows per KV head, the forward kernels");
+    p.Nq = 1;
+    check(fa_plan_split_kv(&p, &o, 132, 0) == 0, "split-KV: no decoding step route below compute capability 8.0");
+    p.dtype = FA_FLOAT32;
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 0, "split-KV: no decoding step route for fp32");
+    p.dtype = FA_BFLOAT16;
+    p.causal = 1;
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 0, "split-KV: top-left causal, one query over 2k keys: not its diagonal");
+    p.Nk = 1;
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 1, "split-KV: causal with Nq = Nk is bottom-right too");
+
+    p = shape(1, 16, 1, 1 << 20, 128, 0);
+    o.split_kv = 1;
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 0, "split-KV: split_kv = 1 keeps the forward kernels");
+    o.split_kv = 2;
+    p = shape(8, 16, 512, 512, 128, 0);
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 1, "split-KV: split_kv = 2 takes 512 queries over 512 keys");
+    p = shape(8, 16, 4, 512, 128, 1);
+    check(fa_plan_split_kv(&p, &o, 132, 1) == 0, "split-KV: split_kv = 2 leaves top-left causal with Nq != Nk");
+}
+
+/* The padded decoding step: variants with few queries per KV head. */
+static void test_decode_variants(void)
+{
+    fa_overrides o;
+    memset(&o, 0, sizeof o);
+    fa_variants v;
+    memset(&v, 0, sizeof v);
+    static const uint8_t km[1];
+    v.key_mask = km;
+    v.align = FA_ALIGN_BOTTOM_RIGHT;
+    fa_params p = shape(8, 16, 1, 2048, 128, 1);
+    p.Hkv = 4;                                          /* G = 4: 4 rows of one tile */
+    check(fa_plan_decode_variants(&p, &v, &o) == 1, "decode variants: a padded decoding step takes the split-KV kernel");
+    p.Nq = 8;                                           /* 32 rows */
+    check(fa_plan_decode_variants(&p, &v, &o) == 1, "decode variants: 8 queries of a group of 4 fill two tiles");
+    p.Nq = 9;
+    check(fa_plan_decode_variants(&p, &v, &o) == 0, "decode variants: past two tiles, the forward kernels");
+    o.split_kv = 2;
+    check(fa_plan_decode_variants(&p, &v, &o) == 1, "decode variants: split_kv = 2 takes more rows");
+    o.split_kv = 1;
+    p.Nq = 1;
+    check(fa_plan_decode_variants(&p, &v, &o) == 0, "decode variants: split_kv = 1 never");
+    o.split_kv = 0;
+    v.align = FA_ALIGN_TOP_LEFT;                        /* query 0 at key 0: another δ */
+    check(fa_plan_decode_variants(&p, &v, &o) == 0, "decode variants: top-left causal keeps the forward kernels");
+    p.causal = 0;
+    check(fa_plan_decode_variants(&p, &v, &o) == 1, "decode variants: top-left without causal, window or ALiBi");
+    v.window = 1;
+    v.window_left = 100;
+    v.window_right = -1;
+    check(fa_plan_decode_variants(&p, &v, &o) == 0, "decode variants: a top-left window keeps the forward kernels");
+    v.window = 0;
+    v.mask = km;
+    check(fa_plan_decode_variants(&p, &v, &o) == 0, "decode variants: a mask tensor keeps the forward kernels");
+    v.mask = NULL;
+    p.dtype = FA_FLOAT32;
+    check(fa_plan_decode_variants(&p, &v, &o) == 0, "decode variants: fp32 has no such kernel");
+    p.dtype = FA_BFLOAT16;
+    o.family = FA_FAMILY_SM80;
+    check(fa_plan_decode_variants(&p, &v, &o) == 0, "decode variants: a forced family runs itself");
 }
 
 /* cps: attend CTAs per split = row tiles (ceil(Nq · G / 16)) · B · Hkv. */
@@ -202,6 +272,10 @@ static void test_overrides(void)
     o.decode_warps = 5;
     check(fa_set_overrides(&o) == FA_ERR_OVERRIDE, "overrides: decode_warps = 5 is refused");
     o.decode_warps = 0;
+    o.split_kv = 3;
+    check(fa_set_overrides(&o) == FA_ERR_OVERRIDE, "overrides: split_kv = 3 is refused");
+    o.split_kv = 0;
+    o.decode_warps = 0;
     o.device_cc = 69;
     check(fa_set_overrides(&o) == FA_ERR_OVERRIDE, "overrides: device_cc = 69 is refused");
     o.device_cc = 90;
@@ -230,6 +304,7 @@ int main(void)
     test_sm90_grid();
     test_sm90_walk();
     test_split_kv();
+    test_decode_variants();
     test_decode_splits();
     test_overrides();
     printf("%d checks, %d failed\n", checks, failures);
