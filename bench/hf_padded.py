@@ -1,7 +1,8 @@
 # Padded batches through the transformers backend: Llama-, Qwen-, Mistral- and Gemma-3-shaped decoders
 # (random weights, bf16, CUDA) run a left-padded batch of prompts with attn_implementation "torch_fa"
 # and "sdpa" in the same run: prefill tokens/s (the valid tokens of one forward), greedy generation
-# new tokens/s, the greedy tokens compared, and the share of attention calls our kernels served.
+# new tokens/s (prefill included), the greedy tokens compared, and the share of attention calls our
+# kernels served. Medians of 6 runs of each, the two implementations' runs interleaved.
 # Writes <out>.json and <out>.md; default bench/out/hf_padded.
 #
 #   python3 -m bench.hf_padded                 # B = 8 prompts of 512..2048 tokens, 32 new tokens
@@ -36,16 +37,25 @@ def models(quick):
     }
 
 
-def timed(fn, reps, sync):
-    fn()
-    sync()
-    times = []
-    for _ in range(reps):
-        t = time.perf_counter()
+def timed_pair(runs, reps, sync):
+    """Median seconds of each run (name -> (setup, fn)): one warm-up each, then reps rounds of every
+    run, the order reversed every other round, so that a slow stretch of the host (these figures are
+    launch-bound) falls on each alike. setup (switching the attention implementation) is not timed."""
+    for setup, fn in runs.values():
+        setup()
         fn()
         sync()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    times = {name: [] for name in runs}
+    for r in range(reps):
+        for name in list(runs)[::1 if r % 2 == 0 else -1]:
+            setup, fn = runs[name]
+            setup()
+            sync()
+            t = time.perf_counter()
+            fn()
+            sync()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def main(argv=None):
@@ -76,24 +86,26 @@ def main(argv=None):
             model = cls(config).to(dtype).eval()
         row = dict(model=arch, lengths=lengths)
         tokens = {}
-        for impl in ("sdpa", name):
-            model.set_attn_implementation(impl)
-            torch_flashattn.reset_stats()
-            with torch.no_grad():
-                t_pre = timed(lambda: model(ids, attention_mask=mask, logits_to_keep=1), 5, sync)
-                gen = dict(attention_mask=mask, max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens,
-                           do_sample=False, pad_token_id=0)
-                t_gen = timed(lambda: tokens.__setitem__(impl, model.generate(ids, **gen)), 2, sync)
-            stats = torch_flashattn.stats()
-            key = "fa" if impl == name else "sdpa"
-            row[key] = dict(prefill_tokens_per_s=sum(lengths) / t_pre, prefill_ms=1e3 * t_pre,
-                            generate_new_tokens_per_s=B * args.new_tokens / t_gen, generate_s=t_gen)
-            if impl == name:
-                counts = {k: v for k, v in stats.items() if isinstance(v, int)}
-                total = counts.get("fa", 0) + sum(v for k, v in counts.items() if not k.startswith("fa"))
-                row["served"] = counts.get("fa", 0) / max(total, 1)
-                row["fallbacks"] = stats.get("fallback_reasons")
-        same = (tokens["sdpa"] == tokens[name]).all(-1).tolist()
+        impls = {"sdpa": "sdpa", "fa": name}
+        gen = dict(attention_mask=mask, max_new_tokens=args.new_tokens, min_new_tokens=args.new_tokens,
+                   do_sample=False, pad_token_id=0)
+        torch_flashattn.reset_stats()                   # only the "fa" runs call the op
+        with torch.no_grad():
+            t_pre = timed_pair({k: (lambda i=i: model.set_attn_implementation(i),
+                                    lambda: model(ids, attention_mask=mask, logits_to_keep=1))
+                                for k, i in impls.items()}, 6, sync)
+            t_gen = timed_pair({k: (lambda i=i: model.set_attn_implementation(i),
+                                    lambda k=k: tokens.__setitem__(k, model.generate(ids, **gen)))
+                                for k, i in impls.items()}, 6, sync)
+        stats = torch_flashattn.stats()
+        for key in impls:
+            row[key] = dict(prefill_tokens_per_s=sum(lengths) / t_pre[key], prefill_ms=1e3 * t_pre[key],
+                            generate_new_tokens_per_s=B * args.new_tokens / t_gen[key], generate_s=t_gen[key])
+        counts = {k: v for k, v in stats.items() if isinstance(v, int)}
+        total = counts.get("fa", 0) + sum(v for k, v in counts.items() if not k.startswith("fa"))
+        row["served"] = counts.get("fa", 0) / max(total, 1)
+        row["fallbacks"] = stats.get("fallback_reasons")
+        same = (tokens["sdpa"] == tokens["fa"]).all(-1).tolist()
         row["tokens_equal_rows"] = sum(same)
         row["prefill_ratio"] = row["fa"]["prefill_tokens_per_s"] / row["sdpa"]["prefill_tokens_per_s"]
         row["generate_ratio"] = row["fa"]["generate_new_tokens_per_s"] / row["sdpa"]["generate_new_tokens_per_s"]
