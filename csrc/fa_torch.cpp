@@ -194,7 +194,7 @@ struct Variants {
     double softcap = 0.0;                       // 0: none
     at::Tensor alibi;                           // (B, Hq) or (Hq) fp32, contiguous
     at::Tensor sinks;                           // (Hq) fp32, contiguous
-    at::Tensor key_mask;                        // (B, Nk) uint8 / bool, contiguous
+    at::Tensor key_mask;                        // (B, Nk) bool, contiguous rows (any batch stride)
     at::Tensor mask;                            // expanded to (B, Hq, Nq, Nk): strides, no copy
     bool any() const
     {
@@ -249,7 +249,9 @@ Variants check_variants(const char *op, const at::Tensor &q, int64_t B, int64_t 
                  "%s: key_mask must be a bool or integer tensor of shape (B, Nk) = (%lld, %lld) on %s, got %s %s "
                  "on %s", op, (long long)B, (long long)Nk, q.device().str().c_str(), dtype_name(m),
                  shape(m).c_str(), m.device().str().c_str());
-        va.key_mask = (m.scalar_type() == at::kBool ? m : m.ne(0)).contiguous();
+        // Rows at any batch stride (a column slice of a longer padding mask is not copied).
+        const at::Tensor mb = m.scalar_type() == at::kBool ? m : m.ne(0);
+        va.key_mask = mb.stride(1) == 1 || Nk <= 1 ? mb : mb.contiguous();
     }
     if (attn_mask.has_value()) {
         const at::Tensor &m = *attn_mask;

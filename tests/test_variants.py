@@ -477,6 +477,28 @@ def test_variants_compose_over_strided_views(kernel, dtype, fa_overrides):
 
 
 @pytest.mark.parametrize("kernel", VKERNELS)
+def test_key_mask_column_slice_is_not_copied(kernel, fa_overrides):
+    """A bool key_mask that is a column slice of a longer padding mask (rows at a larger stride, as
+    the transformers backend hands a cache's keys) is read in place by the kernels (the exact path
+    computes on its own copies), with the slice's result."""
+    dtype = torch.float32 if kernel == "cpu" else torch.bfloat16
+    device = use_vkernel(kernel, dtype, fa_overrides)
+    g = torch.Generator().manual_seed(12)
+    B, Hq, Hkv, Nk, d = 3, 4, 2, 75, 32
+    for nq in (1, 9):
+        q, k, v = make_qkv(g, B, Hq, Hkv, nq, Nk, d, dtype, device)
+        key_mask = bernoulli(g, 0.7, B, Nk + 20, device=device)[:, 13:13 + Nk]
+        assert key_mask.stride() == (Nk + 20, 1)
+        kw = dict(causal=True, causal_align="bottom_right", key_mask=key_mask)
+        with torch.profiler.profile() as prof:
+            out = torch_flashattn.attention(q, k, v, **kw)
+        copies = [e.name for e in prof.events() if e.name in ("aten::copy_", "aten::clone", "aten::contiguous")]
+        assert kernel.endswith("-exact") or copies == [], f"nq={nq}: key_mask copied ({copies})"
+        assert torch.equal(out, torch_flashattn.attention(q, k, v, **{**kw, "key_mask": key_mask.contiguous()}))
+        assert_variant_accurate(out, None, q, k, v, what=f"key_mask slice nq={nq}", **kw)
+
+
+@pytest.mark.parametrize("kernel", VKERNELS)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("mask_dtype", ["q", "fp32"])
 def test_attn_mask_dtype(kernel, dtype, mask_dtype, fa_overrides):

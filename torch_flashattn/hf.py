@@ -300,21 +300,22 @@ def _broadcasts(t, shape):
             and all(a in (b, 1) for a, b in zip(reversed(t.shape), reversed(shape))))
 
 
-def _structured_takes(query, key, value, dropout, grad_ok=False):
+def _structured_takes(query, key, value, dropout, grad_ok=lambda: False):
     """Whether torch_flashattn.attention runs a StructuredMask call at its speed: no dropout, no gradient
     unless grad_ok (softcap or sinks, which SDPA cannot compute: the op's backward takes key_mask and
     the window in its kernel; or a CPU call where our backward beats SDPA's with the dense mask, as the
     drop-in's rule says: 1.4-3.2x fp32 from the threshold, 2.0-5.1x bf16 on 2 cores with a quarter of
     the keys padded, tools/cpu_grad_time.py padded, bench/LOG.md 2026-12-02, backward variants), (B, H, L, d) inputs of one dtype, on the CPU or in fp16/bf16 on a
     CUDA GPU of compute capability 8.0 or later (elsewhere the op would compute it exactly through
-    PyTorch)."""
-    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value))
-    if dropout or (grad and not grad_ok) or not (query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype):
+    PyTorch). grad_ok is asked only for a call that needs gradients."""
+    grad = torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad)
+    if (dropout or (grad and not grad_ok())
+            or not (query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype)):
         return False
     if query.device.type == "cpu":
         return query.dtype in (torch.float32, torch.float16, torch.bfloat16)
     return (query.device.type == "cuda" and query.dtype in (torch.float16, torch.bfloat16)
-            and torch.cuda.get_device_capability(query.device) >= (8, 0))
+            and _sdpa._capability(query.device.index) >= (8, 0))
 
 
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None,
@@ -332,7 +333,7 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         if (all(k in KEYWORDS for k in given) and not given.get("output_attentions")
                 and not any(k in given for k in ("indices", "block_indices"))
                 and not ("s_aux" in given and "sinks" in given)
-                and _structured_takes(query, key, value, dropout, grad_ok=bias is None and (
+                and _structured_takes(query, key, value, dropout, grad_ok=lambda: bias is None and (
                     any(k in given for k in _EAGER) or _sdpa._cpu_grad_ours(query, key)))
                 and (bias is None or _broadcasts(bias, query.shape[:3] + key.shape[2:3]))):
             op = attention_mask.op_arguments(key, value)

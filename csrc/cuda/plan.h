@@ -27,8 +27,10 @@ extern "C" {
  * two of the split-KV kernel's 16-row tiles: a decoding step, a few speculative tokens) run the
  * split-KV kernel at any length, fp16 / bf16 on compute capability 8.0 and later: it reads each KV
  * head's keys once or twice for its whole group, where the forward kernels run the queries of each
- * query head in a 128-row tile of their own. H200, bf16, one call (bench/LOG.md, 2026-12-02,
- * padded_decode): 1.5-5.9x faster at 4 to 32 rows per KV head, 1.03x with MHA (one row). */
+ * query head in a 128-row tile of their own. H200, bf16, two calls (bench/LOG.md, 2026-12-02,
+ * padded decoding step): at 4 to 32 rows per KV head 1.4-6.4x faster with key_mask, 1.5-6.0x without;
+ * one row (MHA) 0.97x / 1.05x at 8 x 2k keys, 2.3x at 1 x 16k; forced at 64 rows (one shape) still
+ * 1.2x / 1.4x. */
 #define FA_SPLIT_KV_MAX_ROWS 32
 
 /* 1 when dispatch.cu routes the call to the split-KV kernel, on a device with sms SMs and
