@@ -369,6 +369,17 @@ def git_commit():
         return None
 
 
+def write_rows(out, text, rows, device="cuda"):
+    """Prints a benchmark's markdown table and writes <out>.md and <out>.json (environment, commit,
+    rows): the small benchmarks' results."""
+    print(text)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(dict(environment=environment(device), commit=git_commit(),
+                                                        rows=rows), indent=1))
+    out.with_suffix(".md").write_text(text)
+
+
 def environment(device):
     info = {"torch": torch.__version__, "python": platform.python_version(),
             "torch_threads": torch.get_num_threads(), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 import torch_flashattn
-from bench.attention import environment, git_commit
+from bench.attention import write_rows
 
 REPO = Path(__file__).resolve().parent.parent
 # (B, Nmax): one long sequence, a batch.
@@ -65,13 +65,7 @@ def main(argv=None):
     for r in rows:
         md.append(f"| {r['shape']} | {r['case']} | {r['us']:.1f} | {r['tb_s']:.2f} | {r['vs_plain_time']:.2f}× | "
                   f"{r['us_exact']:.0f} |")
-    text = "\n".join(md) + "\n"
-    print(text)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(dict(environment=environment("cuda"), commit=git_commit(),
-                                                        rows=rows), indent=1))
-    out.with_suffix(".md").write_text(text)
+    write_rows(args.out, "\n".join(md) + "\n", rows)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_flashattn
-from bench.attention import environment, git_commit
+from bench.attention import write_rows
 
 REPO = Path(__file__).resolve().parent.parent
 # (B, Hq, Hkv, d, Nk, Nq): the transformers benchmark's shape (hidden 2048, 16 heads, 4 KV heads),
@@ -105,13 +105,7 @@ def main(argv=None):
             cells.append("–" if t is None else f"{t:.1f} ({t / r['us']:.2f}×)")
         md.append(f"| {r['shape']} | {'yes' if r['key_mask'] else 'no'} | {r['rows_per_kv_head']} | {r['us']:.1f} | "
                   + " | ".join(cells) + " |")
-    text = "\n".join(md) + "\n"
-    print(text)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(dict(environment=environment("cuda"), commit=git_commit(),
-                                                        rows=rows), indent=1))
-    out.with_suffix(".md").write_text(text)
+    write_rows(args.out, "\n".join(md) + "\n", rows)
 
 
 if __name__ == "__main__":
