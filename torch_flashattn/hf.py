@@ -221,9 +221,11 @@ class StructuredMask:
         if self.causal:
             if delta < 0 or delta + nq > nk:
                 return None
-            nk = delta + nq
-            key, value = key[:, :, :nk], value[:, :, :nk]
-            key_mask = None if key_mask is None else key_mask[:, :nk]
+            nk = delta + nq                              # views only where they drop keys (not in a decoding step)
+            if key.shape[2] != nk or value.shape[2] != nk:
+                key, value = key[:, :, :nk], value[:, :, :nk]
+            if key_mask is not None and key_mask.shape[1] != nk:
+                key_mask = key_mask[:, :nk]
             align = "bottom_right"
         elif self.left is None and self.right is None or delta == 0:
             align = "top_left"
