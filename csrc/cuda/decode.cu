@@ -32,6 +32,8 @@
  * lse = m + log2 l. VAR instantiations (fa_forward_kvcache_variants_cuda) add the window about
  * δ = L_b − Nq, softcap and ALiBi per score, and sinks where a row ends; with a window the splits
  * divide the tile's window span, whose start needs cache_seqlens before the first K/V request.
+ * attention calls routed here (fa_decode_attention_cuda: every key of k and v, a decoding step) also
+ * bring key_mask, read a run of 64 keys ahead.
  * fp32 (and the simt family, or a device without room for the tile) runs the CUDA-core kernel: one
  * warp per (query row, split), lanes over the head dim, 4 keys at a time.
  *
