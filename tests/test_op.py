@@ -88,3 +88,38 @@ def test_cuda_matches_cpu_backend():
     cpu = torch_flashattn.attention(q, k, v, causal=True)
     gpu = torch_flashattn.attention(q.cuda(), k.cuda(), v.cuda(), causal=True).cpu()
     torch.testing.assert_close(gpu, cpu, atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mode", ["no_grad", "inference_mode"])
+def test_inference_calls_skip_the_python_autograd_wrapper(device, mode):
+    """Outside grad mode every forward op is dispatched below the autograd key (torch_flashattn._autograd.call):
+    no Python frame of torch's autograd registration runs, and the results equal the grad-mode calls'."""
+    import sys
+    torch.manual_seed(8)
+    q, k, v = (randn(2, 4, 33, 16, device=device) for _ in range(3))
+    cu = torch.tensor([0, 10, 33], dtype=torch.int32, device=device)
+    packed = [t[0].transpose(0, 1).contiguous() for t in (q, k, v)]
+    calls = {
+        "attention": lambda: torch_flashattn.attention(q, k, v, causal=True),
+        "attention_lse": lambda: torch_flashattn.attention_lse(q, k, v)[1],
+        "variants": lambda: torch_flashattn.attention(q, k, v, window=(5, 2)),
+        "varlen": lambda: torch_flashattn.attention_varlen(*packed, cu, cu, 23, 23, causal=True),
+        "drop-in": lambda: torch_flashattn.scaled_dot_product_attention(q, k, v, is_causal=True),
+    }
+    frames = []
+
+    def profile(frame, event, arg):
+        if event == "call" and "torch/_library/autograd" in frame.f_code.co_filename.replace(os.sep, "/"):
+            frames.append(frame.f_code.co_name)
+
+    for name, fn in calls.items():
+        want = fn()
+        with torch.no_grad() if mode == "no_grad" else torch.inference_mode():
+            sys.setprofile(profile)
+            try:
+                got = fn()
+            finally:
+                sys.setprofile(None)
+        assert frames == [], f"{name}: the autograd wrapper ran under {mode}: {frames}"
+        assert not got.requires_grad and torch.equal(got, want), name

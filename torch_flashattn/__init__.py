@@ -15,7 +15,7 @@ import torch
 
 from . import _C  # noqa: F401  (registers torch.ops.fa.*)
 from . import _ops  # noqa: F401  (registers the fake kernels)
-from . import _autograd  # noqa: F401  (registers the autograd formulas)
+from . import _autograd  # registers the autograd formulas
 from . import _testing
 from ._version import __version__
 from .sdpa import patch_sdpa, reset_stats, scaled_dot_product_attention, stats
@@ -62,8 +62,8 @@ def _variants(q, k, v, causal, scale, causal_align, window, softcap, alibi_slope
     if (align == 0 and left < 0 and right < 0 and softcap is None and alibi_slopes is None and sinks is None
             and key_mask is None and attn_mask is None):
         return None
-    return torch.ops.fa.forward_variants(q, k, v, scale, causal, align, left, right, softcap, alibi_slopes, sinks,
-                                         key_mask, attn_mask)
+    return _autograd.call(torch.ops.fa.forward_variants, q, k, v, scale, causal, align, left, right, softcap,
+                          alibi_slopes, sinks, key_mask, attn_mask)
 
 
 def attention(q, k, v, *, causal=False, scale=None, causal_align="top_left", window=(-1, -1), softcap=None,
@@ -105,7 +105,7 @@ def attention(q, k, v, *, causal=False, scale=None, causal_align="top_left", win
         return res[0]
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         return torch.ops.fa.forward_lse(q, k, v, scale, causal)[0]     # its lse saved for the backward
-    return torch.ops.fa.forward(q, k, v, scale, causal)
+    return _autograd.call(torch.ops.fa.forward, q, k, v, scale, causal)
 
 
 def attention_lse(q, k, v, *, causal=False, scale=None, causal_align="top_left", window=(-1, -1), softcap=None,
@@ -118,7 +118,7 @@ def attention_lse(q, k, v, *, causal=False, scale=None, causal_align="top_left",
         ``exp(sinks[h])`` with sinks; ``-inf`` for a row that sees no key and has no sink.
     """
     res = _variants(q, k, v, causal, scale, causal_align, window, softcap, alibi_slopes, sinks, key_mask, attn_mask)
-    return torch.ops.fa.forward_lse(q, k, v, scale, causal) if res is None else res
+    return _autograd.call(torch.ops.fa.forward_lse, q, k, v, scale, causal) if res is None else res
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, *, causal=False, scale=None,
@@ -144,8 +144,9 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
         (total_q, Hq, d), or ``(out, lse)`` with ``return_lse``.
     """
     left, right = _window(window)
-    out, lse = torch.ops.fa.forward_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, scale,
-                                           causal, _align(causal_align), left, right, softcap, alibi_slopes, sinks)
+    out, lse = _autograd.call(torch.ops.fa.forward_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                              max_seqlen_k, scale, causal, _align(causal_align), left, right, softcap, alibi_slopes,
+                              sinks)
     return (out, lse) if return_lse else out
 
 

@@ -21,6 +21,8 @@ import logging
 import torch
 import torch.nn.functional as F
 
+from . import _autograd
+
 __all__ = ["scaled_dot_product_attention", "patch_sdpa", "stats", "reset_stats"]
 
 log = logging.getLogger("torch_flashattn")
@@ -165,8 +167,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            scale=scale, enable_gqa=enable_gqa)
     _count("fa")
     if attn_mask is not None:
-        return torch.ops.fa.forward_variants(query, key, value, scale, False, 0, -1, -1, None, None, None, None,
-                                             attn_mask)[0]
+        return _autograd.call(torch.ops.fa.forward_variants, query, key, value, scale, False, 0, -1, -1, None, None,
+                              None, None, attn_mask)[0]
     if _needs_grad(query, key, value):    # fa::forward_lse keeps lse for the backward; no KV-cache op
         if query.dim() == 3:
             return torch.ops.fa.forward_lse(query[:, None], key[:, None], value[:, None], scale, is_causal)[0][:, 0]
@@ -175,8 +177,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         _count("fa_decode")
         return torch.ops.fa.forward_kvcache(query, key, value, None, None, None, scale, False)
     if query.dim() == 3:   # (B, L, E): one head
-        return torch.ops.fa.forward(query[:, None], key[:, None], value[:, None], scale, is_causal)[:, 0]
-    return torch.ops.fa.forward(query, key, value, scale, is_causal)
+        return _autograd.call(torch.ops.fa.forward, query[:, None], key[:, None], value[:, None], scale, is_causal)[:, 0]
+    return _autograd.call(torch.ops.fa.forward, query, key, value, scale, is_causal)
 
 
 @contextlib.contextmanager
