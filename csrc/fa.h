@@ -208,7 +208,7 @@ int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CU
  * fa_forward_variants_scratch_bytes says: a call with few queries per KV head (a padded batch's
  * decoding step) runs the split-KV kernel, which merges its splits there; with less it runs on the
  * forward kernels, the same result up to rounding. The size depends on the shapes and the current
- * device only. */
+ * device only. v NULL (or without any variant): fa_forward_scratch_bytes and fa_forward_cuda_scratch. */
 int fa_forward_variants_scratch_bytes(const fa_params *p, const fa_variants *v, size_t *bytes);
 int fa_forward_variants_cuda_scratch(const fa_params *p, const fa_variants *v, void *scratch, size_t scratch_bytes,
                                      struct CUstream_st *stream);

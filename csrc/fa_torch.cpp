@@ -408,33 +408,20 @@ std::tuple<at::Tensor, at::Tensor> exact_attention(const at::Tensor &q, const at
     return {out.to(q.scalar_type()), lse};
 }
 
-// Scratch for the split-KV route or the Hopper kernel's split last round, sized from the shapes and
+// Scratch for the split-KV routes or the Hopper kernel's split last round, sized from the shapes and
 // the device only (no synchronisation; a CUDA graph can capture the call), then the CUDA launcher.
+// fv: the variants, or nullptr for plain attention (the launcher then runs fa_forward_cuda_scratch).
 #ifdef FA_WITH_CUDA
-int run_cuda(const fa_params &p, const at::Tensor &q)
+int run_cuda(const fa_params &p, const fa_variants *fv, const at::Tensor &q)
 {
     const c10::cuda::CUDAGuard guard(q.device());
     const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
     size_t bytes = 0;
-    int status = fa_forward_scratch_bytes(&p, &bytes);
+    int status = fa_forward_variants_scratch_bytes(&p, fv, &bytes);
     if (status == FA_OK) {
         const at::Tensor scratch = bytes ? at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte))
                                          : at::Tensor();
-        status = fa_forward_cuda_scratch(&p, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
-    }
-    return status;
-}
-
-// The same for a call with variants (a padded decoding step's split-KV scratch).
-int run_cuda_variants(const fa_params &p, const fa_variants &fv, const at::Tensor &q)
-{
-    const cudaStream_t stream = c10::cuda::getCurrentCUDAStream().stream();
-    size_t bytes = 0;
-    int status = fa_forward_variants_scratch_bytes(&p, &fv, &bytes);
-    if (status == FA_OK) {
-        const at::Tensor scratch = bytes ? at::empty({static_cast<int64_t>(bytes)}, q.options().dtype(at::kByte))
-                                         : at::Tensor();
-        status = fa_forward_variants_cuda_scratch(&p, &fv, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
+        status = fa_forward_variants_cuda_scratch(&p, fv, bytes ? scratch.data_ptr() : nullptr, bytes, stream);
     }
     return status;
 }
@@ -461,11 +448,11 @@ std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const a
         if (c.q.is_cuda())
             guard.emplace(c.q.device());
         if (c.q.is_cuda() && !va.any()) {       // no variant: the kernels
-            check_status(op, run_cuda(c.p, c.q));
+            check_status(op, run_cuda(c.p, nullptr, c.q));
             return {c.o, c.lse};
         }
         if (c.q.is_cuda() && !exact) {          // the kernels that take variants, else the exact path
-            const int status = run_cuda_variants(c.p, fv, c.q);
+            const int status = run_cuda(c.p, &fv, c.q);
             if (status != FA_ERR_UNSUPPORTED) {
                 check_status(op, status);
                 return {c.o, c.lse};
@@ -694,7 +681,7 @@ std::tuple<at::Tensor, at::Tensor> run(const char *op, const at::Tensor &q, cons
     int status;
     if (c.q.is_cuda()) {
 #ifdef FA_WITH_CUDA
-        status = run_cuda(c.p, c.q);
+        status = run_cuda(c.p, nullptr, c.q);
 #else
         status = FA_ERR_NO_CUDA;
 #endif

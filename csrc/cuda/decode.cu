@@ -44,8 +44,8 @@
  * untouched and makes the output NaN, checked by every CTA on the device.
  *
  * This file, in order: the tensor-core attend kernel (2a, with its cluster merge), the host planner
- * (tile, warps, stages, splits, cluster, evict-first; the split counts themselves in plan.c) and the
- * launch. decode_simt.cu: append, the CUDA-core attend kernel and the combine kernels; decode.cuh:
+ * (tile, warps, stages, splits, cluster, evict-first; the split counts themselves in plan.c), the
+ * launch, and its entry points (the KV cache's, and fa_decode_attention_cuda for attention calls). decode_simt.cu: append, the CUDA-core attend kernel and the combine kernels; decode.cuh:
  * what they share; tiles.h: the tiles. Builds with plain
  * nvcc; includes CUDA headers and the project's own headers only:
  *     nvcc -std=c++17 -O3 -Xptxas -v -gencode arch=compute_90a,code=sm_90a -Icsrc -Icsrc/cuda -c csrc/cuda/decode.cu
