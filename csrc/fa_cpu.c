@@ -3,7 +3,8 @@
  *
  * The same algorithm as the GPU kernels, written to be read beside the
  * FlashAttention-2 paper (Algorithm 1). For each (batch, head, block of BM
- * query rows), in parallel over OpenMP threads:
+ * query rows), in parallel over OpenMP threads (a few query rows of several
+ * heads that share a kv head form one block; run_blocks):
  *
  *     Q_i  = Q[i0 : i0+BM] · scale · log2(e)          (exp2 instead of exp)
  *     m_i  = -inf, l_i = 0, O_i = 0
@@ -270,70 +271,106 @@ static float mask_value(const fa_variants *v, fa_dtype dt, int64_t b, int64_t h,
     }
 }
 
-/* The variants on one block of scores Sᵀ (keys j0 .. j0 + bn of rows i0 .. i0 + bm, log2 units):
- * softcap, ALiBi and a float mask change a visible score; a key outside the row's range, or
- * masked out, becomes −inf (fa_variant.h). */
-static void apply_variants(const fa_params *p, const fa_variants *v, const seq_view *sv, float *st, int64_t i0, int bm, int64_t j0,
-                           int bn)
+/* The variants on one block of scores Sᵀ (keys j0 .. j0 + bn; column p · span + q is query i0 + q
+ * of head sv[p], log2 units): softcap, ALiBi and a float mask change a visible score; a key
+ * outside the row's range, or masked out, becomes −inf (fa_variant.h). */
+static void apply_variants(const fa_params *p, const fa_variants *v, const seq_view *sv, int nh, int span, float *st,
+                           int64_t i0, int64_t j0, int bn)
 {
-    const float c2 = v->softcap * FA_VARIANT_LOG2E, slope2 = fa_alibi_slope2(v, sv->b, sv->h);
-    for (int q = 0; q < bm; q++) {
-        const int64_t i = i0 + q;
-        int64_t lo, hi;
-        fa_key_range(v, p->causal, i, sv->delta, sv->nk, &lo, &hi);
-        for (int k = 0; k < bn; k++) {
-            const int64_t j = j0 + k;
-            float *s = &st[k * BM + q];
-            int visible = j >= lo && j < hi;
-            if (visible && v->key_mask != NULL)
-                visible = v->key_mask[sv->b * v->key_mask_batch_stride + j] != 0;
-            if (!visible) {
-                *s = -INFINITY;
-                continue;
+    const float c2 = v->softcap * FA_VARIANT_LOG2E;
+    for (int hp = 0; hp < nh; hp++) {
+        const seq_view *s_h = &sv[hp];
+        const float slope2 = fa_alibi_slope2(v, s_h->b, s_h->h);
+        for (int q = 0; q < span; q++) {
+            const int64_t i = i0 + q;
+            int64_t lo, hi;
+            fa_key_range(v, p->causal, i, s_h->delta, s_h->nk, &lo, &hi);
+            for (int k = 0; k < bn; k++) {
+                const int64_t j = j0 + k;
+                float *s = &st[k * BM + hp * span + q];
+                int visible = j >= lo && j < hi;
+                if (visible && v->key_mask != NULL)
+                    visible = v->key_mask[s_h->b * v->key_mask_batch_stride + j] != 0;
+                if (!visible) {
+                    *s = -INFINITY;
+                    continue;
+                }
+                *s = fa_score_mod(*s, c2, slope2, i + s_h->delta - j);
+                if (v->mask != NULL)
+                    *s += mask_value(v, p->dtype, s_h->b, s_h->h, i, j) * FA_VARIANT_LOG2E;
             }
-            *s = fa_score_mod(*s, c2, slope2, i + sv->delta - j);
-            if (v->mask != NULL)
-                *s += mask_value(v, p->dtype, sv->b, sv->h, i, j) * FA_VARIANT_LOG2E;
         }
     }
 }
 
-/* Attention for query rows [i0, i0 + bm) of one (sequence, head). Row i sees the keys causal and
- * the window leave it (fa_key_range; without variants that is keys j <= i + delta when causal:
- * delta = 0 is SDPA's top-left mask, nk − nq the bottom-right one of a KV cache). Rows that see no
- * key get O = 0, lse = −inf. */
+/* key_mask, causal and the window without a score change: a masked-out key's scores become −inf
+ * across the block at once (a row of Sᵀ), and a row's range is applied only to the blocks that
+ * cross it. The same visibility as apply_variants. */
+static void mask_keys(const fa_params *p, const fa_variants *v, const seq_view *sv, int nh, int span, int ncols,
+                      float *st, int64_t i0, int64_t j0, int bn)
+{
+    if (v->key_mask != NULL) {
+        const uint8_t *km = v->key_mask + sv->b * v->key_mask_batch_stride + j0;
+        for (int k = 0; k < bn; k++)
+            if (km[k] == 0)
+                for (int c = 0; c < ncols; c++)
+                    st[k * BM + c] = -INFINITY;
+    }
+    for (int q = 0; q < span; q++) {
+        int64_t lo, hi;
+        fa_key_range(v, p->causal, i0 + q, sv->delta, sv->nk, &lo, &hi);
+        if (lo <= j0 && hi >= j0 + bn)
+            continue;
+        for (int k = 0; k < bn; k++)
+            if (j0 + k < lo || j0 + k >= hi)
+                for (int hp = 0; hp < nh; hp++)
+                    st[k * BM + hp * span + q] = -INFINITY;
+    }
+}
+
+/* Attention for query rows [i0, i0 + span) of nh heads of one sequence that share a kv head
+ * (sv[0 .. nh), consecutive query heads): the block's columns are (head, row) pairs, column
+ * p · span + q being row i0 + q of head sv[p], so that a few queries per head (a decoding step)
+ * share one pass over K and V and the tiles are as wide as those rows, not BM. Row i sees the keys
+ * causal and the window leave it (fa_key_range; without variants that is keys j <= i + delta when
+ * causal: delta = 0 is SDPA's top-left mask, nk − nq the bottom-right one of a KV cache). Rows
+ * that see no key get O = 0, lse = −inf. */
 FA_MULTIVERSION
 static void attend_block(const fa_params *p, const fa_variants *v, const scratch *t, int64_t dp, const seq_view *sv,
-                         int64_t i0)
+                         int nh, int64_t i0)
 {
-    const int64_t d = p->d, Nk = sv->nk;
-    const int bm = (int)(sv->nq - i0 < BM ? sv->nq - i0 : BM);
+    const int64_t d = p->d, Nk = sv->nk, delta = sv->delta;
+    const int span = (int)(sv->nq - i0 < BM / nh ? sv->nq - i0 : BM / nh);
+    const int rows = nh * span;
+    const int ncols = (rows + NR - 1) / NR * NR;         /* the S micro-kernel's width */
+    const int mrows = (rows + MR - 1) / MR * MR;         /* the P·V micro-kernel's rows */
+    const int qv = ncols / 16;                           /* vectors of scores per key */
     const size_t es = dtype_size(p->dtype);
-    /* The per-score variants (alignment and packing live in sv). */
-    const int variants = v->window || v->softcap != 0.0f || v->alibi_slopes != NULL || v->sinks != NULL
-                      || v->key_mask != NULL || v->mask != NULL;
+    /* The per-score variants (alignment and packing live in sv); scores_mod: some change a score. */
+    const int scores_mod = v->softcap != 0.0f || v->alibi_slopes != NULL || v->mask != NULL;
+    const int variants = scores_mod || v->window || v->sinks != NULL || v->key_mask != NULL;
 
-    /* Qᵀ = (Q[i0 : i0+bm] · scale · log2(e))ᵀ; columns bm..BM are zero. */
+    /* Qᵀ = (Q[i0 : i0+span] · scale · log2(e))ᵀ of each head; columns rows..ncols are zero. */
     const float scale_log2 = p->scale * 1.4426950408889634f;
-    for (int r = 0; r < BM; r++) {
+    for (int r = 0; r < ncols; r++) {
         float row[FA_MAX_HEAD_DIM] = {0};
-        if (r < bm)
-            load_row(row, sv->q + (i0 + r) * p->q_row_stride * es, d, p->dtype, scale_log2);
+        if (r < rows)
+            load_row(row, sv[r / span].q + (i0 + r % span) * p->q_row_stride * es, d, p->dtype, scale_log2);
         for (int64_t c = 0; c < d; c++)
             t->qt[c * BM + r] = row[c];
     }
     v16f *m_i = (v16f *)t->m, *l_i = (v16f *)t->l;
-    for (int g = 0; g < QV; g++) {
+    for (int g = 0; g < qv; g++) {
         m_i[g] = (v16f){0} - INFINITY;
         l_i[g] = (v16f){0};
     }
-    memset(t->o, 0, (size_t)BM * dp * sizeof(float));
+    memset(t->o, 0, (size_t)mrows * dp * sizeof(float));
 
     /* The keys any row of the block may see: from the first row's range start to the last row's
-     * range end (both move right with the row). */
+     * range end (both move right with the row; every head has the same rows). */
     int64_t j_begin, j_end, unused;
-    fa_key_range(v, p->causal, i0, sv->delta, Nk, &j_begin, &unused);
-    fa_key_range(v, p->causal, i0 + bm - 1, sv->delta, Nk, &unused, &j_end);
+    fa_key_range(v, p->causal, i0, delta, Nk, &j_begin, &unused);
+    fa_key_range(v, p->causal, i0 + span - 1, delta, Nk, &unused, &j_end);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += BN) {
         const int bn = (int)(j_end - j0 < BN ? j_end - j0 : BN);
         for (int j = 0; j < bn; j++) {
@@ -342,25 +379,28 @@ static void attend_block(const fa_params *p, const fa_variants *v, const scratch
         }
 
         /* Sᵀ = K_j Q_iᵀ   (rows past bn are computed from stale K rows and never read) */
-        gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, BM, d, NULL);
+        gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, ncols, d, NULL);
 
-        if (variants)
-            apply_variants(p, v, sv, t->st, i0, bm, j0, bn);
-        else if (p->causal && j0 + bn - 1 > i0 + sv->delta)
+        if (scores_mod)
+            apply_variants(p, v, sv, nh, span, t->st, i0, j0, bn);
+        else if (variants)
+            mask_keys(p, v, sv, nh, span, ncols, t->st, i0, j0, bn);
+        else if (p->causal && j0 + bn - 1 > i0 + delta)
             /* Causal: query i0 + q does not see key j0 + k > i0 + q + delta. */
             for (int k = 0; k < bn; k++)
-                for (int64_t q = 0; q < j0 + k - i0 - sv->delta && q < BM; q++)
-                    t->st[k * BM + q] = -INFINITY;
+                for (int hp = 0; hp < nh; hp++)
+                    for (int64_t q = 0; q < j0 + k - i0 - delta && q < span; q++)
+                        t->st[k * BM + hp * span + q] = -INFINITY;
 
         /* m_new = max(m_i, rowmax(S)) — a column max of Sᵀ */
         v16f m_new[QV], m_ref[QV], alpha[QV], sum[QV];
-        for (int g = 0; g < QV; g++)
+        for (int g = 0; g < qv; g++)
             m_new[g] = m_i[g];
         for (int k = 0; k < bn; k++)
-            for (int g = 0; g < QV; g++)
+            for (int g = 0; g < qv; g++)
                 m_new[g] = vmax(m_new[g], ((const v16f *)(t->st + k * BM))[g]);
         /* A query that has seen only −inf so far uses 0 as its reference. */
-        for (int g = 0; g < QV; g++) {
+        for (int g = 0; g < qv; g++) {
             m_ref[g] = vselect(m_new[g] == -INFINITY, (v16f){0}, m_new[g]);
             alpha[g] = exp2_neg(m_i[g] - m_ref[g]);
             sum[g] = (v16f){0};
@@ -368,37 +408,39 @@ static void attend_block(const fa_params *p, const fa_variants *v, const scratch
         /* P = exp2(S − m_new) */
         for (int k = 0; k < bn; k++) {
             v16f *pt = (v16f *)(t->st + k * BM);
-            for (int g = 0; g < QV; g++) {
+            for (int g = 0; g < qv; g++) {
                 pt[g] = exp2_neg(pt[g] - m_ref[g]);
                 sum[g] += pt[g];
             }
         }
         /* l_i = l_i · exp2(m_i − m_new) + rowsum(P) */
-        for (int g = 0; g < QV; g++) {
+        for (int g = 0; g < qv; g++) {
             l_i[g] = l_i[g] * alpha[g] + sum[g];
             m_i[g] = m_new[g];
         }
 
         /* O_i = O_i · exp2(m_i − m_new) + P V_j   (P read through Pᵀ's strides) */
-        gemm(t->o, dp, t->st, 1, BM, t->v, dp, BM, (int)dp, bn, (const float *)alpha);
+        gemm(t->o, dp, t->st, 1, BM, t->v, dp, mrows, (int)dp, bn, (const float *)alpha);
     }
 
     /* O = O_i / l_i,  lse = (m_i + log2 l_i) · ln 2; with variants, fa_row_end (sinks, rows that
      * see nothing). */
-    const int has_sink = v->sinks != NULL;
-    const float sink2 = has_sink ? v->sinks[sv->h] * FA_VARIANT_LOG2E : 0.0f;
-    for (int r = 0; r < bm; r++) {
+    for (int r = 0; r < rows; r++) {
+        const seq_view *s_h = &sv[r / span];
+        const int64_t i = i0 + r % span;
         float mul, lse2;
         if (variants) {
-            fa_row_end(t->m[r], t->l[r], has_sink, sink2, &mul, &lse2);
+            const int has_sink = v->sinks != NULL;
+            fa_row_end(t->m[r], t->l[r], has_sink, has_sink ? v->sinks[s_h->h] * FA_VARIANT_LOG2E : 0.0f, &mul,
+                       &lse2);
         } else {
-            const int sees_none = Nk == 0 || (p->causal && i0 + r + sv->delta < 0);
+            const int sees_none = Nk == 0 || (p->causal && i + delta < 0);
             mul = sees_none ? 0.0f : 1.0f / t->l[r];
             lse2 = sees_none ? -INFINITY : t->m[r] + log2f(t->l[r]);
         }
-        store_row(sv->o + (i0 + r) * p->o_row_stride * es, t->o + r * dp, d, p->dtype, mul);
-        if (sv->lse != NULL)
-            sv->lse[i0 + r] = lse2 * 0.6931471805599453f;
+        store_row(s_h->o + i * p->o_row_stride * es, t->o + r * dp, d, p->dtype, mul);
+        if (s_h->lse != NULL)
+            s_h->lse[i] = lse2 * 0.6931471805599453f;
     }
 }
 
@@ -448,15 +490,24 @@ static seq_view seq_of(const fa_params *p, const fa_variants *v, const int64_t *
     return sv;
 }
 
-/* Runs attend_block over every (sequence, head, query block) in parallel. */
+/* Runs attend_block over every (sequence, group of query heads, query block) in parallel. A group
+ * is the query heads of one kv head whose rows fit one block together (GQA with a few queries,
+ * a decoding step); with Nq > BM / 2 it is one head. Groups shrink while there are fewer work
+ * items than threads. */
 static int run_blocks(const fa_params *p, const fa_variants *v, const int64_t *n_keys)
 {
     const int64_t dp = (p->d + NR - 1) / NR * NR;     /* d padded for the micro-kernel */
     const int64_t n_qblocks = (p->Nq + BM - 1) / BM;
-    const int64_t n_items = p->B * p->Hq * n_qblocks;
+    const int64_t G = p->Hq / p->Hkv, threads = threads_for(p);
+    int64_t nh = p->Nq <= BM ? BM / p->Nq : 1;
+    nh = nh < G ? nh : G;
+    while (nh > 1 && p->B * p->Hkv * ((G + nh - 1) / nh) < threads)
+        nh = (nh + 1) / 2;
+    const int64_t n_groups = (G + nh - 1) / nh;        /* per kv head */
+    const int64_t n_items = p->B * p->Hkv * n_groups * n_qblocks;
     int failed = 0;
 
-#pragma omp parallel num_threads(threads_for(p))
+#pragma omp parallel num_threads((int)threads)
     {
         scratch t;
         const int ok = scratch_alloc(&t, dp);
@@ -470,10 +521,14 @@ static int run_blocks(const fa_params *p, const fa_variants *v, const int64_t *n
             if (!ok)
                 continue;
             const int64_t qb = n_qblocks - 1 - w % n_qblocks;
-            const int64_t bh = w / n_qblocks;
-            const seq_view sv = seq_of(p, v, n_keys, bh / p->Hq, bh % p->Hq);
-            if (qb * BM < sv.nq)                      /* a packed sequence shorter than Nq */
-                attend_block(p, v, &t, dp, &sv, qb * BM);
+            const int64_t rest = w / n_qblocks, group = rest % n_groups, bk = rest / n_groups;
+            const int64_t b = bk / p->Hkv, h0 = bk % p->Hkv * G + group * nh;
+            const int heads = (int)(G - group * nh < nh ? G - group * nh : nh);
+            seq_view sv[BM];
+            for (int hp = 0; hp < heads; hp++)
+                sv[hp] = seq_of(p, v, n_keys, b, h0 + hp);
+            if (qb * BM < sv[0].nq)                   /* a packed sequence shorter than Nq */
+                attend_block(p, v, &t, dp, sv, heads, qb * BM);
         }
         if (ok)
             free(t.base);
@@ -661,7 +716,7 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
         if (c2 > 0.0f)
             for (int64_t x = 0; x < (int64_t)bn * BM; x++)
                 t->tt[(j0 - j_begin) * BM + x] = tanhf(st[x] / c2);
-        apply_variants(p, v, sv, st, i0, bm, j0, bn);
+        apply_variants(p, v, sv, 1, bm, st, i0, j0, bn);
     }
     for (int64_t x = nb * BM; x < nb8 * BM; x++)    /* the micro-kernel's rows past the range */
         t->st[x] = -INFINITY, t->dpt[x] = 0.0f;

@@ -278,8 +278,11 @@ VARIANT_CASES = ["causal_top_left", "causal_bottom_right", "window", "window_bot
                  "key_mask_bool", "key_mask_int", "attn_mask_bool_11QK", "attn_mask_bool_full", "attn_mask_float_B11K",
                  "attn_mask_t5_bias_qdtype", "attn_mask_float_transposed", "attn_mask_and_key_mask",
                  "combo_window_softcap_sinks_key_mask", "combo_alibi_window_sinks_bottom_right", "combo_all"]
-# (B, Hq, Hkv, Nq, Nk, d): Nq < Nk and Nq > Nk with GQA / MQA, a single query, an odd head dim.
-SHAPES = [(2, 4, 2, 97, 130, 64), (1, 4, 1, 130, 97, 128), (2, 3, 3, 1, 150, 40), (1, 6, 2, 45, 45, 33)]
+# (B, Hq, Hkv, Nq, Nk, d): Nq < Nk and Nq > Nk with GQA / MQA, a single query, an odd head dim; a
+# few queries per head with GQA (the CPU backend puts the query heads of one kv head in one block:
+# 4 heads of 3 rows, and 12 + 4 heads of 5 rows).
+SHAPES = [(2, 4, 2, 97, 130, 64), (1, 4, 1, 130, 97, 128), (2, 3, 3, 1, 150, 40), (1, 6, 2, 45, 45, 33),
+          (2, 8, 2, 3, 77, 64), (1, 16, 1, 5, 40, 16)]
 
 
 def seed_of(*parts):
