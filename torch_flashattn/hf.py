@@ -287,12 +287,14 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     if shape is None or not all(isinstance(x, int) for x in (q_offset, kv_offset, q_length, kv_length)):
         return build()
     padding = mu.prepare_padding_mask(attention_mask, kv_length, kv_offset)
-    if shape == (True, None, 0) and allow_is_causal_skip and mu._ignore_causal_mask_sdpa(
-            padding, q_length, kv_length, q_offset, kv_offset, kwargs.get("local_size")):
-        return None                                      # the plain causal flag (top-left) is exact
     key_mask = None if padding is None else padding[:, kv_offset:kv_offset + kv_length]
     if key_mask is not None and mu.fast_all(key_mask):   # transformers' own check (one host read)
         key_mask = None
+    # Without padding, sdpa_mask's own test of whether the plain causal flag (top-left) is exact
+    # (given no padding mask, it reads nothing on the host); with padding the key_mask is needed.
+    if shape == (True, None, 0) and key_mask is None and allow_is_causal_skip and mu._ignore_causal_mask_sdpa(
+            None, q_length, kv_length, q_offset, kv_offset, kwargs.get("local_size")):
+        return None
     return StructuredMask(key_mask, *shape, q_offset - kv_offset, q_length, kv_length, build)
 
 
