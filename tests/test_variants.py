@@ -280,9 +280,10 @@ VARIANT_CASES = ["causal_top_left", "causal_bottom_right", "window", "window_bot
                  "combo_window_softcap_sinks_key_mask", "combo_alibi_window_sinks_bottom_right", "combo_all"]
 # (B, Hq, Hkv, Nq, Nk, d): Nq < Nk and Nq > Nk with GQA / MQA, a single query, an odd head dim; a
 # few queries per head with GQA (the CPU backend puts the query heads of one kv head in one block:
-# 4 heads of 3 rows, and 12 + 4 heads of 5 rows).
+# 4 heads of 3 rows, 12 + 4 heads of 5 rows, and 2 heads of 2 rows, a block narrow enough for its
+# dot-product path, as the single query above is).
 SHAPES = [(2, 4, 2, 97, 130, 64), (1, 4, 1, 130, 97, 128), (2, 3, 3, 1, 150, 40), (1, 6, 2, 45, 45, 33),
-          (2, 8, 2, 3, 77, 64), (1, 16, 1, 5, 40, 16)]
+          (2, 8, 2, 3, 77, 64), (1, 16, 1, 5, 40, 16), (2, 4, 2, 2, 70, 64)]
 
 
 def seed_of(*parts):
