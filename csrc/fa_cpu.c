@@ -222,18 +222,26 @@ static inline float hsum(v16f x)
     return (c[0] + c[2]) + (c[1] + c[3]);
 }
 
+/* 16 floats from any address. */
+static inline v16f load16(const float *x)
+{
+    v16f v;
+    memcpy(&v, x, sizeof v);
+    return v;
+}
+
 /* A narrow block's products (at most MR columns: a decoding step of one or a few query heads per
  * kv head), as dot products over d instead of the micro-kernel, which would fill 32 columns of Sᵀ
- * and MR rows of O for them. Sᵀ[j][r] = K[j] · Q[r]; columns rows..16 are set to zero as the
- * micro-kernel's zero columns of Qᵀ would make them. */
-static inline void scores_narrow(float *restrict st, const float *restrict k, const float *restrict q, int rows,
-                                 int bn, int64_t dp)
+ * and MR rows of O for them. Sᵀ[j][r] = K[j] · Q[r] over dv columns (d rounded up to 16); K's rows
+ * are ks floats apart: the scratch tile's, or fp32 inputs read in place. */
+static inline void scores_narrow(float *restrict st, const float *restrict k, int64_t ks, const float *restrict q,
+                                 int rows, int bn, int64_t dp, int64_t dv)
 {
     for (int j = 0; j < bn; j++) {
         for (int r = 0; r < rows; r++) {
             v16f acc = {0};
-            for (int64_t c = 0; c < dp; c += 16)
-                acc += *(const v16f *)(k + j * dp + c) * *(const v16f *)(q + r * dp + c);
+            for (int64_t c = 0; c < dv; c += 16)
+                acc += load16(k + j * ks + c) * *(const v16f *)(q + r * dp + c);
             st[j * BM + r] = hsum(acc);
         }
     }
@@ -269,20 +277,21 @@ static inline void softmax_narrow(float *restrict p, const float *restrict st, f
     }
 }
 
-/* O[r] = O[r] · alpha[r] + Σ_j P[r][j] V[j] for the rows of a narrow block: the block's keys summed
- * from zero apart from the running output, as the micro-kernel does. */
-static inline void pv_narrow(float *restrict o, const float *restrict p, const float *restrict v,
-                             const float *restrict alpha, int rows, int bn, int64_t dp)
+/* O[r] = O[r] · alpha[r] + Σ_j P[r][j] V[j] for the rows of a narrow block (columns up to dv; V's
+ * rows vs floats apart): the block's keys summed from zero apart from the running output, as the
+ * micro-kernel does. */
+static inline void pv_narrow(float *restrict o, const float *restrict p, const float *restrict v, int64_t vs,
+                             const float *restrict alpha, int rows, int bn, int64_t dp, int64_t dv)
 {
     for (int r = 0; r < rows; r++) {
         v16f acc[FA_MAX_HEAD_DIM / 16 + 1] = {{0}};
         for (int j = 0; j < bn; j++) {
             const float pj = p[r * BN + j];
-            for (int64_t c = 0; c < dp / 16; c++)
-                acc[c] += pj * ((const v16f *)(v + j * dp))[c];
+            for (int64_t c = 0; c < dv / 16; c++)
+                acc[c] += pj * load16(v + j * vs + 16 * c);
         }
         v16f *orow = (v16f *)(o + r * dp);
-        for (int64_t c = 0; c < dp / 16; c++)
+        for (int64_t c = 0; c < dv / 16; c++)
             orow[c] = orow[c] * alpha[r] + acc[c];
     }
 }
@@ -434,6 +443,8 @@ static void attend_block(const fa_params *p, const fa_variants *v, const scratch
      * tiles for 1-4 columns, 0.99-1.13x for 8 at d >= 64; at d <= 32 from 8 columns the tiles are
      * faster. */
     const int narrow = rows <= (dp >= 64 ? MR : MR / 2);
+    const int64_t dv = (d + 15) / 16 * 16;               /* a narrow block's columns of K and V */
+    const int in_place = narrow && p->dtype == FA_FLOAT32 && dv == d;
     const int qv = ncols / 16;                           /* vectors of scores per key */
     const size_t es = dtype_size(p->dtype);
     /* The per-score variants (alignment and packing live in sv); scores_mod: some change a score. */
@@ -467,14 +478,22 @@ static void attend_block(const fa_params *p, const fa_variants *v, const scratch
     fa_key_range(v, p->causal, i0 + span - 1, delta, Nk, &unused, &j_end);
     for (int64_t j0 = j_begin; j0 < j_end; j0 += BN) {
         const int bn = (int)(j_end - j0 < BN ? j_end - j0 : BN);
-        for (int j = 0; j < bn; j++) {
-            load_row(t->k + j * dp, sv->k + (j0 + j) * p->k_row_stride * es, d, p->dtype, 1.0f);
-            load_row(t->v + j * dp, sv->v + (j0 + j) * p->v_row_stride * es, d, p->dtype, 1.0f);
+        /* fp32 rows a whole number of vectors long are read in place by a narrow block. */
+        const float *kb = t->k, *vb = t->v;
+        int64_t ks = dp, vs = dp;
+        if (in_place) {
+            kb = (const float *)(sv->k + j0 * p->k_row_stride * es), ks = p->k_row_stride;
+            vb = (const float *)(sv->v + j0 * p->v_row_stride * es), vs = p->v_row_stride;
+        } else {
+            for (int j = 0; j < bn; j++) {
+                load_row(t->k + j * dp, sv->k + (j0 + j) * p->k_row_stride * es, d, p->dtype, 1.0f);
+                load_row(t->v + j * dp, sv->v + (j0 + j) * p->v_row_stride * es, d, p->dtype, 1.0f);
+            }
         }
 
         /* Sᵀ = K_j Q_iᵀ   (rows past bn are computed from stale K rows and never read) */
         if (narrow)
-            scores_narrow(t->st, t->k, t->q, rows, bn, dp);
+            scores_narrow(t->st, kb, ks, t->q, rows, bn, dp, dv);
         else
             gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, ncols, d, NULL);
 
@@ -492,7 +511,7 @@ static void attend_block(const fa_params *p, const fa_variants *v, const scratch
         if (narrow) {
             float alpha_r[MR];
             softmax_narrow(t->p, t->st, t->m, t->l, alpha_r, rows, bn);
-            pv_narrow(t->o, t->p, t->v, alpha_r, rows, bn, dp);
+            pv_narrow(t->o, t->p, vb, vs, alpha_r, rows, bn, dp, dv);
             continue;
         }
 
