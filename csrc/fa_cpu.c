@@ -630,7 +630,8 @@ static int run_blocks(const fa_params *p, const fa_variants *v, const int64_t *n
     const int64_t n_items = p->B * p->Hkv * n_groups * n_qblocks;
     int failed = 0;
 
-#pragma omp parallel num_threads((int)threads)
+    /* No more threads than work items: each thread allocates and zeroes its tiles. */
+#pragma omp parallel num_threads((int)(n_items < threads ? n_items : threads))
     {
         scratch t;
         const int ok = scratch_alloc(&t, dp);
