@@ -8,6 +8,8 @@
 #   python3 -m bench.hf_padded                 # B = 8 prompts of 512..2048 tokens, 32 new tokens
 #   python3 -m bench.hf_padded --quick         # smaller models and prompts (a smoke run)
 #   python3 -m bench.hf_padded --quick --device cpu   # the same in fp32 on the CPU
+#   python3 -m bench.hf_padded --unpadded      # every prompt the longest, the mask all ones (what a
+#                                              # tokenizer returns for prompts of one length)
 import argparse
 import json
 import statistics
@@ -65,6 +67,7 @@ def main(argv=None):
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--longest", type=int, help="the longest prompt (default 2048; --quick: 512, CPU 64)")
+    ap.add_argument("--unpadded", action="store_true", help="every prompt the longest; the mask all ones")
     args = ap.parse_args(argv)
     dev = args.device
     dtype = torch.bfloat16 if dev == "cuda" else torch.float32
@@ -72,7 +75,7 @@ def main(argv=None):
     name = torch_flashattn.hf.register()
     B = 8
     longest = args.longest or ((64 if dev == "cpu" else 512) if args.quick else 2048)
-    lengths = [int(longest * (0.25 + 0.75 * b / (B - 1))) for b in range(B)]
+    lengths = [longest if args.unpadded else int(longest * (0.25 + 0.75 * b / (B - 1))) for b in range(B)]
     g = torch.Generator(device=dev).manual_seed(0)
     ids = torch.randint(3, 32000, (B, longest), device=dev, generator=g)
     mask = torch.zeros(B, longest, dtype=torch.long, device=dev)
@@ -115,8 +118,8 @@ def main(argv=None):
         if dev == "cuda":
             torch.cuda.empty_cache()
     where = "bf16, H200" if dev == "cuda" else "fp32, CPU"
-    md = [f"Padded batches, transformers backend `torch_fa` against `sdpa` ({where}, random weights, "
-          f"{'quick sizes' if args.quick else 'hidden 2048, 8 layers, 16 heads'}; B = {B} left-padded prompts of "
+    md = [f"{'Unpadded' if args.unpadded else 'Padded'} batches, transformers backend `torch_fa` against `sdpa` ({where}, random weights, "
+          f"{'quick sizes' if args.quick else 'hidden 2048, 8 layers, 16 heads'}; B = {B} {'' if args.unpadded else 'left-padded '}prompts of "
           f"{lengths[0]}..{lengths[-1]} tokens, {args.new_tokens} new tokens; {git_commit()}).", "",
           "| model | prefill tok/s fa | sdpa | fa / sdpa | generate new tok/s fa | sdpa | fa / sdpa | calls served | "
           "greedy rows equal |", "|" + " --- |" * 9]

@@ -128,3 +128,34 @@ def test_structured_mask_with_position_bias(case):
                                     position_bias=bias.double())
     seen = m.dense().expand(B, H, nq, nk).any(-1).transpose(1, 2)
     torch.testing.assert_close(ours[seen], ref[seen].float(), atol=2e-5, rtol=0, msg=name)
+
+
+@pytest.mark.parametrize("nq,nk,q_off", [(7, 7, 0), (1, 9, 8), (3, 11, 8)], ids=["prefill", "decoding step", "chunk"])
+def test_padding_mask_is_not_read_on_the_host(monkeypatch, nq, nk, q_off):
+    """A padding mask, all ones or not, goes to the kernels as key_mask: the mask function reads no
+    tensor on the host (transformers' fast_all, .item(), bool()). With all ones the result is the plain
+    causal attention's."""
+    def no_read(*args, **kwargs):
+        raise AssertionError("the mask function read a tensor on the host")
+    B, H, d = 2, 2, 16
+    g = torch.Generator().manual_seed(nq + nk)
+    q = torch.randn(B, H, nq, d, generator=g)
+    k, v = torch.randn(B, H, nk, d, generator=g), torch.randn(B, H, nk, d, generator=g)
+    for ones in (True, False):
+        attention_mask = torch.ones(B, nk, dtype=torch.bool)
+        if not ones:
+            attention_mask[1, :2] = False
+        kw = dict(batch_size=B, q_length=nq, kv_length=nk, q_offset=q_off, kv_offset=0,
+                  mask_function=mu.causal_mask_function, attention_mask=attention_mask)
+        with monkeypatch.context() as mp:
+            mp.setattr(mu, "fast_all", no_read)
+            mp.setattr(torch.Tensor, "item", no_read)
+            mp.setattr(torch.Tensor, "__bool__", no_read)
+            m = structured_mask(**kw)
+        assert isinstance(m, StructuredMask) and m.key_mask is not None
+        kk, vv, args = m.op_arguments(k, v)
+        out = torch_flashattn.attention(q, kk, vv, **args)
+        with sdpa_kernel(SDPBackend.MATH):
+            ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
+                                                 attn_mask=mu.sdpa_mask(**kw, allow_is_causal_skip=False))
+        torch.testing.assert_close(out, ref.float(), atol=2e-6, rtol=0)

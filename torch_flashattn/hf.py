@@ -38,7 +38,10 @@ fp16/bf16 on sm_80+). Any other pattern (chunked, packed sequences, image-token 
 as tensors, and calls that fall back (dropout, gradients where SDPA's backward is faster, eager attention)
 get the dense mask built as
 for ``attn_implementation="sdpa"`` (boolean, left out where the plain causal flag is exact). A padding
-mask with no padding is dropped after the same check transformers' own sdpa mask makes (one host read). The name holds neither "sdpa" nor "flash", which transformers treats specially: it accepts this
+mask goes to the kernels as ``key_mask`` as it is, with padding or without: the mask function reads
+nothing on the host (transformers' own sdpa mask reads the padding once per forward to drop an
+all-ones mask; the kernels run an all-ones key_mask at the plain call's speed, bench/LOG.md
+2026-12-02-generation). The name holds neither "sdpa" nor "flash", which transformers treats specially: it accepts this
 backend for every model that calls attention through its interface, Gemma 2 and GPT-OSS included. The
 alias "fa_sdpa" (the earlier name) runs the same function; transformers refuses it for models without
 SDPA support. Models that bypass the interface (Falcon) ignore both names: run them with
@@ -287,11 +290,10 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     if shape is None or not all(isinstance(x, int) for x in (q_offset, kv_offset, q_length, kv_length)):
         return build()
     padding = mu.prepare_padding_mask(attention_mask, kv_length, kv_offset)
+    # The padding mask goes to the kernels as it is, all ones or not: nothing is read on the host.
     key_mask = None if padding is None else padding[:, kv_offset:kv_offset + kv_length]
-    if key_mask is not None and mu.fast_all(key_mask):   # transformers' own check (one host read)
-        key_mask = None
-    # Without padding, sdpa_mask's own test of whether the plain causal flag (top-left) is exact
-    # (given no padding mask, it reads nothing on the host); with padding the key_mask is needed.
+    # Without a padding mask, sdpa_mask's own test of whether the plain causal flag (top-left) is
+    # exact (given no padding mask, it reads nothing on the host).
     if shape == (True, None, 0) and key_mask is None and allow_is_causal_skip and mu._ignore_causal_mask_sdpa(
             None, q_length, kv_length, q_offset, kv_offset, kwargs.get("local_size")):
         return None
