@@ -103,29 +103,31 @@ def _cpu_grad_ours(query, key):
                                            or key.shape[-2] * key.shape[-1] >= CPU_GRAD_MIN_KEY_ELEMENTS)
 
 
-def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal=False, scale=None):
+def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal=False, scale=None, grad=None):
     """Why fa::forward (or, with an attn_mask, fa::forward_variants) cannot compute this call
-    exactly, or None when it can."""
+    exactly, or None when it can. grad: _needs_grad's answer, when the caller has it."""
     if attn_mask is not None and not _mask_in_kernel(query, key, value, attn_mask, is_causal, scale):
         return "attn_mask"
     if dropout_p > 0.0:
         return "dropout_p > 0"
-    if _needs_grad(query, key, value):
-        if query.device.type != "cpu":
+    device = query.device
+    if _needs_grad(query, key, value) if grad is None else grad:
+        if device.type != "cpu":
             return "requires_grad (SDPA's backward is faster)"
         if not _cpu_grad_ours(query, key):
             return "requires_grad, few keys (SDPA's backward is faster)"
-    if not (query.dim() == key.dim() == value.dim() and query.dim() in (3, 4)):
+    qs, ks, vs = query.shape, key.shape, value.shape
+    if not (len(qs) == len(ks) == len(vs) and len(qs) in (3, 4)):
         return "not 3-D or 4-D"
     if query.dtype not in _DTYPES or not (query.dtype == key.dtype == value.dtype):
         return f"dtype {query.dtype}"
-    if query.device.type not in ("cpu", "cuda") or not (query.device == key.device == value.device):
-        return f"device {query.device}"
-    if not (query.shape[-1] == key.shape[-1] == value.shape[-1]) or not 1 <= query.shape[-1] <= 256:
+    if device.type not in ("cpu", "cuda") or not (device == key.device == value.device):
+        return f"device {device}"
+    if not (qs[-1] == ks[-1] == vs[-1]) or not 1 <= qs[-1] <= 256:
         return "head dims differ or exceed 256"
-    if query.dim() == 4 and query.shape[1] != key.shape[1] and not enable_gqa:
+    if len(qs) == 4 and qs[1] != ks[1] and not enable_gqa:
         return "Hq != Hkv without enable_gqa"   # SDPA raises its own error for this
-    if key.shape[-2] != value.shape[-2] or query.shape[:-3] != key.shape[:-3]:
+    if ks[-2] != vs[-2] or qs[:-3] != ks[:-3]:
         return "shapes differ"                  # SDPA raises its own error for this
     return None
 
@@ -138,10 +140,13 @@ def _is_decode(query, key, value, is_causal):
             and key.shape[2] > query.shape[2] and key.stride(3) == 1 and value.stride(3) == 1)
 
 
-def _count(path, reason=None):
+def _count(path, reason=None, decode=False):
+    """One call served by path (and, decode: by fa::forward_kvcache, counted under "fa_decode" too)."""
     if torch.compiler.is_compiling():   # counters are eager-mode bookkeeping; keep traced graphs whole
         return
     _counts[path] += 1
+    if decode:
+        _counts["fa_decode"] += 1
     if reason is not None:
         _reasons[reason] += 1
         log.debug("scaled_dot_product_attention: PyTorch SDPA (%s)", reason)
@@ -160,22 +165,25 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     read tile by tile, for fp16/bf16 (B, H, L, E) inputs. Anything else goes to PyTorch's SDPA. ``is_causal`` is SDPA's top-left
     mask in every case.
     """
-    reason = _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal, scale)
+    grad = _needs_grad(query, key, value)
+    reason = _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal, scale, grad)
     if reason is not None:
         _count("sdpa", reason)
         return _torch_sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
                            scale=scale, enable_gqa=enable_gqa)
-    _count("fa")
     if attn_mask is not None:
+        _count("fa")
         return _autograd.call(torch.ops.fa.forward_variants, query, key, value, scale, False, 0, -1, -1, None, None,
                               None, None, attn_mask)[0]
-    if _needs_grad(query, key, value):    # fa::forward_lse keeps lse for the backward; no KV-cache op
+    if grad:                              # fa::forward_lse keeps lse for the backward; no KV-cache op
+        _count("fa")
         if query.dim() == 3:
             return torch.ops.fa.forward_lse(query[:, None], key[:, None], value[:, None], scale, is_causal)[0][:, 0]
         return torch.ops.fa.forward_lse(query, key, value, scale, is_causal)[0]
     if _is_decode(query, key, value, is_causal):
-        _count("fa_decode")
+        _count("fa", decode=True)
         return torch.ops.fa.forward_kvcache(query, key, value, None, None, None, scale, False)
+    _count("fa")
     if query.dim() == 3:   # (B, L, E): one head
         return _autograd.call(torch.ops.fa.forward, query[:, None], key[:, None], value[:, None], scale, is_causal)[:, 0]
     return _autograd.call(torch.ops.fa.forward, query, key, value, scale, is_causal)
