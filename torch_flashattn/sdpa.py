@@ -103,15 +103,15 @@ def _cpu_grad_ours(query, key):
                                            or key.shape[-2] * key.shape[-1] >= CPU_GRAD_MIN_KEY_ELEMENTS)
 
 
-def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal=False, scale=None, grad=None):
+def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal, scale, grad):
     """Why fa::forward (or, with an attn_mask, fa::forward_variants) cannot compute this call
-    exactly, or None when it can. grad: _needs_grad's answer, when the caller has it."""
+    exactly, or None when it can. grad: _needs_grad's answer."""
     if attn_mask is not None and not _mask_in_kernel(query, key, value, attn_mask, is_causal, scale):
         return "attn_mask"
     if dropout_p > 0.0:
         return "dropout_p > 0"
     device = query.device
-    if _needs_grad(query, key, value) if grad is None else grad:
+    if grad:
         if device.type != "cpu":
             return "requires_grad (SDPA's backward is faster)"
         if not _cpu_grad_ours(query, key):
