@@ -184,7 +184,15 @@ typedef struct {
     int row0;               /* this thread's rows: row0, row0 + 8 */
     int t;                  /* lane % 4: columns 2t, 2t + 1 of each 8-column tile */
     float c;                /* scale · log2(e) */
+    bool ex2_fma;           /* VAR with a softcap: some exponentials on the FMA pipe (FA_SM90_EX2_FMA) */
 } sm90_softmax_ctx;
+
+/* With a softcap the SFU computes two functions per score (tanh, exp2), as much SFU time as the
+ * tensor cores' time per score at d = 128: this many of every 8 of the softmax's exponentials
+ * run on the FMA pipe instead (ex2_fma). */
+#ifndef FA_SM90_EX2_FMA
+#define FA_SM90_EX2_FMA 3
+#endif
 
 /* The online softmax of the block of keys key0..key0+BN−1, in place:
  *     S = −inf where key >= Nk or (causal) key > row     (tail and diagonal blocks only)
@@ -229,6 +237,19 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
             alpha[r] = 1.f;
         }
         mc[r] = VAR && m == -INFINITY ? 0.f : m_i[r] * x.c;
+    }
+    if (VAR && FA_SM90_EX2_FMA > 0 && x.ex2_fma) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) {
+            const float e = fmaf(r_s[i], x.c, -mc[(i / 2) % 2]);
+            r_s[i] = i % 8 < FA_SM90_EX2_FMA ? ex2_fma(e) : ex2(e);
+            l_i[(i / 2) % 2] += r_s[i];
+        }
+#pragma unroll
+        for (int r = 0; r < 2; r++)                     /* no key yet: ex2_fma's 2^−125s are not a sum */
+            if (m_i[r] == -INFINITY)
+                l_i[r] = 0.f;
+        return;
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
@@ -557,11 +578,12 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * for it (blocks at the end only); it releases them untouched. Block 0 shows key 0 to every
          * row, so every m_i is finite after it. */
         const int n_act = !VAR && p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
-        sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
+        sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c, false};
         fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
         if constexpr (VAR) {
             y = var_rows(a.var, seq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
             ctx.c = y.raw ? y.c : 1.f;
+            ctx.ex2_fma = y.cap;
         }
 
         SM90_TRACE_NS(it, 6);

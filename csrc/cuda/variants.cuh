@@ -254,7 +254,8 @@ typedef struct {
     int row[2], lo[2], hi[2], rd[2];    /* this thread's rows; rd: row + δ */
     int all_lo, all_hi;
     float c;                            /* scale · log2 e (no softcap) or softcap · log2 e */
-    bool raw;                           /* masks only: scores stay q·k, the softmax scales by c */
+    bool raw;                           /* masks and softcap only: scores stay q·k (with a softcap
+                                         * tanh(scale · q·k / softcap)), the softmax scales by c */
     float cap_in;                       /* softcap: scale / softcap */
     bool cap;                           /* a softcap (also with scale 0: every score capped to 0) */
     float slope2;                       /* ALiBi slope · log2 e; 0: none */
@@ -277,9 +278,10 @@ __device__ __forceinline__ void var_row_range(const fa_var &x, int delta, int ro
 
 /* The rows row0, row0 + 8 of a strip whose rows run row_first..row_last, in sequence s of batch
  * entry b (key_mask, attn_mask, ALiBi (B, Hq)) and head h. scale: |scale| where the kernel has
- * folded the sign into Q (sm80.cu). raw_ok: the kernel's softmax scales by y.c when y.raw (the
- * variants are all masks: no softcap, ALiBi or float mask to add in log2 units), so var_scores
- * leaves the scores as they are, as the plain kernel does; else they arrive in log2 units. */
+ * folded the sign into Q (sm80.cu). raw_ok: the kernel's softmax scales by y.c when y.raw (no
+ * ALiBi or float mask to add in log2 units), so var_scores leaves the scores as they are, as the
+ * plain kernel does (with a softcap c: tanh(scale · q·k / c), and y.c = c · log2 e); else they
+ * arrive in log2 units. */
 __device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_seq &s, const fa_var_keys &kr,
                                                 int64_t b, int64_t h, int row_first, int row_last, int row0,
                                                 float scale, bool raw_ok)
@@ -302,9 +304,9 @@ __device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_se
     y.cap = v.softcap > 0.f;
     y.cap_in = y.cap ? scale / v.softcap : 0.f;
     y.slope2 = fa_alibi_slope2(&v, b, h);
-    y.raw = raw_ok && !y.cap && y.slope2 == 0.f && (v.mask == NULL || v.mask_kind == FA_MASK_BOOL);
+    y.raw = raw_ok && y.slope2 == 0.f && (v.mask == NULL || v.mask_kind == FA_MASK_BOOL);
     /* raw: c > 0 even for scale 0, so that a masked −inf stays −inf (not −inf · 0). */
-    y.c = y.raw ? fmaxf(scale * FA_LOG2E, FLT_MIN) : (y.cap ? v.softcap : scale) * FA_LOG2E;
+    y.c = y.cap ? v.softcap * FA_LOG2E : y.raw ? fmaxf(scale * FA_LOG2E, FLT_MIN) : scale * FA_LOG2E;
     y.key_mask = v.key_mask != NULL && !kr.dense ? v.key_mask + b * v.key_mask_batch_stride : NULL;
     y.mask_kind = v.mask_kind;
     y.mask = NULL;
@@ -346,11 +348,12 @@ __device__ __forceinline__ bool var_mask_paired(int key0, const fa_var_rows &y)
 template <typename T, int BN>
 __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t, const fa_var_rows &y)
 {
-    if (y.cap) {
+    if (y.cap) {                                        /* in units of the cap */
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
-            r_s[i] = y.c * var_tanh(r_s[i] * y.cap_in);
-    } else if (!y.raw) {
+            r_s[i] = var_tanh(r_s[i] * y.cap_in);
+    }
+    if (!y.raw) {
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             r_s[i] *= y.c;
