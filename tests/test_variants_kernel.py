@@ -215,6 +215,53 @@ def test_long_varlen_in_the_kernel(case, dtype, d, family, fa_overrides):
     assert_varlen_accurate(out, q, k, v, lens_q, lens_k, what, lse=lse, **variants)
 
 
+# The Hopper kernel runs the visibility variants alone (window, alignment, key_mask, sinks, packed
+# sequences) on the plain kernel's tiles: at d = 128 the 3-consumer one for non-causal calls from
+# 2048 keys (FA_SM90_LONG_NK), at d = 64 the 3-consumer one but for short causal calls.
+LONG_KEY_CASES = {
+    "window_sym": lambda B, Nk, g: dict(window=(700, 300)),
+    "window_right_only": lambda B, Nk, g: dict(window=(-1, 5)),
+    "sinks": lambda B, Nk, g: dict(sinks=rand(g, 4, device="cuda") * 2),
+    "key_mask_runs": lambda B, Nk, g: dict(key_mask=padding_mask(B, Nk, "cuda", left=True)),
+    "key_mask_holes": lambda B, Nk, g: dict(key_mask=key_mask_rows(g, B, Nk, "cuda")),
+    "softcap": lambda B, Nk, g: dict(softcap=20.0),          # the kernel with every variant, beside them
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("case", list(LONG_KEY_CASES))
+def test_visibility_variants_on_the_long_key_tiles(case, d, family, fa_overrides):
+    use_family(family, fa_overrides)
+    B, Hq, Hkv, Nq, Nk = 3, 4, 2, 333, 2100
+    g = torch.Generator().manual_seed(seed_of("long keys", case, d))
+    q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, torch.bfloat16, "cuda")
+    variants = LONG_KEY_CASES[case](B, Nk, g)
+    what = f"{family} {case} d={d}: {describe(variants)}"
+    before = torch.ops.fa._exact_calls()
+    out, lse = torch_flashattn.attention_lse(q, k, v, **variants)
+    assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
+    assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_long_key_varlen_in_the_kernel(causal, d, family, fa_overrides):
+    """Packed sequences whose longest has 2300 keys (max_seqlen_k >= 2048), beside short ones."""
+    use_family(family, fa_overrides)
+    from test_variants import assert_varlen_accurate, run_varlen
+    lens_q, lens_k = [200, 1, 450, 0], [2300, 700, 2049, 3]
+    g = torch.Generator().manual_seed(seed_of("long key varlen", d, causal))
+    q = rand(g, sum(lens_q), 4, d, dtype=torch.bfloat16, device="cuda")
+    k, v = (rand(g, sum(lens_k), 2, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    before = torch.ops.fa._exact_calls()
+    out, lse = run_varlen(q, k, v, lens_q, lens_k, return_lse=True, causal=causal, causal_align="bottom_right")
+    what = f"{family} long-key varlen d={d} causal={causal}"
+    assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
+    assert_varlen_accurate(out, q, k, v, lens_q, lens_k, what, lse=lse, causal=causal, causal_align="bottom_right")
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 @pytest.mark.parametrize("which", ["q", "k"])
 @pytest.mark.parametrize("bad", ["decreasing", "not_from_zero", "overrun", "too_long", "negative"])

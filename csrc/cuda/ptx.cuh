@@ -261,22 +261,6 @@ __device__ __forceinline__ float ex2(float x)
     return y;
 }
 
-/* 2^x for x <= 0 (or NaN) on the FMA and integer pipes instead of the SFU, for a kernel whose
- * SFU is already the busiest unit (a softcap's tanh beside the softmax's exp2). x = j + f with
- * j = round(x), f in [−1/2, 1/2]; 2^f = 1 + f·p(f), p of degree 3 (relative error 2.9e−6 over
- * the range, 2^0 = 1 exactly), and j added to its exponent. x below −125, −inf included, gives
- * 2^−125·2^f rather than 0: a caller whose row saw no key yet zeroes that row's sum. NaN stays NaN
- * (max.NaN). */
-__device__ __forceinline__ float ex2_fma(float x)
-{
-    float xc;
-    asm("max.NaN.f32 %0, %1, %2;\n" : "=f"(xc) : "f"(x), "f"(-125.f));
-    const float t = xc + 12582912.f;                    /* 1.5 · 2²³: round(xc) in the low bits */
-    const float f = xc - (t - 12582912.f);
-    const float p = fmaf(fmaf(fmaf(fmaf(0.009582853f, f, 0.055906426f), f, 0.24024099f), f, 0.69312418f), f, 1.f);
-    return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
 /* Rounds (lo, hi) to a packed pair; lo is the lower column, in the low 16 bits. */
 template <typename T>
 __device__ uint32_t pack2(float lo, float hi);

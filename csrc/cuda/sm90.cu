@@ -184,15 +184,7 @@ typedef struct {
     int row0;               /* this thread's rows: row0, row0 + 8 */
     int t;                  /* lane % 4: columns 2t, 2t + 1 of each 8-column tile */
     float c;                /* scale · log2(e) */
-    bool ex2_fma;           /* VAR with a softcap: some exponentials on the FMA pipe (FA_SM90_EX2_FMA) */
 } sm90_softmax_ctx;
-
-/* With a softcap the SFU computes two functions per score (tanh, exp2), as much SFU time as the
- * tensor cores' time per score at d = 128: this many of every 8 of the softmax's exponentials
- * run on the FMA pipe instead (ex2_fma). */
-#ifndef FA_SM90_EX2_FMA
-#define FA_SM90_EX2_FMA 3
-#endif
 
 /* The online softmax of the block of keys key0..key0+BN−1, in place:
  *     S = −inf where key >= Nk or (causal) key > row     (tail and diagonal blocks only)
@@ -237,19 +229,6 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
             alpha[r] = 1.f;
         }
         mc[r] = VAR && m == -INFINITY ? 0.f : m_i[r] * x.c;
-    }
-    if (VAR && FA_SM90_EX2_FMA > 0 && x.ex2_fma) {
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++) {
-            const float e = fmaf(r_s[i], x.c, -mc[(i / 2) % 2]);
-            r_s[i] = i % 8 < FA_SM90_EX2_FMA ? ex2_fma(e) : ex2(e);
-            l_i[(i / 2) % 2] += r_s[i];
-        }
-#pragma unroll
-        for (int r = 0; r < 2; r++)                     /* no key yet: ex2_fma's 2^−125s are not a sum */
-            if (m_i[r] == -INFINITY)
-                l_i[r] = 0.f;
-        return;
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
@@ -402,7 +381,7 @@ __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
     return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
-template <typename T, class C, bool SPLIT, bool VAR>
+template <typename T, class C, bool SPLIT, int VAR>
 __global__ void __launch_bounds__(C::THREADS, 1)
 fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 {
@@ -578,12 +557,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * for it (blocks at the end only); it releases them untouched. Block 0 shows key 0 to every
          * row, so every m_i is finite after it. */
         const int n_act = !VAR && p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
-        sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c, false};
+        sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
         fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
         if constexpr (VAR) {
-            y = var_rows(a.var, seq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
+            y = var_rows<VAR == FA_VAR_ALL>(a.var, seq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
             ctx.c = y.raw ? y.c : 1.f;
-            ctx.ex2_fma = y.cap;
         }
 
         SM90_TRACE_NS(it, 6);
@@ -610,8 +588,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             release(&s.empty_k[st], lane);
         }
         if constexpr (VAR)
-            var_scores<T, BN>(r_s, kb0 * BN, t, y);
-        sm90_softmax<C, VAR>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
+            var_scores<T, BN, VAR == FA_VAR_ALL>(r_s, kb0 * BN, t, y);
+        sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
         pack_p<T, BN>(r_p, r_s);
         SM90_TRACE(it, 2);
         /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
@@ -635,8 +613,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
             SM90_TIMED(tr_sm, reg_fence(r_s);
                               release(&s.empty_k[st], lane);
-                              if constexpr (VAR) var_scores<T, BN>(r_s, (kb0 + kb) * BN, t, y);
-                              sm90_softmax<C, VAR>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
+                              if constexpr (VAR) var_scores<T, BN, VAR == FA_VAR_ALL>(r_s, (kb0 + kb) * BN, t, y);
+                              sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
                               softmax_done<C>(l_i));
             SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
@@ -822,7 +800,7 @@ static fa_sm90_shape sm90_shape()
  * scratch (may be NULL): room for a split last round (plan.c, fa_plan_sm90_walk); with too little
  * the last round's tiles run whole. need != NULL: only the scratch the call would use is returned in
  * *need, nothing runs. VAR: the kernel with the variants of v, which never splits a tile. */
-template <typename T, class C, bool VAR = false>
+template <typename T, class C, int VAR = 0>
 static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                        size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
 {
@@ -852,7 +830,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              VAR ? info.smem_optin : (int)smem));
             if constexpr (sm90_splits<C>() && !VAR)
-                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, false>,
+                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, 0>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         }
         if (dev < 32) {
@@ -938,7 +916,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.snake = persistent && p->causal;
     if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {
-            fa_sm90_forward_kernel<T, C, true, false><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+            fa_sm90_forward_kernel<T, C, true, 0><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
             FA_CUDA_TRY(cudaGetLastError());
             const int64_t merge_blocks = a.n_split / a.parts * C::BM / MERGE_ROWS;
             fa_sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
@@ -977,23 +955,40 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
                 : sm90_launch<__half, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream);
 }
 
-/* A call with variants (fa.h): the VAR kernels, 2 consumers at every width (3 consumers' 160
- * registers leave no room for the variants' state). Packed sequences run one tile per CTA over
- * the longest sequence's query tiles (a tile past its sequence's end leaves at once). */
+/* A call with variants (fa.h). The kernel with every variant (FA_VAR_ALL: softcap, ALiBi or an
+ * attn_mask) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for the
+ * per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
+ * 3 consumers at d = 64 (but short causal calls), and at d <= 128 for non-causal calls from
+ * FA_SM90_LONG_NK keys. Packed
+ * sequences run one tile per CTA over the longest sequence's query tiles (a tile past its
+ * sequence's end leaves at once). */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
         || p->B > INT32_MAX || p->Hq > INT32_MAX)
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
+    const int all = v->softcap > 0.f || v->alibi_slopes != NULL || v->mask != NULL;
+#define FA_SM90_VAR_LAUNCH(tile, kind)                                                              \
+    (bf16 ? sm90_launch<__nv_bfloat16, tile, kind>(p, o, NULL, 0, NULL, stream, v)                 \
+          : sm90_launch<__half, tile, kind>(p, o, NULL, 0, NULL, stream, v))
+    if (all) {
+        if (p->d <= 64)
+            return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_ALL);
+        if (p->d <= 128)
+            return FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_ALL);
+        return FA_SM90_VAR_LAUNCH(sm90_tile_d256, FA_VAR_ALL);
+    }
+    if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
+        return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_MASKS);
     if (p->d <= 64)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64_short, true>(p, o, NULL, 0, NULL, stream, v)
-                    : sm90_launch<__half, sm90_tile_d64_short, true>(p, o, NULL, 0, NULL, stream, v);
+        return FA_SM90_VAR_LAUNCH(sm90_tile_d64, FA_VAR_MASKS);
+    if (p->d <= 128 && !p->causal && p->Nk >= FA_SM90_LONG_NK)
+        return FA_SM90_VAR_LAUNCH(sm90_tile_d128_long, FA_VAR_MASKS);
     if (p->d <= 128)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128, true>(p, o, NULL, 0, NULL, stream, v)
-                    : sm90_launch<__half, sm90_tile_d128, true>(p, o, NULL, 0, NULL, stream, v);
-    return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256, true>(p, o, NULL, 0, NULL, stream, v)
-                : sm90_launch<__half, sm90_tile_d256, true>(p, o, NULL, 0, NULL, stream, v);
+        return FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_MASKS);
+    return FA_SM90_VAR_LAUNCH(sm90_tile_d256, FA_VAR_MASKS);
+#undef FA_SM90_VAR_LAUNCH
 }
 
 #ifdef FA_SM90_TRACE

@@ -16,14 +16,14 @@ struct sm90_var_args : sm90_args {
     int key_rows;                       /* key_mask's ranges after the shared struct (var_keys_rows) */
 };
 
-/* The kernel's argument type: sm90_args, or with VAR sm90_var_args. */
-template <bool VAR>
+/* The kernel's argument type: sm90_args, or with variants (VAR: FA_VAR_MASKS, FA_VAR_ALL) sm90_var_args. */
+template <int VAR>
 struct sm90_kargs {
-    typedef sm90_args type;
+    typedef sm90_var_args type;
 };
 template <>
-struct sm90_kargs<true> {
-    typedef sm90_var_args type;
+struct sm90_kargs<0> {
+    typedef sm90_args type;
 };
 
 #ifdef FA_SM90_DEVICE
