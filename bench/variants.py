@@ -1,8 +1,9 @@
 # Attention variants benchmark (H200): torch_flashattn.attention with a variant against the same
 # call on the exact path (what such calls ran before the kernel took them), our dense kernel on the
 # same tensors, SDPA given the variant as a dense attn_mask where one expresses it (cuDNN and
-# efficient backends, by name), and FlashAttention-3 where it is importable (window, softcap,
-# packed sequences; bf16). TFLOP/s count the visible query-key pairs only: 4 · d · pairs / time.
+# efficient backends, by name), and FlashAttention-3 (window, softcap, packed sequences; bf16) and
+# FlashAttention-4's CuTe kernels (window, softcap, sinks, packed sequences) where importable.
+# TFLOP/s count the visible query-key pairs only: 4 · d · pairs / time.
 # Packed sequences (varlen): `fa dense` is our dense kernel on the same sequences padded to the
 # longest. --family sm80 forces the sm_80 kernel for our calls (what an A100 runs). Writes
 # <out>.json and <out>.md (the table, also printed); default bench/out/variants.
@@ -149,6 +150,31 @@ def fa3_call(p, q, k, v):
     return lambda: flash_attn_func(qt, kt, vt, **kw)
 
 
+def fa4_call(p, q, k, v, kw):
+    """FlashAttention-4's CuTe forward (its Hopper kernel here) for the variants it takes (window,
+    softcap, sinks, bottom-right causal, packed sequences; fp16 and bf16), or None."""
+    if p["alibi"] or (p["valid"] and not p["varlen"]) or p["bias"]:
+        return None
+    try:
+        from flash_attn.cute.interface import flash_attn_func, flash_attn_varlen_func
+    except ImportError:
+        return None
+    sink = {"learnable_sink": kw["sinks"]} if p["sinks"] else {}
+    if p["varlen"]:                                   # q: packed(...)
+        qp, kp, vp, cu, n = q
+        return lambda: flash_attn_varlen_func(qp, kp, vp, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=n,
+                                              max_seqlen_k=n, causal=p["causal"], **sink)
+    left, right = p["window"]
+    if p["align"] == "top_left" and p["Nq"] != p["Nk"]:
+        return None                                   # FA4's causal and window are bottom-right
+    qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+    extra = dict(sink, softcap=p["softcap"] or 0.0)
+    if left >= 0 or right >= 0:
+        extra["window_size"] = (left if left >= 0 else None, 0 if p["causal"] else (right if right >= 0 else None))
+        return lambda: flash_attn_func(qt, kt, vt, causal=False, **extra)
+    return lambda: flash_attn_func(qt, kt, vt, causal=p["causal"], **extra)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=str(REPO / "bench/out/variants"))
@@ -192,6 +218,9 @@ def main(argv=None):
         f3 = fa3_call(p, pk if pk else q, k, v)
         if f3 is not None:
             calls["fa3"] = f3
+        f4 = fa4_call(p, pk if pk else q, k, v, kw)
+        if f4 is not None:
+            calls["fa4"] = f4
         times = {}
         for name, fn in calls.items():
             try:
@@ -211,7 +240,7 @@ def main(argv=None):
         print(json.dumps(row), flush=True)
         del q, k, v, kw, mask, pk
         torch.cuda.empty_cache()
-    names = ["fa", "fa dense", "fa exact path", "fa3", "sdpa-cudnn", "sdpa-efficient"]
+    names = ["fa", "fa dense", "fa exact path", "fa3", "fa4", "sdpa-cudnn", "sdpa-efficient"]
     fam = "" if args.family == "auto" else f", our calls on the {args.family} kernel (forced)"
     md = [f"Variants, {args.dtype}, d = {d}, H = {H}, H200{fam}; TFLOP/s over the visible query-key pairs of each point "
           f"({git_commit()}). `fa dense`: our kernel on the same tensors without the variant (its time over the "
