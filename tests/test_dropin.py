@@ -230,6 +230,21 @@ def test_transformers_greedy_generation_with_cache():
     assert s["fa"] == 2 * 12 and s["fa_decode"] == 2 * 11 and s["sdpa"] == 0, s
 
 
+def test_transformers_padded_generation_counts_its_decoding_steps():
+    """A left-padded batch: the padding reaches the backend as key_mask (hf.py's structured mask) in
+    prefill and every decoding step; those steps count as fa_decode as the drop-in's own do."""
+    ref, ours = tiny_llama_pair()
+    ids = torch.randint(1, 128, (2, 9), generator=torch.Generator().manual_seed(4))
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0
+    kw = dict(max_new_tokens=6, do_sample=False, return_dict_in_generate=True, attention_mask=mask, pad_token_id=0)
+    with torch.no_grad():
+        a, b = ref.generate(ids, **kw), ours.generate(ids, **kw)
+    assert torch.equal(a.sequences, b.sequences)
+    s = torch_flashattn.stats()
+    assert s["fa"] == 2 * 6 and s["fa_decode"] == 2 * 5 and s["sdpa"] == 0, s
+
+
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("layout", ["bhle", "ble"])
 def test_sdpa_gradients_on_the_cpu_kernels(causal, layout):

@@ -348,7 +348,7 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
             sinks = given.get("s_aux", given.get("sinks"))
             if bias is not None:                         # the keys the op kept, in q's dtype (as _fold_bias)
                 kw["attn_mask"] = bias[..., : k.shape[2]].to(query.dtype)
-            _sdpa._count("fa")
+            _sdpa._count("fa", decode=query.shape[2] <= _sdpa.DECODE_MAX_QUERIES and k.shape[2] > query.shape[2])
             out = _attention(query, k, v, scale=scaling, softcap=given.get("softcap"),
                              sinks=None if sinks is None else sinks.float(), **kw)
             return out.transpose(1, 2).contiguous(), None

@@ -47,7 +47,9 @@ _reasons = collections.Counter()
 def stats():
     """Calls served so far: ``{"fa": n, "fa_decode": n, "sdpa": n, "eager": n, "exact": n,
     "fallback_reasons": {reason: n}}``; ``fa`` counts every drop-in call our kernels served,
-    ``fa_decode`` those of them that ran the split-KV decode kernel, ``sdpa`` the calls PyTorch's
+    ``fa_decode`` the decoding steps among them (at most ``DECODE_MAX_QUERIES`` queries against more
+    keys: the drop-in's ``fa::forward_kvcache`` calls, and the transformers backend's steps with a
+    padding mask, which the op's split-KV route takes on CUDA), ``sdpa`` the calls PyTorch's
     SDPA computed and ``eager`` those the transformers backend sent to the model's own eager
     attention (``torch_flashattn.hf``). ``exact`` counts op calls with variants that no CUDA kernel
     runs (fp32, packed sequences, the KV cache, GPUs other than Hopper), which the op computed exactly

@@ -354,15 +354,12 @@ __device__ __forceinline__ bool var_mask_paired(int key0, const fa_var_rows &y)
 template <typename T, int BN, bool MODS = true>
 __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t, const fa_var_rows &y)
 {
-    if (MODS && y.cap && y.raw) {                       /* in units of the cap: the softmax scales */
+    if (MODS && y.cap) {                                /* in units of the cap */
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             r_s[i] = var_tanh(r_s[i] * y.cap_in);
-    } else if (MODS && y.cap) {
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            r_s[i] = y.c * var_tanh(r_s[i] * y.cap_in);
-    } else if (MODS && !y.raw) {
+    }
+    if (MODS && !y.raw) {
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             r_s[i] *= y.c;
