@@ -78,6 +78,23 @@ def backend(b):
     return lambda: sdpa_kernel(b)
 
 
+def peer(module, dtypes):
+    """A peer kernel's flash_attn_func (FlashAttention-3's fa3_fwd_interface, FlashAttention-4's
+    flash_attn.cute.interface; ../shared/peers/ stages both on the H200), used when importable:
+    (B, N, H, d) views of our (B, H, N, d) tensors, no copy; its causal is bottom-right, the same
+    as top-left for Nq = Nk (a point with Nq != Nk is refused)."""
+    def run(q, k, v, causal, scale):
+        import importlib
+        f = importlib.import_module(module).flash_attn_func
+        if q.dtype not in dtypes:
+            raise TypeError(f"{module} takes {', '.join(map(str, dtypes))} only")
+        if causal and q.shape[2] != k.shape[2]:
+            raise ValueError(f"{module}'s causal mask is bottom-right")
+        out = f(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), softmax_scale=scale, causal=causal)
+        return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)
+    return run
+
+
 def forced(family):
     """A context that forces one CUDA kernel family around each call (torch_flashattn._testing)."""
     def context():
@@ -113,6 +130,11 @@ PROVIDERS = {
     "sdpa-cpu": Provider(sdpa, "SDPA, flash backend on CPU (the default CPU kernel)", ("cpu",),
                          backend(SDPBackend.FLASH_ATTENTION)),
     "sdpa-math": Provider(sdpa, "SDPA, math backend", context=backend(SDPBackend.MATH)),
+    "fa3": Provider(peer("fa3_fwd_interface", (torch.bfloat16,)), "FlashAttention-3's forward (fa3-fwd wheel, "
+                    "bf16), optional: used when importable", ("cuda",)),
+    "fa4": Provider(peer("flash_attn.cute.interface", (torch.bfloat16, torch.float16)),
+                    "FlashAttention-4's CuTe forward (its Hopper kernel on sm_90), optional: used when importable",
+                    ("cuda",)),
     "naive": Provider(naive, "torch matmul, softmax, matmul; N×N scores materialised"),
     "naive-cuda": Provider(fa_op("naive_forward"), "torch.ops.fa.naive_forward: three CUDA kernels, "
                            "N×N fp32 scores materialised", ("cuda",)),

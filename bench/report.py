@@ -4,6 +4,30 @@
 # command line of its own.
 
 
+# Other projects' kernels (bench/attention.py's optional providers): baselines beside SDPA's backends.
+PEERS = ("fa3", "fa4")
+# The peers a point's "best" ratio compares against: the fast fused kernels, not the reference paths.
+BEST_OF = ("fa3", "fa4", "sdpa-cudnn", "sdpa-flash")
+
+
+def ours(names):
+    return [n for n in names if n.startswith("fa") and n not in PEERS]
+
+
+def baselines(names):
+    """SDPA's backends and the peers; with two or more fast ones, "best" (the fastest per point)."""
+    base = [n for n in names if n.startswith("sdpa") or n in PEERS]
+    return base + (["best"] if sum(n in BEST_OF for n in names) >= 2 else [])
+
+
+def tflops(res, name):
+    """A provider's TFLOP/s at a point (res: its results), "best" the fastest of BEST_OF; None if none ran."""
+    if name == "best":
+        ran = [res[n]["tflops"] for n in BEST_OF if "tflops" in res.get(n, {})]
+        return max(ran) if ran else None
+    return res.get(name, {}).get("tflops")
+
+
 def _n(n):
     return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
 
@@ -14,10 +38,10 @@ def summary(result):
     import math
     names = result["providers"]
     out = {}
-    for a in (n for n in names if n.startswith("fa")):
-        for b in (n for n in names if n.startswith("sdpa")):
-            ratios = [p["results"][a]["tflops"] / p["results"][b]["tflops"] for p in result["points"]
-                      if "tflops" in p["results"][a] and "tflops" in p["results"][b]]
+    for a in ours(names):
+        for b in baselines(names):
+            ratios = [tflops(p["results"], a) / tflops(p["results"], b) for p in result["points"]
+                      if tflops(p["results"], a) and tflops(p["results"], b)]
             if ratios:
                 geo = math.exp(sum(map(math.log, ratios)) / len(ratios))
                 out[(a, b)] = (geo, min(ratios), max(ratios), len(ratios))
@@ -31,10 +55,9 @@ def _num(x):
 def markdown(result):
     """The table: a row per shape point, TFLOP/s per provider, fa/sdpa ratios, fa's errors."""
     names = result["providers"]
-    ours = [n for n in names if n.startswith("fa")]
-    baselines = [n for n in names if n.startswith("sdpa")]
-    header = (["dtype", "d", "causal", "B×H", "N"] + names + [f"{a}/{b}" for a in ours for b in baselines]
-              + [c for a in ours for c in (f"{a} err", f"{a} err/sdpa")])
+    mine, base = ours(names), baselines(names)
+    header = (["dtype", "d", "causal", "B×H", "N"] + names + [f"{a}/{b}" for a in mine for b in base]
+              + [c for a in mine for c in (f"{a} err", f"{a} err/sdpa")])
     footnotes = {}  # (provider, reason) -> number
 
     def cell(name, r):
@@ -48,9 +71,9 @@ def markdown(result):
         heads = str(p["Hq"]) if p["Hq"] == p["Hkv"] else f"{p['Hq']}/{p['Hkv']}"
         row = [p["dtype"], str(p["d"]), "yes" if p["causal"] else "no", f"{p['B']}×{heads}", _n(p["N"])]
         row += [cell(n, res[n]) for n in names]
-        row += [f"{res[a]['tflops'] / res[b]['tflops']:.2f}" if "tflops" in res[a] and "tflops" in res[b]
-                else "–" for a in ours for b in baselines]
-        for a in ours:
+        row += [f"{tflops(res, a) / tflops(res, b):.2f}" if tflops(res, a) and tflops(res, b)
+                else "–" for a in mine for b in base]
+        for a in mine:
             err, ratio = res[a].get("max_err"), res[a].get("err_ratio")
             row += ["–" if err is None else f"{err:.1e}", "–" if ratio is None else f"{ratio:.2f}"]
         rows.append(row)
@@ -61,7 +84,8 @@ def markdown(result):
         f"commit {commit}: `{result['command']}`",
         "",
         "TFLOP/s = 4·B·H·N²·d / time, halved when causal; time: " + result["timer"] + ". "
-        "`a/b`: speed ratio, above 1 when a is faster. "
+        "`a/b`: speed ratio, above 1 when a is faster; `best`: the fastest of "
+        + ", ".join(f"`{n}`" for n in BEST_OF if n in names) + " at the point. "
         f"`err`: max |out − ref|, ref = {result['reference']}; "
         "`err/sdpa`: that error over the smallest same-dtype SDPA error (FlashAttention's test rule: ≤ 2).",
         "",
@@ -82,7 +106,7 @@ def summary_markdown(result, split_n=2048):
     baseline, over every dtype of the result; then the same over all points."""
     import math
     names = result["providers"]
-    baselines = [n for n in names if n.startswith("sdpa")]
+    base = baselines(names)
     points = [p for p in result["points"] if "tflops" in p["results"].get("fa", {})]
 
     def band(p):
@@ -93,9 +117,8 @@ def summary_markdown(result, split_n=2048):
         tf = [p["results"]["fa"]["tflops"] for p in pts]
         cells = list(label) + [f"{_n(ns[0])}–{_n(ns[-1])}" if len(ns) > 1 else _n(ns[0]),
                                f"{_num(min(tf))}–{_num(max(tf))}"]
-        for b in baselines:
-            rs = [p["results"]["fa"]["tflops"] / p["results"][b]["tflops"] for p in pts
-                  if "tflops" in p["results"].get(b, {})]
+        for b in base:
+            rs = [p["results"]["fa"]["tflops"] / tflops(p["results"], b) for p in pts if tflops(p["results"], b)]
             if not rs:
                 cells.append("–")
                 continue
@@ -104,7 +127,7 @@ def summary_markdown(result, split_n=2048):
             cells.append(f"{mean} ({min(rs):.2f}–{max(rs):.2f})")
         return "| " + " | ".join(cells) + " |"
 
-    header = ["d", "causal", "N", "fa TFLOP/s"] + [f"fa/{b}" for b in baselines]
+    header = ["d", "causal", "N", "fa TFLOP/s"] + [f"fa/{b}" for b in base]
     groups = {}
     for p in points:
         groups.setdefault((p["d"], p["causal"], band(p)), []).append(p)

@@ -492,3 +492,24 @@ def test_plain_decoding_step_on_the_split_kv_kernel(shape, causal):
     want = not causal or nq == Nk
     assert ran_split_kv(names) == want, f"{shape} causal={causal}: split-KV ran {ran_split_kv(names)}"
     assert_variant_accurate(out, lse, q, k, v, what=f"plain decode {shape} causal={causal}", causal=causal)
+
+
+@pytest.mark.parametrize("grid", ["tile", "persistent", "dynamic"])
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("case", ["sliding_causal", "key_mask_left_padded_causal", "sinks_window", "softcap_causal",
+                                  "combo"])
+def test_variants_on_every_hopper_grid(case, d, grid, fa_overrides):
+    """The Hopper kernel's variants on each grid (sm90_grid) forced, with more query tiles (336 of
+    128 rows, 7 per head) than the GPU has SMs: persistent CTAs walk several tiles of different
+    heads and key ranges, in a fixed order or taken from a counter."""
+    use_family("sm90", fa_overrides)
+    fa_overrides(family="sm90", sm90_grid=grid)
+    B, Hq, Hkv, Nq, Nk = 3, 16, 4, 777, 1025
+    g = torch.Generator().manual_seed(seed_of("grid", case, d))
+    q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, torch.bfloat16, "cuda")
+    variants = kernel_case(case, g, B, Hq, Nq, Nk, torch.bfloat16, "cuda")
+    what = f"sm90 grid={grid} {case} d={d}: {describe(variants)}"
+    before = torch.ops.fa._exact_calls()
+    out, lse = torch_flashattn.attention_lse(q, k, v, **variants)
+    assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
+    assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
