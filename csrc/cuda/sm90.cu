@@ -187,10 +187,10 @@ __device__ __forceinline__ void release_landed(sm90_smem<C> &s, int j, int lane)
 /* Dynamic walk: the CTA's item after its it-th, published by the producer (slot it % 2); every
  * consumer warp reads it once, before its first use of it (the end of item it). */
 template <class C>
-__device__ __forceinline__ int64_t take_next_item(sm90_smem<C> &s, int it, int lane)
+__device__ __forceinline__ int take_next_item(sm90_smem<C> &s, int it, int lane)
 {
     mbar_wait(&s.full_item[it % 2], (it / 2) & 1);
-    const int64_t next = s.next_item[it % 2];
+    const int next = __shfl_sync(0xffffffffu, s.next_item[it % 2], 0);   /* warp-uniform to the compiler */
     release(&s.empty_item[it % 2], lane);
     return next;
 }
@@ -458,10 +458,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if (threadIdx.x != 0)
             return;
         for (int64_t item = cta_tile(a, 0); item < a.n_items; ++it) {
-            /* Dynamic walk: the next item fetched now, published once this one's loads are issued. */
-            int next = 0;
+            /* Dynamic walk: the next item fetched now (its value first used once this item's loads are
+             * issued, so that the atomic's latency hides behind them), published then. */
+            int fetched = 0;
             if (a.tile_counter != NULL)
-                next = (int)a.tile_stride + atomicAdd(a.tile_counter, 1);
+                fetched = atomicAdd(a.tile_counter, 1);
             sm90_item w = item_pos<C, SPLIT>(a, item);
             fa_var_keys kr;
             if constexpr (VAR) {
@@ -510,6 +511,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             SM90_TRACE(it, 2);
             kc += n_blocks;
             if (a.tile_counter != NULL) {
+                /* (the shuffle: uniform to the compiler, as the TMA coordinates want) */
+                const int next = __shfl_sync(1u, (int)a.tile_stride + fetched, 0);
                 mbar_wait(&s.empty_item[it % 2], ((it / 2) & 1) ^ 1);
                 s.next_item[it % 2] = next;
                 mbar_arrive(&s.full_item[it % 2]);
@@ -567,7 +570,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 if (kb < n_blocks)
                     release_landed<C>(s, kc + kb, lane);
                 else if (dynamic)
-                    next = (int)take_next_item(s, it, lane), last_tile = next >= a.n_items;
+                    next = take_next_item(s, it, lane), last_tile = next >= a.n_items;
                 turn_wait(cw);
                 if (kb < n_blocks || cw != C::CONSUMERS - 1 || !last_tile)
                     turn_pass(next_cw);
@@ -665,7 +668,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         SM90_TRACE_PUT4(it, tr_kv, tr_turn, tr_qk, tr_pv);
         SM90_TRACE_PUT2(it, tr_issue, tr_sm);
         if (dynamic && pp)                                  /* n_act == n_blocks */
-            next = (int)take_next_item(s, it, lane), last_tile = next >= a.n_items;
+            next = take_next_item(s, it, lane), last_tile = next >= a.n_items;
         {
             const int st = (kc + n_act - 1) % STAGES;
             mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);
@@ -683,7 +686,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         for (int kb = n_act; kb < n_blocks; kb++)
             release_landed<C>(s, kc + kb, lane);
         if (dynamic && !pp)
-            next = (int)take_next_item(s, it, lane), last_tile = next >= a.n_items;
+            next = take_next_item(s, it, lane), last_tile = next >= a.n_items;
         kc += n_blocks;
         SM90_TRACE(it, 4);
 
