@@ -95,9 +95,9 @@ typedef struct {
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
     int snake;                           /* every other pass of the grid runs backwards: cta_tile */
     /* Dynamic walk (non-NULL; zeroed before the launch): CTA c takes tile c first, then the next
-     * tile is tile_stride + the counter's old value, fetched by the producer one tile ahead and
-     * handed to the consumers through shared memory (next_item). Tiles are taken in tile_pos order
-     * (head-major, each head's heaviest first), whoever is free first. */
+     * tile is tile_stride + the counter's old value, fetched by the producer as it issues the last
+     * block of the current tile and handed to the consumers through shared memory (next_item).
+     * Tiles are taken in tile_pos order (head-major, each head's heaviest first). */
     int *tile_counter;
     /* Work items (item_pos): items below n_whole are whole tiles; the n_split items past them are
      * the parts of the next n_split / parts tiles, split along the keys (the last, partly filled
@@ -458,11 +458,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if (threadIdx.x != 0)
             return;
         for (int64_t item = cta_tile(a, 0); item < a.n_items; ++it) {
-            /* Dynamic walk: the next item fetched now (its value first used once this item's loads are
-             * issued, so that the atomic's latency hides behind them), published then. */
+            /* Dynamic walk: the next item, fetched as this item's last block is issued (a CTA takes a
+             * tile only when it is nearly free, as the hardware hands out the CTAs of a grid of one
+             * per tile; the atomic's latency hides behind the wait for the ring's last stage), then
+             * published. */
             int fetched = 0;
-            if (a.tile_counter != NULL)
-                fetched = atomicAdd(a.tile_counter, 1);
             sm90_item w = item_pos<C, SPLIT>(a, item);
             fa_var_keys kr;
             if constexpr (VAR) {
@@ -484,6 +484,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 tma_load(s.q[qb][pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q[qb]);
             SM90_TRACE(it, 1);
             for (int kb = 0; kb < n_blocks; kb++) {
+                if (a.tile_counter != NULL && kb == n_blocks - 1)
+                    fetched = atomicAdd(a.tile_counter, 1);
                 const int st = (kc + kb) % STAGES;
                 const uint32_t parity = (((kc + kb) / STAGES) & 1) ^ 1;
 #if defined(FA_SM90_TRACE) && FA_SM90_TRACE_NO_KV
