@@ -83,39 +83,6 @@ def test_cuda_graph_replay(kernel, dtype, fa_overrides):
     assert_accurate(out, *new, causal=True, what="graph replay")
 
 
-@pytest.mark.parametrize("grid", ["dynamic", "persistent"])
-def test_cuda_graph_replay_hopper_grids(grid, fa_overrides):
-    """The Hopper kernel's persistent grids captured and replayed: the dynamic walk's counter is
-    zeroed inside the graph on each replay (a stale count would skip tiles). 672 tiles of 128 rows,
-    causal and not, replayed three times on new inputs: the same bits as eager calls."""
-    if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("the Hopper kernel needs compute capability 9.0")
-    fa_overrides(family="sm90", sm90_grid=grid)
-    torch.manual_seed(33)
-    shape = dict(B=2, Hq=16, Hkv=4, Nq=2600, Nk=2600, d=128)
-    q, k, v = inputs(torch.bfloat16, **shape)
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            torch.ops.fa.forward(q, k, v, None, True)
-            torch.ops.fa.forward(q, k, v, None, False)
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        out_c = torch.ops.fa.forward(q, k, v, None, True)
-        out_n = torch.ops.fa.forward(q, k, v, None, False)
-    for step in range(3):
-        new = inputs(torch.bfloat16, **shape)
-        for static, fresh in zip((q, k, v), new):
-            static.copy_(fresh)
-        graph.replay()
-        torch.cuda.synchronize()
-        assert torch.equal(out_c, torch.ops.fa.forward(*new, None, True)), f"replay {step}: causal"
-        assert torch.equal(out_n, torch.ops.fa.forward(*new, None, False)), f"replay {step}: non-causal"
-    assert_accurate(out_c, *new, causal=True, what=f"graph replay, {grid} grid")
-
-
 @pytest.mark.parametrize("mode", ["max-autotune-no-cudagraphs", "reduce-overhead"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_compile_modes(mode, dtype):

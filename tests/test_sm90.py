@@ -73,12 +73,12 @@ def check_gqa_lse(dtype, d, nq, nk, causal, what):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [72, 128])
 @pytest.mark.parametrize("nq,nk", [(1, 2048), (193, 2049), (385, 5000), (129, 2047)])
-@pytest.mark.parametrize("grid", ["tile", "persistent", "dynamic"], ids=["one_cta_per_tile", "persistent", "dynamic"])
+@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
 def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
     """Non-causal from FA_SM90_LONG_NK (2048) keys at d <= 128 runs the 3-consumer tile (192 query
     rows, 80-key blocks): key block tails (2049 = 25 · 80 + 49, 5000 = 62 · 80 + 40), query tile
     tails (193 = 192 + 1, 385 = 2 · 192 + 1), one query row, the 2-consumer tile just below the
-    switch, GQA, lse, every grid."""
+    switch, GQA, lse, both grids."""
     fa_overrides(sm90_grid=grid)
     check_gqa_lse(dtype, d, nq, nk, False, f"sm90 long-key tile {dtype} d={d} Nq={nq} Nk={nk}")
 
@@ -122,24 +122,23 @@ def test_sm90_last_query_tiles_moved(dtype, d, B, hq, hkv, nq, nk, tail, forced,
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [40, 64])
 @pytest.mark.parametrize("nq,nk", [(1024, 1024), (1025, 1025), (700, 2000), (1000, 300)])
-@pytest.mark.parametrize("grid", ["tile", "persistent", "dynamic"], ids=["one_cta_per_tile", "persistent", "dynamic"])
+@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
 def test_sm90_d64_short_causal_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
     """Causal at d <= 64 up to FA_SM90_D64_SHORT_CAUSAL (1024) query rows runs the 2-consumer tile,
     past it the 3-consumer one: both sides of the switch, more keys than queries and fewer, GQA,
-    lse, every grid."""
+    lse, both grids."""
     fa_overrides(sm90_grid=grid)
     check_gqa_lse(dtype, d, nq, nk, True, f"sm90 d64 causal {dtype} d={d} Nq={nq} Nk={nk}")
 
 
 @sm90
-@pytest.mark.parametrize("grid", ["tile", "persistent", "dynamic"], ids=["one_cta_per_tile", "persistent", "dynamic"])
+@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [64, 128, 256])
 def test_sm90_both_grids(grid, causal, d, forced, fa_overrides):
     """Each grid (sm90_grid) forced on shapes with more query tiles than the GPU has SMs, so that
     persistent CTAs walk several tiles of different heads and lengths (the K/V ring and the Q
-    buffers running on across them; causal, the snake walk; dynamic, the tiles taken from a counter
-    in whatever order the CTAs come free), with GQA, tails and lse."""
+    buffers running on across them; causal, the snake walk), with GQA, tails and lse."""
     fa_overrides(sm90_grid=grid)
     torch.manual_seed(d + int(causal))
     for B, Hq, Hkv, nq, nk in [(3, 16, 4, 777, 1025), (2, 12, 3, 1500, 1500), (1, 4, 4, 4100, 300)]:

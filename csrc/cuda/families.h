@@ -25,18 +25,14 @@ int fa_simt_forward(const fa_params *p, cudaStream_t stream);
 
 /* sm90.cu: Hopper tensor cores (wgmma, TMA), fp16 and bf16, compute capability 9.0 only,
  * Nk >= 1, scale >= 0, 16-byte aligned rows. o: the tile walk's overrides (sm90_grid, sm90_tail).
- * scratch: room for a persistent grid's last round split along the keys, or for the dynamic
- * walk's tile counter (fa_sm90_scratch_bytes: what the call would use, 0 for neither); with less,
- * those tiles run whole and a dynamic walk becomes one CTA per tile. */
+ * scratch: room for a persistent grid's last round split along the keys (fa_sm90_scratch_bytes:
+ * what the call would use, 0 when it splits nothing); with less, those tiles run whole. */
 int fa_sm90_forward(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                     cudaStream_t stream);
 int fa_sm90_scratch_bytes(const fa_params *p, const fa_overrides *o, size_t *bytes);
-/* The same kernel with the variants of v (checked by fa_check_variants), packed sequences
- * included (one CTA per tile); scratch as above (the dynamic walk's counter only). */
-int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
-                             size_t scratch_bytes, cudaStream_t stream);
-int fa_sm90_variants_scratch_bytes(const fa_params *p, const fa_variants *v, const fa_overrides *o,
-                                   size_t *bytes);
+/* The same kernel with the variants of v (checked by fa_check_variants): every one but packed
+ * sequences (cu_seqlens), which answer FA_ERR_UNSUPPORTED (the sm_80 kernel takes them). */
+int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream);
 
 /* sm80.cu: tensor cores (mma.sync), fp16 and bf16, sm_80 and later, Nk >= 1. With the variants
  * of v (checked by fa_check_variants): every one, packed sequences included. */

@@ -47,11 +47,11 @@ int fa_plan_decode_variants(const fa_params *p, const fa_variants *v, const fa_o
  * causal walk is head-major (each head's tiles together, heaviest first) with odd passes of the
  * grid backwards (a.snake), so a CTA that took a heavy tile then takes a light one; 2-5x fewer
  * heads in flight than a rank-major walk, which lost (bench/LOG.md, 2026-11-30). */
-int fa_plan_sm90_grid(const fa_params *p, const fa_overrides *o)
+int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o)
 {
     if (o->sm90_grid != 0)
-        return o->sm90_grid;
-    return !p->causal || p->Nk <= 4096 ? FA_SM90_GRID_STATIC : FA_SM90_GRID_DYNAMIC;
+        return o->sm90_grid == 2;
+    return !p->causal || p->Nk <= 4096;
 }
 
 /* Items CTA c of a static walk over `grid` CTAs (items c, c + grid, ...) takes below item x. */

@@ -59,10 +59,8 @@ typedef struct {
     int parts;
 } fa_sm90_walk;
 
-/* The Hopper kernel's grid, numbered as fa_overrides.sm90_grid: one CTA per tile, a persistent grid
- * (a CTA per SM) walking the tiles in a fixed order, or one taking them from a counter. */
-enum { FA_SM90_GRID_TILE = 1, FA_SM90_GRID_STATIC = 2, FA_SM90_GRID_DYNAMIC = 3 };
-int fa_plan_sm90_grid(const fa_params *p, const fa_overrides *o);
+/* 1: a persistent grid (a CTA per SM walking the tiles); 0: one CTA per tile. */
+int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o);
 
 /* Rounds (tile times) a static walk of grid CTAs takes over n1 items of cost 1, then n2 of cost
  * c2, then n3 of cost c3: what its busiest CTA gets. */

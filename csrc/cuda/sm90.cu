@@ -94,11 +94,6 @@ typedef struct {
                                                                              B · Hq, Hq, Hq / Hkv */
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
     int snake;                           /* every other pass of the grid runs backwards: cta_tile */
-    /* Dynamic walk (non-NULL; zeroed before the launch): CTA c takes tile c first, then the next
-     * tile is tile_stride + the counter's old value, fetched by the producer as it issues the last
-     * block of the current tile and handed to the consumers through shared memory (next_item).
-     * Tiles are taken in tile_pos order (head-major, each head's heaviest first). */
-    int *tile_counter;
     /* Work items (item_pos): items below n_whole are whole tiles; the n_split items past them are
      * the parts of the next n_split / parts tiles, split along the keys (the last, partly filled
      * round of a persistent grid), which store (O / l, lse) in fp32 to o_part / lse_part for
@@ -121,8 +116,6 @@ struct sm90_smem {
     uint64_t empty_q[C::QBUFS];                                /* O stored by every consumer */
     uint64_t full_k[C::STAGES], full_v[C::STAGES];             /* stage landed (TMA bytes) */
     uint64_t empty_k[C::STAGES], empty_v[C::STAGES];           /* stage released by every consumer warp */
-    int next_item[2];                                          /* dynamic walk: the item after item it */
-    uint64_t full_item[2], empty_item[2];                      /* in slot it % 2 (written / read) */
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -182,17 +175,6 @@ __device__ __forceinline__ void release_landed(sm90_smem<C> &s, int j, int lane)
     release(&s.empty_k[st], lane);
     mbar_wait(&s.full_v[st], parity);
     release(&s.empty_v[st], lane);
-}
-
-/* Dynamic walk: the CTA's item after its it-th, published by the producer (slot it % 2); every
- * consumer warp reads it once, before its first use of it (the end of item it). */
-template <class C>
-__device__ __forceinline__ int take_next_item(sm90_smem<C> &s, int it, int lane)
-{
-    mbar_wait(&s.full_item[it % 2], (it / 2) & 1);
-    const int next = __shfl_sync(0xffffffffu, s.next_item[it % 2], 0);   /* warp-uniform to the compiler */
-    release(&s.empty_item[it % 2], lane);
-    return next;
 }
 
 /* What the softmax of a block needs to know about this thread's rows. */
@@ -436,8 +418,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             mbar_init(&s.full_k[i], 1), mbar_init(&s.full_v[i], 1);
             mbar_init(&s.empty_k[i], 4 * C::CONSUMERS), mbar_init(&s.empty_v[i], 4 * C::CONSUMERS);
         }
-        for (int i = 0; i < 2; i++)
-            mbar_init(&s.full_item[i], 1), mbar_init(&s.empty_item[i], 4 * C::CONSUMERS);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* Barrier: the mbarriers are initialised (and the key ranges in) before any thread (or TMA)
@@ -457,12 +437,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
         if (threadIdx.x != 0)
             return;
-        for (int64_t item = cta_tile(a, 0); item < a.n_items; ++it) {
-            /* Dynamic walk: the next item, fetched as this item's last block is issued (a CTA takes a
-             * tile only when it is nearly free, as the hardware hands out the CTAs of a grid of one
-             * per tile; the atomic's latency hides behind the wait for the ring's last stage), then
-             * published. */
-            int fetched = 0;
+        for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
             sm90_item w = item_pos<C, SPLIT>(a, item);
             fa_var_keys kr;
             if constexpr (VAR) {
@@ -484,8 +459,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 tma_load(s.q[qb][pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q[qb]);
             SM90_TRACE(it, 1);
             for (int kb = 0; kb < n_blocks; kb++) {
-                if (a.tile_counter != NULL && kb == n_blocks - 1)
-                    fetched = atomicAdd(a.tile_counter, 1);
                 const int st = (kc + kb) % STAGES;
                 const uint32_t parity = (((kc + kb) / STAGES) & 1) ^ 1;
 #if defined(FA_SM90_TRACE) && FA_SM90_TRACE_NO_KV
@@ -512,16 +485,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             }
             SM90_TRACE(it, 2);
             kc += n_blocks;
-            if (a.tile_counter != NULL) {
-                /* (the shuffle: uniform to the compiler, as the TMA coordinates want) */
-                const int next = __shfl_sync(1u, (int)a.tile_stride + fetched, 0);
-                mbar_wait(&s.empty_item[it % 2], ((it / 2) & 1) ^ 1);
-                s.next_item[it % 2] = next;
-                mbar_arrive(&s.full_item[it % 2]);
-                item = next;
-            } else {
-                item = cta_tile(a, it + 1);
-            }
         }
         return;
     }
@@ -529,9 +492,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
     bool stored = false;                                    /* STORE_DEFER: the last item's O store */
-    const bool dynamic = a.tile_counter != NULL;
-    int next = 0;                                           /* dynamic: the next item, read at the end of this one */
-    for (int64_t item = cta_tile(a, 0); item < a.n_items; ++it, item = dynamic ? next : cta_tile(a, it)) {
+    for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
         sm90_item w = item_pos<C, SPLIT>(a, item);
         fa_var_keys kr;
         if constexpr (VAR) {
@@ -557,9 +518,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * to the first unless the tile is the CTA's last, so every barrier balances. */
         const bool pp = C::PINGPONG;
         const int next_cw = (cw + 1) % C::CONSUMERS;
-        /* Whether this is the CTA's last item (dynamic walk: known at the end of this one, once the
-         * producer can have issued all of this one's loads). */
-        bool last_tile = !dynamic && cta_tile(a, it + 1) >= a.n_items;
+        const bool last_tile = cta_tile(a, it + 1) >= a.n_items;
         if (pp && cw == C::CONSUMERS - 1 && it == 0)
             turn_pass(0);
 
@@ -571,8 +530,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             for (int kb = 0; kb <= n_blocks; kb++) {
                 if (kb < n_blocks)
                     release_landed<C>(s, kc + kb, lane);
-                else if (dynamic)
-                    next = take_next_item(s, it, lane), last_tile = next >= a.n_items;
                 turn_wait(cw);
                 if (kb < n_blocks || cw != C::CONSUMERS - 1 || !last_tile)
                     turn_pass(next_cw);
@@ -669,8 +626,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         SM90_TRACE(it, 3);
         SM90_TRACE_PUT4(it, tr_kv, tr_turn, tr_qk, tr_pv);
         SM90_TRACE_PUT2(it, tr_issue, tr_sm);
-        if (dynamic && pp)                                  /* n_act == n_blocks */
-            next = take_next_item(s, it, lane), last_tile = next >= a.n_items;
         {
             const int st = (kc + n_act - 1) % STAGES;
             mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);
@@ -687,8 +642,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         /* Blocks all masked for this warpgroup: released once they have landed. */
         for (int kb = n_act; kb < n_blocks; kb++)
             release_landed<C>(s, kc + kb, lane);
-        if (dynamic && !pp)
-            next = take_next_item(s, it, lane), last_tile = next >= a.n_items;
         kc += n_blocks;
         SM90_TRACE(it, 4);
 
@@ -844,10 +797,9 @@ static fa_sm90_shape sm90_shape()
 }
 
 /* Launches tile C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80 kernel runs).
- * scratch (may be NULL): room for a split last round (plan.c, fa_plan_sm90_walk; with too little
- * the last round's tiles run whole) or a dynamic walk's counter (without it, one CTA per tile).
- * need != NULL: only the scratch the call would use is returned in *need, nothing runs. VAR: the
- * kernel with the variants of v, which never splits a tile. */
+ * scratch (may be NULL): room for a split last round (plan.c, fa_plan_sm90_walk); with too little
+ * the last round's tiles run whole. need != NULL: only the scratch the call would use is returned in
+ * *need, nothing runs. VAR: the kernel with the variants of v, which never splits a tile. */
 template <typename T, class C, int VAR = 0>
 static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                        size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
@@ -907,18 +859,9 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
     const bool packed = VAR && v->cu_seqlens_q != NULL;     /* one tile per CTA: var_packed_tile */
-    int kind = packed ? FA_SM90_GRID_TILE : fa_plan_sm90_grid(p, o);
-    if (kind == FA_SM90_GRID_DYNAMIC) {
-        if (need != NULL) {
-            *need = sizeof(int);
-            return FA_OK;
-        }
-        if (scratch == NULL || scratch_bytes < sizeof(int))
-            kind = FA_SM90_GRID_TILE;
-    }
-    const bool persistent = kind != FA_SM90_GRID_TILE;
+    const int persistent = !packed && fa_plan_sm90_persistent(p, o);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
-    if (kind == FA_SM90_GRID_STATIC) {
+    if (persistent) {
         size_t bytes = 0;
         fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, !VAR, &bytes);
         if (need != NULL) {
@@ -967,15 +910,10 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     }
 
     /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
-     * walking every grid-th work item (static: whole tiles, then the parts of a split last round,
-     * merged by fa_sm90_merge_kernel) or taking the next tile from the counter (dynamic). Else one
-     * CTA per tile. */
+     * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
+     * by fa_sm90_merge_kernel). Else one CTA per tile. */
     a.tile_stride = grid;
-    a.snake = kind == FA_SM90_GRID_STATIC && p->causal;
-    if (kind == FA_SM90_GRID_DYNAMIC) {
-        a.tile_counter = (int *)scratch;
-        FA_CUDA_TRY(cudaMemsetAsync(a.tile_counter, 0, sizeof(int), stream));
-    }
+    a.snake = persistent && p->causal;
     if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {
             fa_sm90_forward_kernel<T, C, true, 0><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
@@ -1024,8 +962,7 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
  * FA_SM90_LONG_NK keys. Packed
  * sequences run one tile per CTA over the longest sequence's query tiles (a tile past its
  * sequence's end leaves at once). */
-static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
-                                  size_t scratch_bytes, size_t *need, cudaStream_t stream)
+static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
         || p->B > INT32_MAX || p->Hq > INT32_MAX)
@@ -1033,8 +970,8 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
     const int bf16 = p->dtype == FA_BFLOAT16;
     const int all = v->softcap > 0.f || v->alibi_slopes != NULL || v->mask != NULL;
 #define FA_SM90_VAR_LAUNCH(tile, kind)                                                              \
-    (bf16 ? sm90_launch<__nv_bfloat16, tile, kind>(p, o, scratch, scratch_bytes, need, stream, v)  \
-          : sm90_launch<__half, tile, kind>(p, o, scratch, scratch_bytes, need, stream, v))
+    (bf16 ? sm90_launch<__nv_bfloat16, tile, kind>(p, o, NULL, 0, NULL, stream, v)                 \
+          : sm90_launch<__half, tile, kind>(p, o, NULL, 0, NULL, stream, v))
     if (all) {
         if (p->d <= 64)
             return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_ALL);
@@ -1069,19 +1006,9 @@ extern "C" int fa_sm90_forward(const fa_params *p, const fa_overrides *o, void *
 }
 
 extern "C" int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o,
-                                        void *scratch, size_t scratch_bytes, cudaStream_t stream)
+                                        cudaStream_t stream)
 {
-    return sm90_dispatch_variants(p, v, o, scratch, scratch_bytes, NULL, stream);
-}
-
-extern "C" int fa_sm90_variants_scratch_bytes(const fa_params *p, const fa_variants *v, const fa_overrides *o,
-                                              size_t *bytes)
-{
-    *bytes = 0;
-    const int status = sm90_dispatch_variants(p, v, o, NULL, 0, bytes, NULL);
-    if (status != FA_OK)
-        *bytes = 0;
-    return status;
+    return sm90_dispatch_variants(p, v, o, stream);
 }
 
 extern "C" int fa_sm90_scratch_bytes(const fa_params *p, const fa_overrides *o, size_t *bytes)

@@ -66,18 +66,16 @@ static void test_sm90_grid(void)
     fa_overrides o;
     memset(&o, 0, sizeof o);
     fa_params p = shape(4, 16, 4096, 4096, 128, 0);
-    check(fa_plan_sm90_grid(&p, &o) == FA_SM90_GRID_STATIC, "sm90: non-causal runs a persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o) == 1, "sm90: non-causal runs a persistent grid");
     p = shape(4, 16, 4096, 4096, 128, 1);
-    check(fa_plan_sm90_grid(&p, &o) == FA_SM90_GRID_STATIC, "sm90: causal up to 4k keys runs a persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o) == 1, "sm90: causal up to 4k keys runs a persistent grid");
     p = shape(2, 16, 8192, 8192, 128, 1);
-    check(fa_plan_sm90_grid(&p, &o) == FA_SM90_GRID_DYNAMIC, "sm90: causal past 4k keys takes tiles from a counter");
+    check(fa_plan_sm90_persistent(&p, &o) == 0, "sm90: causal past 4k keys runs one CTA per tile");
     o.sm90_grid = 2;
-    check(fa_plan_sm90_grid(&p, &o) == FA_SM90_GRID_STATIC, "sm90: sm90_grid = 2 forces the persistent grid");
-    o.sm90_grid = 3;
-    p = shape(4, 16, 4096, 4096, 128, 0);
-    check(fa_plan_sm90_grid(&p, &o) == FA_SM90_GRID_DYNAMIC, "sm90: sm90_grid = 3 forces the counter");
+    check(fa_plan_sm90_persistent(&p, &o) == 1, "sm90: sm90_grid = 2 forces the persistent grid");
     o.sm90_grid = 1;
-    check(fa_plan_sm90_grid(&p, &o) == FA_SM90_GRID_TILE, "sm90: sm90_grid = 1 forces one CTA per tile");
+    p = shape(4, 16, 4096, 4096, 128, 0);
+    check(fa_plan_sm90_persistent(&p, &o) == 0, "sm90: sm90_grid = 1 forces one CTA per tile");
 }
 
 static void test_sm90_walk(void)
