@@ -431,19 +431,13 @@ static void mask_keys(const fa_params *p, const fa_variants *v, const seq_view *
  * causal and the window leave it (fa_key_range; without variants that is keys j <= i + delta when
  * causal: delta = 0 is SDPA's top-left mask, nk − nq the bottom-right one of a KV cache). Rows
  * that see no key get O = 0, lse = −inf. */
-FA_MULTIVERSION
-static void attend_block(const fa_params *p, const fa_variants *v, const scratch *t, int64_t dp, const seq_view *sv,
-                         int nh, int64_t i0)
+static inline __attribute__((always_inline)) void attend_rows(const fa_params *p, const fa_variants *v,
+                                                              const scratch *t, int64_t dp, const seq_view *sv,
+                                                              int nh, int span, int64_t i0, int ncols, int mrows,
+                                                              int narrow)
 {
     const int64_t d = p->d, Nk = sv->nk, delta = sv->delta;
-    const int span = (int)(sv->nq - i0 < BM / nh ? sv->nq - i0 : BM / nh);
     const int rows = nh * span;
-    const int ncols = (rows + NR - 1) / NR * NR;         /* the S micro-kernel's width */
-    const int mrows = (rows + MR - 1) / MR * MR;         /* the P·V micro-kernel's rows */
-    /* Up to MR columns row by row (scores_narrow, softmax_narrow, pv_narrow): on 2 cores 1.4-2.6x the
-     * tiles for 1-4 columns, 0.99-1.13x for 8 at d >= 64; at d <= 32 from 8 columns the tiles are
-     * faster. */
-    const int narrow = rows <= (dp >= 64 ? MR : MR / 2);
     const int64_t dv = (d + 15) / 16 * 16;               /* a narrow block's columns of K and V */
     const int in_place = narrow && p->dtype == FA_FLOAT32 && dv == d;
     const int qv = ncols / 16;                           /* vectors of scores per key */
@@ -566,6 +560,25 @@ static void attend_block(const fa_params *p, const fa_variants *v, const scratch
         if (s_h->lse != NULL)
             s_h->lse[i] = lse2 * 0.6931471805599453f;
     }
+}
+
+/* The block's sizes: ncols the S micro-kernel's width, mrows the P·V micro-kernel's rows. A full
+ * block (a prefill's 64 rows of one head) passes them as constants, so that attend_rows' vector
+ * loops over the block's columns unroll: with the sizes read at run time, prefill ran 25-30 %
+ * slower on 2 cores (fp32, d = 64 and 128, 1k-4k keys). Up to MR columns run row by row
+ * (scores_narrow, softmax_narrow, pv_narrow): on 2 cores 1.4-2.6x the tiles for 1-4 columns,
+ * 0.99-1.13x for 8 at d >= 64; at d <= 32 from 8 columns the tiles are faster. */
+FA_MULTIVERSION
+static void attend_block(const fa_params *p, const fa_variants *v, const scratch *t, int64_t dp, const seq_view *sv,
+                         int nh, int64_t i0)
+{
+    const int span = (int)(sv->nq - i0 < BM / nh ? sv->nq - i0 : BM / nh);
+    const int rows = nh * span;
+    if (rows == BM)
+        attend_rows(p, v, t, dp, sv, nh, span, i0, BM, BM, 0);
+    else
+        attend_rows(p, v, t, dp, sv, nh, span, i0, (rows + NR - 1) / NR * NR, (rows + MR - 1) / MR * MR,
+                    rows <= (dp >= 64 ? MR : MR / 2));
 }
 
 static int threads_for(const fa_params *p)
