@@ -86,7 +86,7 @@ def markdown(result):
         "TFLOP/s = 4·B·H·N²·d / time, halved when causal; time: " + result["timer"] + ". "
         "`a/b`: speed ratio, above 1 when a is faster. "
         + ("`best`: the fastest of " + ", ".join(f"`{n}`" for n in BEST_OF if n in names) + " at the point. "
-           if "best" in baselines(names) else "")
+           if "best" in base else "")
         + f"`err`: max |out − ref|, ref = {result['reference']}; "
         "`err/sdpa`: that error over the smallest same-dtype SDPA error (FlashAttention's test rule: ≤ 2).",
         "",

@@ -25,8 +25,9 @@
  * AVX2 and baseline and the best one is picked at load time.
  *
  * In order: dtype conversion, the softmax and GEMM pieces (and their row-by-row forms for blocks
- * of a few query rows: scores_narrow, softmax_narrow, pv_narrow), the forward (attend_block, with the
- * variants of fa_variant.h applied per block by apply_variants), the KV cache entry point, and at
+ * of a few query rows: scores_narrow, softmax_narrow, pv_narrow), the forward (attend_rows, which
+ * attend_block calls with a full block's sizes as constants; the variants of fa_variant.h applied
+ * per block by apply_variants), the KV cache entry point, and at
  * the end the backward pass (backward_block: FlashAttention-2's formulas on the same tiles and
  * micro-kernel, one (sequence, kv head) per thread so that dK and dV need no atomics).
  */

@@ -503,7 +503,7 @@ def test_variants_on_every_hopper_grid(case, d, grid, fa_overrides):
     128 rows, 7 per head) than the GPU has SMs: persistent CTAs walk several tiles of different
     heads and key ranges (causal: the snake walk)."""
     use_family("sm90", fa_overrides)
-    fa_overrides(family="sm90", sm90_grid=grid)
+    fa_overrides(sm90_grid=grid)
     B, Hq, Hkv, Nq, Nk = 3, 16, 4, 777, 1025
     g = torch.Generator().manual_seed(seed_of("grid", case, d))
     q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, torch.bfloat16, "cuda")
