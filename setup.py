@@ -50,6 +50,7 @@ C_SOURCES = ["csrc/fa_common.c", "csrc/fa_cpu.c"]
 # and compute_75 PTX. "70?": sm_70 where nvcc still has it. dispatch.cu holds host code only.
 CUDA_TARGETS = {
     "sm90.cu": ["90a"],
+    "sm90_backward.cu": ["90a"],
     "decode.cu": ["80", "90a"],
     "sm80.cu": ["80", "90a"],
     "sm80_backward.cu": ["80", "90a"],

@@ -9,7 +9,9 @@
  *             and the sinks' gradient −Σᵢ exp(sink − lseᵢ) Dᵢ
  *   dq        dQ = scale · accumulator, rounded to the output
  *
- * Included by sm80_backward.cu. Includes: dtype.cuh, variants.cuh (fa_var, var_seq).
+ * The host steps every backward kernel runs around its own (bwd_prepare, bwd_bind, bwd_prep, bwd_dq)
+ * are defined in sm80_backward.cu, the one file that instantiates the row kernels; sm90_backward.cu
+ * calls them. Includes: dtype.cuh, variants.cuh (fa_var, var_seq).
  */
 #ifndef FA_BACKWARD_ROWS_CUH
 #define FA_BACKWARD_ROWS_CUH
@@ -32,7 +34,7 @@ typedef struct {
     int64_t q_per_kv;        /* Hq / Hkv */
     int64_t n_k_blocks;      /* ceil(Nk / BN) */
     int64_t rows;            /* rows of the workspace: B·Hq·nq_pad, or Hq·head_rows packed */
-    int64_t nq_pad;          /* Nq rounded up to BM: rows per (b, h) (not packed) */
+    int64_t nq_pad;          /* Nq rounded up to BWD_ROWS_PAD: rows per (b, h) (not packed) */
     int64_t head_rows;       /* packed: total_q + BM rounded up to 8, rows per head (row h·head_rows
                                 + q0 + i is query i of the sequence at packed row q0) */
     int64_t first_block;     /* index of this launch's first CTA in the flattened grid */
@@ -46,6 +48,21 @@ typedef struct {
     int vec_load;            /* q, k, v and dout rows 16-byte aligned */
     int vec_dk, vec_dv;      /* dk, dv rows 16-byte aligned */
 } bwd_args;
+
+/* Rows per (b, h) of the workspace are a multiple of this: every kernel's query block (64 or 128
+ * rows) stays inside its head's rows. */
+#define BWD_ROWS_PAD 128
+
+/* Host steps shared by the backward kernels (sm80_backward.cu):
+ *   bwd_prepare  the arguments of a call, all but the workspace, or FA_ERR_UNSUPPORTED
+ *   bwd_bind     the workspace's pointers (FA_ERR_SCRATCH when it is too small)
+ *   bwd_prep     the prep kernel (and the sinks' gradient zeroed), before the main kernel
+ *   bwd_dq       the dq kernel, after it */
+int bwd_prepare(const fa_backward_params *bp, const fa_variants *v, bwd_args *a);
+size_t bwd_workspace(const bwd_args *a);
+int bwd_bind(bwd_args *a, void *workspace, size_t workspace_bytes);
+int bwd_prep(bwd_args *a, cudaStream_t stream);
+int bwd_dq(const bwd_args *a, cudaStream_t stream);
 
 /* The workspace row of query i of sequence s (batch entry b), head h (packed only when VAR). */
 template <bool VAR>

@@ -198,14 +198,19 @@ extern "C" int fa_forward_variants_cuda_scratch(const fa_params *p, const fa_var
     return st2 == FA_ERR_UNSUPPORTED && o.family == FA_FAMILY_AUTO ? fa_sm80_forward_variants(p, v, stream) : st2;
 }
 
-/* The backward pass: the sm_80 tensor-core kernel under the automatic choice and when sm80 or sm90 is
- * forced (the Hopper family has no backward kernel of its own); other families answer
- * FA_ERR_UNSUPPORTED. */
-static int backward_family_ok(void)
+/* The backward pass: the Hopper kernel where it takes the call, else the sm_80 tensor-core kernel, under
+ * the automatic choice; forcing sm90 runs only the Hopper kernel, forcing sm80 only the sm_80 one (both
+ * use the same workspace); other families answer FA_ERR_UNSUPPORTED. */
+static int backward_family(void)
 {
     fa_overrides o;
     fa_get_overrides(&o);
-    return o.family == FA_FAMILY_AUTO || o.family == FA_FAMILY_SM80 || o.family == FA_FAMILY_SM90;
+    return o.family == FA_FAMILY_AUTO || o.family == FA_FAMILY_SM80 || o.family == FA_FAMILY_SM90 ? o.family : -1;
+}
+
+static int backward_family_ok(void)
+{
+    return backward_family() >= 0;
 }
 
 extern "C" int fa_backward_workspace_bytes(const fa_backward_params *bp, const fa_variants *v, size_t *bytes)
@@ -223,5 +228,13 @@ extern "C" int fa_backward_cuda(const fa_backward_params *bp, const fa_variants 
     const int st = fa_check_backward(bp, v);
     if (st != FA_OK)
         return st;
-    return backward_family_ok() ? fa_sm80_backward(bp, v, workspace, workspace_bytes, stream) : FA_ERR_UNSUPPORTED;
+    const int family = backward_family();
+    if (family < 0)
+        return FA_ERR_UNSUPPORTED;
+    if (family != FA_FAMILY_SM80) {
+        const int st2 = fa_sm90_backward(bp, v, workspace, workspace_bytes, stream);
+        if (st2 != FA_ERR_UNSUPPORTED || family == FA_FAMILY_SM90)
+            return st2;
+    }
+    return fa_sm80_backward(bp, v, workspace, workspace_bytes, stream);
 }

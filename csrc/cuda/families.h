@@ -39,6 +39,12 @@ int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_
 int fa_sm80_forward(const fa_params *p, cudaStream_t stream);
 int fa_sm80_forward_variants(const fa_params *p, const fa_variants *v, cudaStream_t stream);
 
+/* sm90_backward.cu: the backward pass on Hopper (wgmma, TMA), fp16 and bf16, compute capability 9.0
+ * only, d <= 128, 16-byte aligned rows, both causal alignments, windows and sinks (softcap, ALiBi,
+ * key_mask and packed sequences answer FA_ERR_UNSUPPORTED). workspace: as fa_sm80_backward's. */
+int fa_sm90_backward(const fa_backward_params *bp, const fa_variants *v, void *workspace, size_t workspace_bytes,
+                     cudaStream_t stream);
+
 /* sm80_backward.cu: the backward pass on tensor cores (mma.sync), fp16 and bf16, sm_80 and later,
  * d <= 128, Nq, Nk >= 1 (packed: the longest lengths); every variant but a mask tensor (that
  * answers FA_ERR_UNSUPPORTED). workspace: at least fa_sm80_backward_workspace_bytes. */

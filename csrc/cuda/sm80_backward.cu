@@ -417,8 +417,8 @@ static int bwd_width(int64_t d)
     return d <= 64 ? 64 : d <= 128 ? 128 : 0;
 }
 
-/* Fills everything but the workspace pointers, or answers FA_ERR_UNSUPPORTED. */
-static int bwd_prepare(const fa_backward_params *bp, const fa_variants *v_in, bwd_args *a)
+/* Fills everything but the workspace pointers, or answers FA_ERR_UNSUPPORTED (backward_rows.cuh). */
+int bwd_prepare(const fa_backward_params *bp, const fa_variants *v_in, bwd_args *a)
 {
     const fa_params *p = &bp->p;
     fa_variants v;
@@ -442,7 +442,7 @@ static int bwd_prepare(const fa_backward_params *bp, const fa_variants *v_in, bw
     a->q_per_kv = p->Hq / p->Hkv;
     a->D = bwd_width(p->d);
     a->packed = v.cu_seqlens_q != NULL;
-    a->nq_pad = (p->Nq + 63) / 64 * 64;
+    a->nq_pad = (p->Nq + BWD_ROWS_PAD - 1) / BWD_ROWS_PAD * BWD_ROWS_PAD;
     a->head_rows = (v.total_q + 64 + 7) / 8 * 8;
     a->rows = a->packed ? p->Hq * a->head_rows : p->B * p->Hq * a->nq_pad;
     /* var_resolve's −1 (unbounded) as a side wider than any sequence. */
@@ -458,9 +458,56 @@ static int bwd_prepare(const fa_backward_params *bp, const fa_variants *v_in, bw
     return FA_OK;
 }
 
-static size_t bwd_workspace(const bwd_args *a)
+size_t bwd_workspace(const bwd_args *a)
 {
     return (size_t)a->rows * (size_t)(a->D + 2) * sizeof(float);
+}
+
+int bwd_bind(bwd_args *a, void *workspace, size_t workspace_bytes)
+{
+    if (workspace == NULL || workspace_bytes < bwd_workspace(a))
+        return FA_ERR_SCRATCH;
+    const size_t rows = (size_t)a->rows;
+    a->dq_acc = (float *)workspace;
+    a->lse2 = a->dq_acc + rows * a->D;
+    a->dd = a->lse2 + rows;
+    return FA_OK;
+}
+
+template <typename T>
+static int bwd_prep_t(bwd_args *a, cudaStream_t stream)
+{
+    const fa_params *p = &a->bp.p;
+    if (a->rows / 8 > INT32_MAX)
+        return FA_ERR_UNSUPPORTED;
+    if (a->sinks != NULL && a->bp.dsinks != NULL)
+        FA_CUDA_TRY(cudaMemsetAsync(a->bp.dsinks, 0, sizeof(float) * (size_t)p->Hq, stream));
+    else
+        a->sinks = NULL;
+    fa_sm80_backward_prep_kernel<T><<<(unsigned)(a->rows / 8), 256, 0, stream>>>(*a);
+    FA_CUDA_TRY(cudaGetLastError());
+    return FA_OK;
+}
+
+template <typename T>
+static int bwd_dq_t(const bwd_args *a, cudaStream_t stream)
+{
+    const fa_params *p = &a->bp.p;
+    const int64_t items = (a->packed ? a->var.v.total_q : p->B * p->Nq) * p->Hq * ((p->d + 7) / 8);
+    const int64_t blocks = (items + 255) / 256;
+    fa_sm80_backward_dq_kernel<T><<<(unsigned)(blocks < 65536 * 16 ? blocks : 65536 * 16), 256, 0, stream>>>(*a);
+    FA_CUDA_TRY(cudaGetLastError());
+    return FA_OK;
+}
+
+int bwd_prep(bwd_args *a, cudaStream_t stream)
+{
+    return a->bp.p.dtype == FA_BFLOAT16 ? bwd_prep_t<__nv_bfloat16>(a, stream) : bwd_prep_t<__half>(a, stream);
+}
+
+int bwd_dq(const bwd_args *a, cudaStream_t stream)
+{
+    return a->bp.p.dtype == FA_BFLOAT16 ? bwd_dq_t<__nv_bfloat16>(a, stream) : bwd_dq_t<__half>(a, stream);
 }
 
 template <typename T, class C, bool VAR>
@@ -473,16 +520,9 @@ static int bwd_launch(bwd_args *a, cudaStream_t stream)
     if (st != FA_OK)
         return st;
     const fa_params *p = &a->bp.p;
-    const int64_t rows = a->rows;
-    if (rows / 8 > INT32_MAX)
-        return FA_ERR_UNSUPPORTED;
-    if (a->sinks != NULL && a->bp.dsinks != NULL)
-        FA_CUDA_TRY(cudaMemsetAsync(a->bp.dsinks, 0, sizeof(float) * (size_t)p->Hq, stream));
-    else
-        a->sinks = NULL;
-    fa_sm80_backward_prep_kernel<T><<<(unsigned)(rows / 8), 256, 0, stream>>>(*a);
-    FA_CUDA_TRY(cudaGetLastError());
-
+    st = bwd_prep(a, stream);
+    if (st != FA_OK)
+        return st;
     a->n_k_blocks = (p->Nk + C::BN - 1) / C::BN;
     const int64_t total = a->n_k_blocks * p->B * p->Hkv;
     a->n_blocks = total;
@@ -492,11 +532,7 @@ static int bwd_launch(bwd_args *a, cudaStream_t stream)
         kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(*a);
         FA_CUDA_TRY(cudaGetLastError());
     }
-    const int64_t items = (a->packed ? a->var.v.total_q : p->B * p->Nq) * p->Hq * ((p->d + 7) / 8);
-    const int64_t blocks = (items + 255) / 256;
-    fa_sm80_backward_dq_kernel<T><<<(unsigned)(blocks < 65536 * 16 ? blocks : 65536 * 16), 256, 0, stream>>>(*a);
-    FA_CUDA_TRY(cudaGetLastError());
-    return FA_OK;
+    return bwd_dq(a, stream);
 }
 
 extern "C" int fa_sm80_backward_workspace_bytes(const fa_backward_params *bp, const fa_variants *v, size_t *bytes)
@@ -516,12 +552,9 @@ extern "C" int fa_sm80_backward(const fa_backward_params *bp, const fa_variants 
     const int st = bwd_prepare(bp, v, &a);
     if (st != FA_OK)
         return st;
-    if (workspace == NULL || workspace_bytes < bwd_workspace(&a))
-        return FA_ERR_SCRATCH;
-    const size_t rows = (size_t)a.rows;
-    a.dq_acc = (float *)workspace;
-    a.lse2 = a.dq_acc + rows * a.D;
-    a.dd = a.lse2 + rows;
+    const int st2 = bwd_bind(&a, workspace, workspace_bytes);
+    if (st2 != FA_OK)
+        return st2;
     const int bf16 = bp->p.dtype == FA_BFLOAT16;
     const bool var = a.cap_in != 0.f || a.var.v.alibi_slopes != NULL || a.var.v.key_mask != NULL || a.packed;
     if (a.D == 64) {

@@ -1,0 +1,456 @@
+/*
+ * sm90_backward.cu — FlashAttention backward for fp16 and bf16 on Hopper (sm_90a): wgmma, TMA and
+ * warp specialization.
+ *
+ * The same three steps as sm80_backward.cu, through the same workspace (backward_rows.cuh): the
+ * prep kernel, this file's main kernel, the dq kernel. One CTA per (b, kv head, block of 128 keys)
+ * walks every query block (BM rows) of every query head of its group that sees one of its keys:
+ *
+ *   producer   (warpgroup 0, one thread): K and V of the block once, then per step the Q and dO
+ *              tiles, lse₂ and D of BM rows into a 2-stage ring (TMA; each stage completes on an
+ *              mbarrier, full[], and is reused once every consumer warp has released it, empty[])
+ *   consumers  (warpgroups 1 and 2): 64 keys each, dK and dV (64 × D) in registers:
+ *
+ *     Sᵀ = K Qᵀ,  dPᵀ = V dOᵀ                wgmma m64nBMk16, both operands K-major in shared memory
+ *     Pᵀ = exp2(Sᵀ · scale · log2 e − lse₂)   masked pairs 0 (only blocks an edge crosses test them)
+ *     dSᵀ = Pᵀ ∘ (dPᵀ − D)
+ *     dV += Pᵀ dO,  dK += dSᵀ Q               wgmma m64nDk16: Pᵀ and dSᵀ from registers (their C
+ *                                             fragments are A fragments), dO and Q MN-major
+ *     dSᵀ → shared memory; both consumers meet
+ *     dQ part = dS K                          wgmma m64n64k16, both operands MN-major: 64 queries ×
+ *                                             64 columns per consumer (d = 128: the consumer's half
+ *                                             of the columns; d = 64: its half of the 128 queries)
+ *     dQ part → shared memory → cp.reduce.async.bulk (fp32 add) into the workspace's accumulator
+ *
+ * Shared tiles are 64-column panels of 128-byte rows in TMA's 128-byte swizzle, as in sm90.cu; dSᵀ
+ * is written in the same layout (keys are rows, queries columns). dK is scaled at the end; the dq
+ * kernel scales dQ. Variants: both causal alignments and the window (causal is right = 0), sinks
+ * (only the prep kernel sees them); softcap, ALiBi, key_mask, packed sequences and attn_mask answer
+ * FA_ERR_UNSUPPORTED, as do d > 128, rows that are not 16-byte aligned and GPUs other than 9.0
+ * (the sm_80 kernel or the exact path then runs: dispatch.cu). Builds with plain nvcc:
+ *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/cuda/sm90_backward.cu -Icsrc -Icsrc/cuda
+ */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime.h>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "families.h"
+#include "dtype.cuh"
+#include "ptx.cuh"
+#include "ptx_sm90.cuh"
+#include "backward_rows.cuh"
+
+/* A tile: D the compiled head-dim width, BM queries per step; BN = 128 keys, 64 per consumer. */
+template <int D_, int BM_>
+struct bwd90_tile {
+    static constexpr int D = D_, BM = BM_, BN = 128, PANELS = D_ / 64, QPANELS = BM_ / 64, THREADS = 384;
+    static_assert(D * BM == 128 * 64, "one 64 × 64 dQ part per consumer");
+};
+/* d = 64 takes 128 queries per step (as FlashAttention-3): the step's wgmmas are twice as long. */
+typedef bwd90_tile<64, 128> bwd90_d64;
+typedef bwd90_tile<128, 64> bwd90_d128;
+
+#define BWD90_DQ_LD 72      /* floats between rows of a dQ part: 8 rows' float2 stores hit 32 banks */
+
+template <class C>
+struct bwd90_smem {
+    alignas(1024) uint16_t k[C::PANELS][C::BN][64];
+    alignas(1024) uint16_t v[C::PANELS][C::BN][64];
+    alignas(1024) uint16_t q[2][C::PANELS][C::BM][64];
+    alignas(1024) uint16_t dO[2][C::PANELS][C::BM][64];
+    alignas(1024) uint16_t ds[2][C::QPANELS][C::BN][64];  /* dSᵀ, by step parity */
+    alignas(16) float dq[2][64][BWD90_DQ_LD];              /* each consumer's dQ part */
+    alignas(16) float lse2[2][C::BM];
+    alignas(16) float dd[2][C::BM];
+    uint64_t full_kv, full[2], empty[2];
+};
+
+typedef struct {
+    CUtensorMap tm_q, tm_k, tm_v, tm_do;    /* boxes: Q and dO 64 × BM, K and V 64 × 128 */
+    bwd_args b;
+} bwd90_args;
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FA_SM90_BWD_DEVICE 1
+/* TMA's 1-D copy of bytes (a multiple of 16) from global to shared memory, completing on bar. */
+__device__ __forceinline__ void bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 :: "r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
+}
+
+/* TMA's 1-D reduction: global fp32 += shared fp32 over bytes, in this thread's bulk group. */
+__device__ __forceinline__ void bulk_add_f32(float *dst, uint32_t src, uint32_t bytes)
+{
+    asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n"
+                 :: "l"(dst), "r"(src), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit(void)
+{
+    asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+/* This thread's bulk groups have read their shared memory (READ) or are complete. */
+template <bool READ>
+__device__ __forceinline__ void bulk_wait(void)
+{
+    if (READ)
+        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+    else
+        asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+}
+
+/* Generic-proxy writes to shared memory become visible to the async proxy (wgmma, TMA). */
+__device__ __forceinline__ void fence_async_smem(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void st_shared_f2(uint32_t addr, float x, float y)
+{
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
+}
+
+__device__ __forceinline__ void consumers_bar(void)
+{
+    asm volatile("bar.sync 1, 256;\n" ::: "memory");
+}
+
+template <typename T, int N>
+__device__ __forceinline__ void pack_frags(uint32_t (&r)[N / 16][4], const float (&x)[N / 2])
+{
+#pragma unroll
+    for (int kk = 0; kk < N / 16; kk++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            r[kk][e] = pack2<T>(x[8 * kk + 2 * e], x[8 * kk + 2 * e + 1]);
+}
+#endif
+
+/* Grid: 1-D, one CTA per (b·Hkv + kv head, key block), a head's blocks consecutive (the first ones
+ * are the heaviest under causal); block: the producer and two consumers. */
+template <typename T, class C>
+__global__ void __launch_bounds__(C::THREADS, 1)
+fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
+{
+#ifdef FA_SM90_BWD_DEVICE
+    constexpr int D = C::D, BM = C::BM, BN = C::BN, PANELS = C::PANELS;
+    extern __shared__ uint8_t smem_raw[];
+    bwd90_smem<C> &s = *reinterpret_cast<bwd90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+    const bwd_args &ba = a.b;
+    const fa_backward_params &bp = ba.bp;
+    const fa_params &p = bp.p;
+    const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
+
+    const int64_t blk = ba.first_block + blockIdx.x;
+    const int kb = (int)(blk % ba.n_k_blocks);
+    const int64_t bhk = blk / ba.n_k_blocks;
+    const int b = (int)(bhk / p.Hkv), hk = (int)(bhk % p.Hkv);
+    const int Nq = (int)p.Nq, Nk = (int)p.Nk, delta = var_whole(ba.var, p).delta;
+    const int left = ba.left, right = ba.right;
+    const int n0 = kb * BN, n1 = min(n0 + BN, Nk);
+    /* The queries that see one of keys n0..n1−1, as query blocks qb_lo..; step it is head
+     * hk·G + it / n_qb, query block qb_lo + it % n_qb. */
+    const int q_lo = max(0, n0 - delta - right), q_hi = min(Nq - 1, n1 - 1 - delta + left);
+    const int qb_lo = q_lo / BM, n_qb = q_lo <= q_hi ? q_hi / BM - qb_lo + 1 : 0;
+    const int G = (int)ba.q_per_kv, n_it = G * n_qb;
+
+    if (threadIdx.x == 0) {
+        mbar_init(&s.full_kv, 1);
+        for (int i = 0; i < 2; i++)
+            mbar_init(&s.full[i], 1), mbar_init(&s.empty[i], 8);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    /* Barrier: the mbarriers are initialised before any thread (or TMA) uses them. */
+    __syncthreads();
+
+    if (wg == 0) {
+        /* Producer: one thread issues every load. */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+        if (threadIdx.x != 0 || n_it == 0)
+            return;
+        mbar_expect_tx(&s.full_kv, 2 * BN * D * 2);
+#pragma unroll
+        for (int pn = 0; pn < PANELS; pn++) {
+            tma_load(s.k[pn], &a.tm_k, 64 * pn, n0, hk, b, &s.full_kv);
+            tma_load(s.v[pn], &a.tm_v, 64 * pn, n0, hk, b, &s.full_kv);
+        }
+        for (int it = 0; it < n_it; it++) {
+            const int st = it & 1;
+            const int h = hk * G + it / n_qb, i0 = (qb_lo + it % n_qb) * BM;
+            mbar_wait(&s.empty[st], ((it >> 1) & 1) ^ 1);
+            mbar_expect_tx(&s.full[st], 2 * BM * D * 2 + 2 * BM * 4);
+#pragma unroll
+            for (int pn = 0; pn < PANELS; pn++) {
+                tma_load(s.q[st][pn], &a.tm_q, 64 * pn, i0, h, b, &s.full[st]);
+                tma_load(s.dO[st][pn], &a.tm_do, 64 * pn, i0, h, b, &s.full[st]);
+            }
+            const int64_t row = ((int64_t)b * p.Hq + h) * ba.nq_pad + i0;
+            bulk_load(s.lse2[st], ba.lse2 + row, BM * 4, &s.full[st]);
+            bulk_load(s.dd[st], ba.dd + row, BM * 4, &s.full[st]);
+        }
+        return;
+    }
+
+    /* Consumers: cw's keys are n0 + 64cw.., this thread's C rows 16·warp + g (+ 8) of them. */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+    const int cw = wg - 1, warp = (threadIdx.x / 32) % 4, lane = threadIdx.x % 32;
+    const int g = lane / 4, t = lane % 4;
+    const int key_w = n0 + 64 * cw;
+    const int key_r[2] = {key_w + 16 * warp + g, key_w + 16 * warp + g + 8};
+    const float c = ba.scale_log2;
+    const uint32_t s_k = smem_u32(s.k), s_v = smem_u32(s.v);
+
+    float r_dk[D / 2], r_dv[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; i++)
+        r_dk[i] = 0.f, r_dv[i] = 0.f;
+    if (n_it > 0)
+        mbar_wait(&s.full_kv, 0);
+
+    for (int it = 0; it < n_it; it++) {
+        const int st = it & 1;
+        const int h = hk * G + it / n_qb, i0 = (qb_lo + it % n_qb) * BM;
+        const uint32_t s_q = smem_u32(s.q[st]), s_do = smem_u32(s.dO[st]);
+        mbar_wait(&s.full[st], (it >> 1) & 1);
+
+        /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (64 keys × BM queries): D/16 k-steps down the panels. */
+        float r_s[BM / 2], r_dp[BM / 2];
+        {
+            const uint64_t d_k = wgmma_desc(s_k + 64 * cw * 128, 16), d_v = wgmma_desc(s_v + 64 * cw * 128, 16);
+            const uint64_t d_q = wgmma_desc(s_q, 16), d_do = wgmma_desc(s_do, 16);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                const uint32_t off_kv = (kk / 4) * (BN * 128) + (kk % 4) * 32;
+                const uint32_t off_q = (kk / 4) * (BM * 128) + (kk % 4) * 32;
+                wgmma_ss<BM, T>(r_s, desc_at(d_k, off_kv), desc_at(d_q, off_q), kk > 0);
+            }
+#pragma unroll
+            for (int kk = 0; kk < D / 16; kk++) {
+                const uint32_t off_kv = (kk / 4) * (BN * 128) + (kk % 4) * 32;
+                const uint32_t off_q = (kk / 4) * (BM * 128) + (kk % 4) * 32;
+                wgmma_ss<BM, T>(r_dp, desc_at(d_v, off_kv), desc_at(d_do, off_q), kk > 0);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+            reg_fence(r_s);
+            reg_fence(r_dp);
+        }
+
+        /* Pᵀ and dSᵀ. Element 4j + 2r + e: key key_r[r], query i0 + 8j + 2t + e. Rows past Nq
+         * have lse₂ = +inf (P = 0); keys past Nk and pairs outside the window are masked here. */
+        const bool full = key_w + 63 < Nk && key_w >= i0 + BM - 1 + delta - left && key_w + 63 <= i0 + delta + right;
+#pragma unroll
+        for (int j = 0; j < BM / 8; j++) {
+            const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * j + 2 * t]);
+            const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * j + 2 * t]);
+#pragma unroll
+            for (int x = 0; x < 4; x++) {
+                const int e = x % 2;
+                float pr = ex2(fmaf(r_s[4 * j + x], c, -(e ? l2.y : l2.x)));
+                if (!full) {
+                    const int i = i0 + 8 * j + 2 * t + e, kj = key_r[x / 2];
+                    if (!(kj < Nk && kj >= i + delta - left && kj <= i + delta + right))
+                        pr = 0.f;
+                }
+                r_s[4 * j + x] = pr;
+                r_dp[4 * j + x] = pr * (r_dp[4 * j + x] - (e ? dd.y : dd.x));
+            }
+        }
+        uint32_t r_p[BM / 16][4], r_ds[BM / 16][4];
+        pack_frags<T, BM>(r_p, r_s);
+        pack_frags<T, BM>(r_ds, r_dp);
+
+        /* dV += Pᵀ dO and dK += dSᵀ Q: BM/16 k-steps of 16 queries (2 KB of each panel). */
+        {
+            const uint64_t d_do = wgmma_desc(s_do, BM * 128), d_q = wgmma_desc(s_q, BM * 128);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BM / 16; kk++)
+                wgmma_rs<D, T>(r_dv, r_p[kk], desc_at(d_do, kk * 2048), 1);
+#pragma unroll
+            for (int kk = 0; kk < BM / 16; kk++)
+                wgmma_rs<D, T>(r_dk, r_ds[kk], desc_at(d_q, kk * 2048), 1);
+            wgmma_commit();
+        }
+
+        /* dSᵀ into buffer it & 1: row 64cw + 16·warp + g (+ 8) = key, column = query, swizzled. */
+        const uint32_t s_ds = smem_u32(s.ds[st]);
+#pragma unroll
+        for (int kk = 0; kk < BM / 16; kk++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int row = 64 * cw + 16 * warp + g + 8 * (e % 2), col = 16 * kk + 8 * (e / 2) + 2 * t;
+                const int cc = col % 64;
+                st_shared_u32(s_ds + (col / 64) * (BN * 128) + row * 128 + (((cc / 8) ^ g) * 16) + (cc % 8) * 2,
+                              r_ds[kk][e]);
+            }
+        fence_async_smem();
+        wgmma_wait<0>();
+        reg_fence(r_dv);
+        reg_fence(r_dk);
+        reg_fence_u(r_p);
+        reg_fence_u(r_ds);
+        /* Barrier (both consumers): dSᵀ of all 128 keys is in. The other buffer was last read by
+         * step it − 1's dQ, which both consumers waited for before this barrier. */
+        consumers_bar();
+
+        /* dQ part = dS K over the 128 keys: A = dSᵀ panel qa (MN-major), B = K panel kp (MN-major). */
+        float r_dq[32];
+        {
+            const int qa = D == 128 ? 0 : cw, kp = D == 128 ? cw : 0;
+            const uint64_t d_a = wgmma_desc(s_ds + qa * (BN * 128), BN * 128);
+            const uint64_t d_b = wgmma_desc(s_k + kp * (BN * 128), BN * 128);
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BN / 16; kk++)
+                wgmma_ss_mn<64, T>(r_dq, desc_at(d_a, kk * 2048), desc_at(d_b, kk * 2048), kk > 0);
+            wgmma_commit();
+            wgmma_wait<0>();
+            reg_fence(r_dq);
+            reg_fence(r_dv);
+            reg_fence(r_dk);
+        }
+        /* Step it's stage is no longer read: one arrival per warp. */
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(&s.empty[st]);
+
+        /* The dQ part through shared memory into the accumulator. Its previous reduction must have
+         * read the buffer first (warp 0 issued it); barrier: the buffer is free, for every warp. */
+        const uint32_t s_dq = smem_u32(&s.dq[cw][0][0]);
+        if (warp == 0)
+            bulk_wait<true>();
+        warpgroup_bar(2 + cw);
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+                st_shared_f2(s_dq + 4 * ((16 * warp + g + 8 * r) * BWD90_DQ_LD + 8 * j + 2 * t), r_dq[4 * j + 2 * r],
+                             r_dq[4 * j + 2 * r + 1]);
+        fence_async_smem();
+        /* Barrier (this consumer): its dQ part is in shared memory. */
+        warpgroup_bar(2 + cw);
+        if (warp == 0) {
+            const int q0 = i0 + (D == 128 ? 0 : 64 * cw), col0 = D == 128 ? 64 * cw : 0;
+            float *acc = ba.dq_acc + (((int64_t)b * p.Hq + h) * ba.nq_pad + q0) * D + col0;
+#pragma unroll
+            for (int r = lane; r < 64; r += 32)
+                if (q0 + r < Nq)
+                    bulk_add_f32(acc + (int64_t)r * D, s_dq + 4 * r * BWD90_DQ_LD, 256);
+            bulk_commit();
+        }
+    }
+    if (warp == 0)
+        bulk_wait<false>();
+
+    /* dK (scaled) and dV: this thread's rows key_r[r], columns 8j + 2t (+1), straight from registers. */
+    const int d = (int)p.d;
+    uint16_t *g_dk = (uint16_t *)bp.dk + (int64_t)b * bp.dk_batch_stride + (int64_t)hk * bp.dk_head_stride;
+    uint16_t *g_dv = (uint16_t *)bp.dv + (int64_t)b * bp.dv_batch_stride + (int64_t)hk * bp.dv_head_stride;
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        if (key_r[r] >= Nk)
+            continue;
+        uint16_t *rk = g_dk + (int64_t)key_r[r] * bp.dk_row_stride, *rv = g_dv + (int64_t)key_r[r] * bp.dv_row_stride;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+            const int col = 8 * j + 2 * t;
+            if (col < d) {        /* d is even (16-byte aligned rows of 2-byte elements: a multiple of 8) */
+                *reinterpret_cast<uint32_t *>(rk + col) = pack2<T>(r_dk[4 * j + 2 * r] * ba.scale,
+                                                                   r_dk[4 * j + 2 * r + 1] * ba.scale);
+                *reinterpret_cast<uint32_t *>(rv + col) = pack2<T>(r_dv[4 * j + 2 * r], r_dv[4 * j + 2 * r + 1]);
+            }
+        }
+    }
+#endif
+}
+
+/* ---- Host ---------------------------------------------------------------------------------- */
+
+template <typename T, class C>
+static int bwd90_launch(bwd90_args *a, cudaStream_t stream)
+{
+    void (*kernel)(const bwd90_args) = fa_sm90_backward_kernel<T, C>;
+    const size_t smem = sizeof(bwd90_smem<C>) + 1024;      /* + alignment of the base to 1024 */
+    static unsigned s_checked, s_ok;
+    int dev;
+    fa_device info;
+    int st = fa_device_current(&dev, &info);
+    if (st != FA_OK)
+        return st;
+    if (info.major != 9 || info.minor != 0 || smem > (size_t)info.smem_optin)
+        return FA_ERR_UNSUPPORTED;
+    /* Once per device (bit dev; devices past 31 every call): an sm_90a build of this kernel, and
+     * the dynamic shared memory raised. */
+    if (dev >= 32 || !((__atomic_load_n(&s_checked, __ATOMIC_ACQUIRE) >> dev) & 1u)) {
+        cudaFuncAttributes attr;
+        FA_CUDA_TRY(cudaFuncGetAttributes(&attr, kernel));
+        const int ok = attr.binaryVersion == 90;
+        if (ok)
+            FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        if (dev < 32) {
+            if (ok)
+                __atomic_fetch_or(&s_ok, 1u << dev, __ATOMIC_RELAXED);
+            __atomic_fetch_or(&s_checked, 1u << dev, __ATOMIC_RELEASE);
+        }
+        if (!ok)
+            return FA_ERR_UNSUPPORTED;
+    } else if (!((__atomic_load_n(&s_ok, __ATOMIC_RELAXED) >> dev) & 1u)) {
+        return FA_ERR_UNSUPPORTED;
+    }
+    bwd_args *ba = &a->b;
+    const fa_params *p = &ba->bp.p;
+    const int bf16 = p->dtype == FA_BFLOAT16;
+    const fa_backward_params *bp = &ba->bp;
+    if (make_map(&a->tm_q, bf16, p->q, p->B, p->Hq, p->Nq, p->d, p->q_batch_stride, p->q_head_stride,
+                 p->q_row_stride, C::BM)
+        || make_map(&a->tm_do, bf16, bp->dout, p->B, p->Hq, p->Nq, p->d, bp->do_batch_stride, bp->do_head_stride,
+                    bp->do_row_stride, C::BM)
+        || make_map(&a->tm_k, bf16, p->k, p->B, p->Hkv, p->Nk, p->d, p->k_batch_stride, p->k_head_stride,
+                    p->k_row_stride, C::BN)
+        || make_map(&a->tm_v, bf16, p->v, p->B, p->Hkv, p->Nk, p->d, p->v_batch_stride, p->v_head_stride,
+                    p->v_row_stride, C::BN))
+        return FA_ERR_UNSUPPORTED;
+    st = bwd_prep(ba, stream);
+    if (st != FA_OK)
+        return st;
+    ba->n_k_blocks = (p->Nk + C::BN - 1) / C::BN;
+    const int64_t total = ba->n_k_blocks * p->B * p->Hkv;
+    ba->n_blocks = total;
+    for (int64_t first = 0; first < total; first += INT32_MAX) {
+        ba->first_block = first;
+        const int64_t n = total - first < INT32_MAX ? total - first : INT32_MAX;
+        kernel<<<(unsigned)n, C::THREADS, smem, stream>>>(*a);
+        FA_CUDA_TRY(cudaGetLastError());
+    }
+    return bwd_dq(ba, stream);
+}
+
+extern "C" int fa_sm90_backward(const fa_backward_params *bp, const fa_variants *v, void *workspace,
+                                size_t workspace_bytes, cudaStream_t stream)
+{
+    bwd90_args a;
+    memset(&a, 0, sizeof a);
+    int st = bwd_prepare(bp, v, &a.b);
+    if (st != FA_OK)
+        return st;
+    const fa_params *p = &bp->p;
+    /* The variants this kernel does not compute, and what TMA and its stores need. */
+    if (a.b.cap_in != 0.f || a.b.var.v.alibi_slopes != NULL || a.b.var.v.key_mask != NULL || a.b.packed
+        || !a.b.vec_load || !a.b.vec_dk || !a.b.vec_dv || p->B > INT32_MAX || p->Hq > INT32_MAX)
+        return FA_ERR_UNSUPPORTED;
+    st = bwd_bind(&a.b, workspace, workspace_bytes);
+    if (st != FA_OK)
+        return st;
+    const int bf16 = p->dtype == FA_BFLOAT16;
+    if (a.b.D == 64)
+        return bf16 ? bwd90_launch<__nv_bfloat16, bwd90_d64>(&a, stream) : bwd90_launch<__half, bwd90_d64>(&a, stream);
+    return bf16 ? bwd90_launch<__nv_bfloat16, bwd90_d128>(&a, stream) : bwd90_launch<__half, bwd90_d128>(&a, stream);
+}
