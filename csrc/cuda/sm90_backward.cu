@@ -8,7 +8,8 @@
  *
  *   producer   (warpgroup 0, one thread): K and V of the block once, then per step the Q and dO
  *              tiles, lse₂ and D of BM rows into a 2-stage ring (TMA; each stage completes on an
- *              mbarrier, full[], and is reused once every consumer warp has released it, empty[])
+ *              mbarrier, full[], and is reused once every consumer warp has released it, empty[]);
+ *              its warp 1 writes the consumers' dQ parts into the accumulator
  *   consumers  (warpgroups 1 and 2): 64 keys each, dK and dV (64 × D) in registers:
  *
  *     Sᵀ = K Qᵀ,  dPᵀ = V dOᵀ                wgmma m64nBMk16, both operands K-major in shared memory
@@ -20,7 +21,11 @@
  *     dQ part = dS K                          wgmma m64n64k16, both operands MN-major: 64 queries ×
  *                                             64 columns per consumer (d = 128: the consumer's half
  *                                             of the columns; d = 64: its half of the 128 queries)
- *     dQ part → shared memory → cp.reduce.async.bulk (fp32 add) into the workspace's accumulator
+ *     dQ part → shared memory, where warp 1 of the producer's warpgroup adds it into the workspace's
+ *                                             accumulator (cp.reduce.async.bulk, fp32)
+ *
+ * A step's products overlap: Pᵀ is computed while dPᵀ runs, dV while both consumers meet, dQ
+ * beside dV, and dK while the dQ part is stored.
  *
  * Shared tiles are 64-column panels of 128-byte rows in TMA's 128-byte swizzle, as in sm90.cu; dSᵀ
  * is written in the same layout (keys are rows, queries columns). dK is scaled at the end; the dq
@@ -116,6 +121,20 @@ __device__ __forceinline__ void st_shared_f2(uint32_t addr, float x, float y)
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
 }
 
+/* Named barriers of a consumer (128 threads) and the dQ writer warp (32): DQ_FULL + cw, its dQ part is
+ * in shared memory; DQ_EMPTY + cw, the writer has read it (ids 1: both consumers, 0: the CTA). */
+enum { DQ_FULL = 4, DQ_EMPTY = 6 };
+
+__device__ __forceinline__ void dq_bar_sync(int id)
+{
+    asm volatile("bar.sync %0, 160;\n" :: "r"(id) : "memory");
+}
+
+__device__ __forceinline__ void dq_bar_arrive(int id)
+{
+    asm volatile("bar.arrive %0, 160;\n" :: "r"(id) : "memory");
+}
+
 __device__ __forceinline__ void consumers_bar(void)
 {
     asm volatile("bar.sync 1, 256;\n" ::: "memory");
@@ -170,8 +189,33 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
     __syncthreads();
 
     if (wg == 0) {
-        /* Producer: one thread issues every load. */
+        /* Producer: one thread issues every load; warp 1 writes the consumers' dQ parts. */
         asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n");
+        if (threadIdx.x / 32 == 1) {
+            const int lane = threadIdx.x % 32;
+            if (n_it > 0) {                             /* both buffers start free */
+                dq_bar_arrive(DQ_EMPTY);
+                dq_bar_arrive(DQ_EMPTY + 1);
+            }
+            for (int it = 0; it < n_it; it++) {
+                const int h = hk * G + it / n_qb, i0 = (qb_lo + it % n_qb) * BM;
+                for (int cw = 0; cw < 2; cw++) {
+                    const int q0 = i0 + (D == 128 ? 0 : 64 * cw), col0 = D == 128 ? 64 * cw : 0;
+                    float *acc = ba.dq_acc + (((int64_t)b * p.Hq + h) * ba.nq_pad + q0) * D + col0;
+                    const uint32_t s_dq = smem_u32(&s.dq[cw][0][0]);
+                    dq_bar_sync(DQ_FULL + cw);
+                    for (int r = lane; r < 64; r += 32)
+                        if (q0 + r < Nq)
+                            bulk_add_f32(acc + (int64_t)r * D, s_dq + 4 * r * BWD90_DQ_LD, 256);
+                    bulk_commit();
+                    bulk_wait<true>();
+                    if (it + 1 < n_it)                  /* every arrival meets a consumer's wait */
+                        dq_bar_arrive(DQ_EMPTY + cw);
+                }
+            }
+            bulk_wait<false>();
+            return;
+        }
         if (threadIdx.x != 0 || n_it == 0)
             return;
         mbar_expect_tx(&s.full_kv, 2 * BN * D * 2);
@@ -219,7 +263,8 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         const uint32_t s_q = smem_u32(s.q[st]), s_do = smem_u32(s.dO[st]);
         mbar_wait(&s.full[st], (it >> 1) & 1);
 
-        /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (64 keys × BM queries): D/16 k-steps down the panels. */
+        /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (64 keys × BM queries), one commit group each, D/16 k-steps
+         * down the panels: the softmax of Sᵀ runs while dPᵀ is computed. */
         float r_s[BM / 2], r_dp[BM / 2];
         {
             const uint64_t d_k = wgmma_desc(s_k + 64 * cw * 128, 16), d_v = wgmma_desc(s_v + 64 * cw * 128, 16);
@@ -231,6 +276,7 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
                 const uint32_t off_q = (kk / 4) * (BM * 128) + (kk % 4) * 32;
                 wgmma_ss<BM, T>(r_s, desc_at(d_k, off_kv), desc_at(d_q, off_q), kk > 0);
             }
+            wgmma_commit();
 #pragma unroll
             for (int kk = 0; kk < D / 16; kk++) {
                 const uint32_t off_kv = (kk / 4) * (BN * 128) + (kk % 4) * 32;
@@ -238,18 +284,16 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
                 wgmma_ss<BM, T>(r_dp, desc_at(d_v, off_kv), desc_at(d_do, off_q), kk > 0);
             }
             wgmma_commit();
-            wgmma_wait<0>();
-            reg_fence(r_s);
-            reg_fence(r_dp);
         }
 
-        /* Pᵀ and dSᵀ. Element 4j + 2r + e: key key_r[r], query i0 + 8j + 2t + e. Rows past Nq
-         * have lse₂ = +inf (P = 0); keys past Nk and pairs outside the window are masked here. */
+        /* Pᵀ. Element 4j + 2r + e: key key_r[r], query i0 + 8j + 2t + e. Rows past Nq have
+         * lse₂ = +inf (P = 0); keys past Nk and pairs outside the window are masked here. */
+        wgmma_wait<1>();
+        reg_fence(r_s);
         const bool full = key_w + 63 < Nk && key_w >= i0 + BM - 1 + delta - left && key_w + 63 <= i0 + delta + right;
 #pragma unroll
         for (int j = 0; j < BM / 8; j++) {
             const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * j + 2 * t]);
-            const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * j + 2 * t]);
 #pragma unroll
             for (int x = 0; x < 4; x++) {
                 const int e = x % 2;
@@ -260,25 +304,21 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
                         pr = 0.f;
                 }
                 r_s[4 * j + x] = pr;
-                r_dp[4 * j + x] = pr * (r_dp[4 * j + x] - (e ? dd.y : dd.x));
             }
+        }
+        /* dSᵀ = Pᵀ ∘ (dPᵀ − D). */
+        wgmma_wait<0>();
+        reg_fence(r_dp);
+#pragma unroll
+        for (int j = 0; j < BM / 8; j++) {
+            const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * j + 2 * t]);
+#pragma unroll
+            for (int x = 0; x < 4; x++)
+                r_dp[4 * j + x] = r_s[4 * j + x] * (r_dp[4 * j + x] - (x % 2 ? dd.y : dd.x));
         }
         uint32_t r_p[BM / 16][4], r_ds[BM / 16][4];
         pack_frags<T, BM>(r_p, r_s);
         pack_frags<T, BM>(r_ds, r_dp);
-
-        /* dV += Pᵀ dO and dK += dSᵀ Q: BM/16 k-steps of 16 queries (2 KB of each panel). */
-        {
-            const uint64_t d_do = wgmma_desc(s_do, BM * 128), d_q = wgmma_desc(s_q, BM * 128);
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < BM / 16; kk++)
-                wgmma_rs<D, T>(r_dv, r_p[kk], desc_at(d_do, kk * 2048), 1);
-#pragma unroll
-            for (int kk = 0; kk < BM / 16; kk++)
-                wgmma_rs<D, T>(r_dk, r_ds[kk], desc_at(d_q, kk * 2048), 1);
-            wgmma_commit();
-        }
 
         /* dSᵀ into buffer it & 1: row 64cw + 16·warp + g (+ 8) = key, column = query, swizzled. */
         const uint32_t s_ds = smem_u32(s.ds[st]);
@@ -292,11 +332,15 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
                               r_ds[kk][e]);
             }
         fence_async_smem();
-        wgmma_wait<0>();
-        reg_fence(r_dv);
-        reg_fence(r_dk);
-        reg_fence_u(r_p);
-        reg_fence_u(r_ds);
+
+        /* dV += Pᵀ dO: BM/16 k-steps of 16 queries (2 KB of each panel). */
+        const uint64_t d_do2 = wgmma_desc(s_do, BM * 128), d_q2 = wgmma_desc(s_q, BM * 128);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BM / 16; kk++)
+            wgmma_rs<D, T>(r_dv, r_p[kk], desc_at(d_do2, kk * 2048), 1);
+        wgmma_commit();
+
         /* Barrier (both consumers): dSᵀ of all 128 keys is in. The other buffer was last read by
          * step it − 1's dQ, which both consumers waited for before this barrier. */
         consumers_bar();
@@ -307,27 +351,27 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
             const int qa = D == 128 ? 0 : cw, kp = D == 128 ? cw : 0;
             const uint64_t d_a = wgmma_desc(s_ds + qa * (BN * 128), BN * 128);
             const uint64_t d_b = wgmma_desc(s_k + kp * (BN * 128), BN * 128);
-            wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < BN / 16; kk++)
                 wgmma_ss_mn<64, T>(r_dq, desc_at(d_a, kk * 2048), desc_at(d_b, kk * 2048), kk > 0);
             wgmma_commit();
-            wgmma_wait<0>();
-            reg_fence(r_dq);
-            reg_fence(r_dv);
-            reg_fence(r_dk);
         }
-        /* Step it's stage is no longer read: one arrival per warp. */
-        __syncwarp();
-        if (lane == 0)
-            mbar_arrive(&s.empty[st]);
+        wgmma_wait<1>();                                    /* dV is done: Pᵀ's registers are free */
+        reg_fence(r_dv);
+        reg_fence_u(r_p);
 
-        /* The dQ part through shared memory into the accumulator. Its previous reduction must have
-         * read the buffer first (warp 0 issued it); barrier: the buffer is free, for every warp. */
+        /* dK += dSᵀ Q. */
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < BM / 16; kk++)
+            wgmma_rs<D, T>(r_dk, r_ds[kk], desc_at(d_q2, kk * 2048), 1);
+        wgmma_commit();
+        wgmma_wait<1>();                                    /* dQ is done */
+        reg_fence(r_dq);
+
+        /* The dQ part to shared memory for the writer warp, once it has read the previous one. */
         const uint32_t s_dq = smem_u32(&s.dq[cw][0][0]);
-        if (warp == 0)
-            bulk_wait<true>();
-        warpgroup_bar(2 + cw);
+        dq_bar_sync(DQ_EMPTY + cw);
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
@@ -335,20 +379,16 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
                 st_shared_f2(s_dq + 4 * ((16 * warp + g + 8 * r) * BWD90_DQ_LD + 8 * j + 2 * t), r_dq[4 * j + 2 * r],
                              r_dq[4 * j + 2 * r + 1]);
         fence_async_smem();
-        /* Barrier (this consumer): its dQ part is in shared memory. */
-        warpgroup_bar(2 + cw);
-        if (warp == 0) {
-            const int q0 = i0 + (D == 128 ? 0 : 64 * cw), col0 = D == 128 ? 64 * cw : 0;
-            float *acc = ba.dq_acc + (((int64_t)b * p.Hq + h) * ba.nq_pad + q0) * D + col0;
-#pragma unroll
-            for (int r = lane; r < 64; r += 32)
-                if (q0 + r < Nq)
-                    bulk_add_f32(acc + (int64_t)r * D, s_dq + 4 * r * BWD90_DQ_LD, 256);
-            bulk_commit();
-        }
+        dq_bar_arrive(DQ_FULL + cw);
+
+        wgmma_wait<0>();                                    /* dK is done */
+        reg_fence(r_dk);
+        reg_fence_u(r_ds);
+        /* Step it's stage is no longer read: one arrival per warp. */
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(&s.empty[st]);
     }
-    if (warp == 0)
-        bulk_wait<false>();
 
     /* dK (scaled) and dV: this thread's rows key_r[r], columns 8j + 2t (+1), straight from registers. */
     const int d = (int)p.d;
