@@ -104,6 +104,12 @@ def check_grads(q, k, v, variants, use_lse, what):
             # FlashAttention-2/3 do), where PyTorch's D is Σ P dP: that rounding reaches dq and dk once, at
             # their scale (alone it put fp16 cases with one query over the bare rule: 4.4e-4 against 3.9e-4).
             bound += torch.finfo(dtype).eps * r.abs().max().item()
+        if name == "dv" and kernel_d:
+            # dV = Pᵀ dO with P rounded to the dtype (FlashAttention's P V product) and dv rounded once at the
+            # end: one unit of the dtype at dv's scale, as FlashAttention's own tests allow (their bound adds
+            # twice the dtype's rounding at the gradient's scale). Alone, both CUDA kernels put bf16, 1000
+            # queries × 1100 keys, d = 64 over the bare rule: 3.05e-3 against 2.88e-3 (PyTorch's 1.39e-3).
+            bound += torch.finfo(dtype).eps * r.abs().max().item()
         assert err <= bound, f"{what}: {name} error {err:.3e} > 2 × PyTorch's {err_pt:.3e} + slack = {bound:.3e}"
 
 

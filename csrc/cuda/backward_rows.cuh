@@ -47,7 +47,20 @@ typedef struct {
     int left, right;         /* query i sees key j when i + δ − left <= j <= i + δ + right */
     int vec_load;            /* q, k, v and dout rows 16-byte aligned */
     int vec_dk, vec_dv;      /* dk, dv rows 16-byte aligned */
+    int dq_tiled;            /* the accumulator in 64 × 64 parts (bwd_acc_at), not row by row */
 } bwd_args;
+
+/* The dQ accumulator's element (row, col), row by row (rows × D) or, dq_tiled (sm90_backward.cu, not
+ * packed), in parts of 64 rows × 64 columns stored one after the other (rows/64, D/64, 64, 64), so
+ * that a kernel adds a part with one bulk reduction; in a part, row r's group of 8 columns k sits
+ * at group k ^ (r mod 8), which keeps the kernel's fragment stores free of bank conflicts. */
+__device__ __forceinline__ int64_t bwd_acc_at(const bwd_args &a, int64_t row, int col)
+{
+    if (!a.dq_tiled)
+        return row * a.D + col;
+    const int r = (int)(row % 64), c = col % 64;
+    return ((row / 64) * (a.D / 64) + col / 64) * 4096 + r * 64 + (((c / 8) ^ (r % 8)) * 8) + c % 8;
+}
 
 /* Rows per (b, h) of the workspace are a multiple of this: every kernel's query block (64 or 128
  * rows) stays inside its head's rows. */
@@ -122,7 +135,7 @@ fa_sm80_backward_prep_kernel(const __grid_constant__ bwd_args a)
         r = bh * p.Nq + i;                                      /* (B, Hq, Nq) */
     }
 
-    float4 *acc = reinterpret_cast<float4 *>(a.dq_acc + row * a.D);
+    float4 *acc = reinterpret_cast<float4 *>(a.dq_acc + row * a.D);   /* tiled too: all rows cover it all */
     for (int c = lane; c < a.D / 4; c += 32)
         acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
     float dd = 0.f, l2 = INFINITY, sink = 0.f;
@@ -184,7 +197,7 @@ fa_sm80_backward_dq_kernel(const __grid_constant__ bwd_args a)
         if (ok && i >= end)
             continue;
         const int64_t at = a.packed ? h * a.head_rows + i : bh * a.nq_pad + i;
-        const float4 *acc = reinterpret_cast<const float4 *>(a.dq_acc + at * a.D + 8 * ch);
+        const float4 *acc = reinterpret_cast<const float4 *>(a.dq_acc + bwd_acc_at(a, at, 8 * ch));
         const float4 x0 = acc[0], x1 = acc[1];
         const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
         T *dst = (T *)bp.dq + b * bp.dq_batch_stride + h * bp.dq_head_stride + i * bp.dq_row_stride + 8 * ch;

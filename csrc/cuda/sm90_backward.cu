@@ -22,7 +22,8 @@
  *                                             64 columns per consumer (d = 128: the consumer's half
  *                                             of the columns; d = 64: its half of the 128 queries)
  *     dQ part → shared memory, where warp 1 of the producer's warpgroup adds it into the workspace's
- *                                             accumulator (cp.reduce.async.bulk, fp32)
+ *                                             accumulator, laid out in 64 × 64 parts (bwd_acc_at), with
+ *                                             one cp.reduce.async.bulk (fp32) of 16 KB
  *
  * A step's products overlap: Pᵀ is computed while dPᵀ runs, dV while both consumers meet, dQ
  * beside dV, and dK while the dQ part is stored.
@@ -59,8 +60,6 @@ struct bwd90_tile {
 typedef bwd90_tile<64, 128> bwd90_d64;
 typedef bwd90_tile<128, 64> bwd90_d128;
 
-#define BWD90_DQ_LD 72      /* floats between rows of a dQ part: 8 rows' float2 stores hit 32 banks */
-
 template <class C>
 struct bwd90_smem {
     alignas(1024) uint16_t k[C::PANELS][C::BN][64];
@@ -68,7 +67,7 @@ struct bwd90_smem {
     alignas(1024) uint16_t q[2][C::PANELS][C::BM][64];
     alignas(1024) uint16_t dO[2][C::PANELS][C::BM][64];
     alignas(1024) uint16_t ds[2][C::QPANELS][C::BN][64];  /* dSᵀ, by step parity */
-    alignas(16) float dq[2][64][BWD90_DQ_LD];              /* each consumer's dQ part */
+    alignas(128) float dq[2][64 * 64];                     /* each consumer's dQ part, as in the accumulator */
     alignas(16) float lse2[2][C::BM];
     alignas(16) float dd[2][C::BM];
     uint64_t full_kv, full[2], empty[2];
@@ -201,14 +200,15 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
                 const int h = hk * G + it / n_qb, i0 = (qb_lo + it % n_qb) * BM;
                 for (int cw = 0; cw < 2; cw++) {
                     const int q0 = i0 + (D == 128 ? 0 : 64 * cw), col0 = D == 128 ? 64 * cw : 0;
-                    float *acc = ba.dq_acc + (((int64_t)b * p.Hq + h) * ba.nq_pad + q0) * D + col0;
-                    const uint32_t s_dq = smem_u32(&s.dq[cw][0][0]);
+                    float *acc = ba.dq_acc + bwd_acc_at(ba, ((int64_t)b * p.Hq + h) * ba.nq_pad + q0, col0);
                     dq_bar_sync(DQ_FULL + cw);
-                    for (int r = lane; r < 64; r += 32)
-                        if (q0 + r < Nq)
-                            bulk_add_f32(acc + (int64_t)r * D, s_dq + 4 * r * BWD90_DQ_LD, 256);
-                    bulk_commit();
-                    bulk_wait<true>();
+                    if (lane == 0) {                    /* the part: 16 KB, one reduction */
+                        if (q0 < Nq)
+                            bulk_add_f32(acc, smem_u32(s.dq[cw]), 64 * 64 * 4);
+                        bulk_commit();
+                        bulk_wait<true>();
+                    }
+                    __syncwarp();
                     if (it + 1 < n_it)                  /* every arrival meets a consumer's wait */
                         dq_bar_arrive(DQ_EMPTY + cw);
                 }
@@ -370,14 +370,15 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         reg_fence(r_dq);
 
         /* The dQ part to shared memory for the writer warp, once it has read the previous one. */
-        const uint32_t s_dq = smem_u32(&s.dq[cw][0][0]);
+        const uint32_t s_dq = smem_u32(s.dq[cw]);
         dq_bar_sync(DQ_EMPTY + cw);
 #pragma unroll
         for (int j = 0; j < 8; j++)
 #pragma unroll
-            for (int r = 0; r < 2; r++)
-                st_shared_f2(s_dq + 4 * ((16 * warp + g + 8 * r) * BWD90_DQ_LD + 8 * j + 2 * t), r_dq[4 * j + 2 * r],
-                             r_dq[4 * j + 2 * r + 1]);
+            for (int r = 0; r < 2; r++) {
+                const int row = 16 * warp + g + 8 * r;      /* row % 8 == g */
+                st_shared_f2(s_dq + 4 * (row * 64 + ((j ^ g) * 8) + 2 * t), r_dq[4 * j + 2 * r], r_dq[4 * j + 2 * r + 1]);
+            }
         fence_async_smem();
         dq_bar_arrive(DQ_FULL + cw);
 
@@ -489,6 +490,7 @@ extern "C" int fa_sm90_backward(const fa_backward_params *bp, const fa_variants 
     st = bwd_bind(&a.b, workspace, workspace_bytes);
     if (st != FA_OK)
         return st;
+    a.b.dq_tiled = 1;
     const int bf16 = p->dtype == FA_BFLOAT16;
     if (a.b.D == 64)
         return bf16 ? bwd90_launch<__nv_bfloat16, bwd90_d64>(&a, stream) : bwd90_launch<__half, bwd90_d64>(&a, stream);
