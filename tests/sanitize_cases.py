@@ -140,7 +140,8 @@ BACKWARD_CASES = [  # B, Hq, Hkv, Nq, Nk, d, variants
 
 
 def check_backward(dtype, B, Hq, Hkv, Nq, Nk, d, variants, layout):
-    """The backward kernel (sm80_backward.cu) on a strided (layout "bnhd") or a misaligned view
+    """The backward kernels (on Hopper sm90_backward.cu for strided views, sm80_backward.cu for misaligned
+    ones, whose rows TMA cannot read) on a strided (layout "bnhd") or a misaligned view
     against the CPU backend's gradients, the loss using lse too. True when right."""
     def make(H, N):
         if layout == "bnhd":

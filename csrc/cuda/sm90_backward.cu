@@ -259,7 +259,7 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
 
     for (int it = 0; it < n_it; it++) {
         const int st = it & 1;
-        const int h = hk * G + it / n_qb, i0 = (qb_lo + it % n_qb) * BM;
+        const int i0 = (qb_lo + it % n_qb) * BM;
         const uint32_t s_q = smem_u32(s.q[st]), s_do = smem_u32(s.dO[st]);
         mbar_wait(&s.full[st], (it >> 1) & 1);
 
@@ -287,13 +287,21 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         }
 
         /* Pᵀ. Element 4j + 2r + e: key key_r[r], query i0 + 8j + 2t + e. Rows past Nq have
-         * lse₂ = +inf (P = 0); keys past Nk and pairs outside the window are masked here. */
+         * lse₂ = +inf (P = 0); keys past Nk and pairs outside the window are masked here. This
+         * thread's lse₂ (and D below) are read before the wait where registers allow (d = 128; after
+         * the wait they stalled the first FFMAs; at d = 64 the 32 more registers would spill). */
+        constexpr bool EARLY = BM == 64;
+        float2 l2v[BM / 8], ddv[BM / 8];
+        if (EARLY)
+#pragma unroll
+            for (int j = 0; j < BM / 8; j++)
+                l2v[j] = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * j + 2 * t]);
         wgmma_wait<1>();
         reg_fence(r_s);
         const bool full = key_w + 63 < Nk && key_w >= i0 + BM - 1 + delta - left && key_w + 63 <= i0 + delta + right;
 #pragma unroll
         for (int j = 0; j < BM / 8; j++) {
-            const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * j + 2 * t]);
+            const float2 l2 = EARLY ? l2v[j] : *reinterpret_cast<const float2 *>(&s.lse2[st][8 * j + 2 * t]);
 #pragma unroll
             for (int x = 0; x < 4; x++) {
                 const int e = x % 2;
@@ -307,11 +315,15 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
             }
         }
         /* dSᵀ = Pᵀ ∘ (dPᵀ − D). */
+        if (EARLY)
+#pragma unroll
+            for (int j = 0; j < BM / 8; j++)
+                ddv[j] = *reinterpret_cast<const float2 *>(&s.dd[st][8 * j + 2 * t]);
         wgmma_wait<0>();
         reg_fence(r_dp);
 #pragma unroll
         for (int j = 0; j < BM / 8; j++) {
-            const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * j + 2 * t]);
+            const float2 dd = EARLY ? ddv[j] : *reinterpret_cast<const float2 *>(&s.dd[st][8 * j + 2 * t]);
 #pragma unroll
             for (int x = 0; x < 4; x++)
                 r_dp[4 * j + x] = r_s[4 * j + x] * (r_dp[4 * j + x] - (x % 2 ? dd.y : dd.x));
