@@ -7,10 +7,11 @@
  * walks every query block (BM rows) of every query head of its group that sees one of its keys:
  *
  *   producer   (warpgroup 0, one thread): K and V of the block once, then per step the Q and dO
- *              tiles, lse₂ and D of BM rows into a 2-stage ring (TMA; each stage completes on an
+ *              tiles of BM rows into a 2-stage ring (TMA; each stage completes on an
  *              mbarrier, full[], and is reused once every consumer warp has released it, empty[]);
  *              its warp 1 writes the consumers' dQ parts into the accumulator
- *   consumers  (warpgroups 1 and 2): 64 keys each, dK and dV (64 × D) in registers:
+ *   consumers  (warpgroups 1 and 2): 64 keys each, dK and dV (64 × D) in registers; they also
+ *              bring each step's lse₂ and D into shared memory, a step ahead:
  *
  *     Sᵀ = K Qᵀ,  dPᵀ = V dOᵀ                wgmma m64nBMk16, both operands K-major in shared memory
  *     Pᵀ = exp2(Sᵀ · scale · log2 e − lse₂)   masked pairs 0 (only blocks an edge crosses test them)
@@ -80,13 +81,6 @@ typedef struct {
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define FA_SM90_BWD_DEVICE 1
-/* TMA's 1-D copy of bytes (a multiple of 16) from global to shared memory, completing on bar. */
-__device__ __forceinline__ void bulk_load(void *dst, const void *src, uint32_t bytes, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
-                 :: "r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
-}
-
 /* TMA's 1-D reduction: global fp32 += shared fp32 over bytes, in this thread's bulk group. */
 __device__ __forceinline__ void bulk_add_f32(float *dst, uint32_t src, uint32_t bytes)
 {
@@ -228,15 +222,12 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
             const int st = it & 1;
             const int h = hk * G + it / n_qb, i0 = (qb_lo + it % n_qb) * BM;
             mbar_wait(&s.empty[st], ((it >> 1) & 1) ^ 1);
-            mbar_expect_tx(&s.full[st], 2 * BM * D * 2 + 2 * BM * 4);
+            mbar_expect_tx(&s.full[st], 2 * BM * D * 2);
 #pragma unroll
             for (int pn = 0; pn < PANELS; pn++) {
                 tma_load(s.q[st][pn], &a.tm_q, 64 * pn, i0, h, b, &s.full[st]);
                 tma_load(s.dO[st][pn], &a.tm_do, 64 * pn, i0, h, b, &s.full[st]);
             }
-            const int64_t row = ((int64_t)b * p.Hq + h) * ba.nq_pad + i0;
-            bulk_load(s.lse2[st], ba.lse2 + row, BM * 4, &s.full[st]);
-            bulk_load(s.dd[st], ba.dd + row, BM * 4, &s.full[st]);
         }
         return;
     }
@@ -254,14 +245,35 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
 #pragma unroll
     for (int i = 0; i < D / 2; i++)
         r_dk[i] = 0.f, r_dv[i] = 0.f;
-    if (n_it > 0)
+    /* lse₂ and D of a step's BM rows reach shared memory through the consumers: thread ct of the 256
+     * reads one (ct < BM: lse₂, else D) from the workspace during the step before and stores it
+     * before the step's barrier. (Written there by TMA with the Q tile instead, compute-sanitizer's
+     * racecheck reported each TMA write against the consumers' reads of the stage before it, though
+     * the mbarrier release orders them; this way a named barrier orders them, which it checks.) */
+    const int ct = threadIdx.x - 128;
+    auto stat_of = [&](int it) -> float {
+        const int h = hk * G + it / n_qb, i0 = (qb_lo + it % n_qb) * BM;
+        const int64_t row = ((int64_t)b * p.Hq + h) * ba.nq_pad + i0 + ct % BM;
+        return ct < BM ? ba.lse2[row] : ba.dd[row];
+    };
+    auto stat_put = [&](int it, float x) {
+        (ct < BM ? s.lse2[it & 1] : s.dd[it & 1])[ct % BM] = x;
+    };
+    if (n_it > 0) {
+        if (ct < 2 * BM)
+            stat_put(0, stat_of(0));
+        /* Barrier (both consumers): step 0's lse₂ and D are in. */
+        consumers_bar();
         mbar_wait(&s.full_kv, 0);
+    }
 
     for (int it = 0; it < n_it; it++) {
         const int st = it & 1;
         const int i0 = (qb_lo + it % n_qb) * BM;
         const uint32_t s_q = smem_u32(s.q[st]), s_do = smem_u32(s.dO[st]);
         mbar_wait(&s.full[st], (it >> 1) & 1);
+        const bool stat_next = it + 1 < n_it && ct < 2 * BM;
+        const float stat = stat_next ? stat_of(it + 1) : 0.f;
 
         /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (64 keys × BM queries), one commit group each, D/16 k-steps
          * down the panels: the softmax of Sᵀ runs while dPᵀ is computed. */
@@ -353,8 +365,12 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
             wgmma_rs<D, T>(r_dv, r_p[kk], desc_at(d_do2, kk * 2048), 1);
         wgmma_commit();
 
-        /* Barrier (both consumers): dSᵀ of all 128 keys is in. The other buffer was last read by
-         * step it − 1's dQ, which both consumers waited for before this barrier. */
+        /* Step it + 1's lse₂ and D into the other buffer, whose readers (step it − 1's) are past the
+         * last barrier. Barrier (both consumers): dSᵀ of all 128 keys is in, and those statistics.
+         * The other dSᵀ buffer was last read by step it − 1's dQ, which both consumers waited for
+         * before this barrier. */
+        if (stat_next)
+            stat_put(it + 1, stat);
         consumers_bar();
 
         /* dQ part = dS K over the 128 keys: A = dSᵀ panel qa (MN-major), B = K panel kp (MN-major). */
