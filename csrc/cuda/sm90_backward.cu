@@ -46,7 +46,6 @@
 #include <string.h>
 
 #include "families.h"
-#include "dtype.cuh"
 #include "ptx.cuh"
 #include "ptx_sm90.cuh"
 #include "backward_rows.cuh"
