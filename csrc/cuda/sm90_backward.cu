@@ -132,6 +132,21 @@ __device__ __forceinline__ void consumers_bar(void)
     asm volatile("bar.sync 1, 256;\n" ::: "memory");
 }
 
+/* acc = X Rᵀ (64 × BM), one commit group: this consumer's 64 rows of X (K or V, at s_x) against the BM
+ * rows of R (Q or dO, at s_r), both K-major, D/16 k-steps of 32 bytes down the 64-column panels. */
+template <typename T, class C>
+__device__ __forceinline__ void issue_rows_by_rows(float (&acc)[C::BM / 2], uint32_t s_x, uint32_t s_r)
+{
+    const uint64_t d_x = wgmma_desc(s_x, 16), d_r = wgmma_desc(s_r, 16);
+#pragma unroll
+    for (int kk = 0; kk < C::D / 16; kk++) {
+        const uint32_t off_x = (kk / 4) * (C::BN * 128) + (kk % 4) * 32;
+        const uint32_t off_r = (kk / 4) * (C::BM * 128) + (kk % 4) * 32;
+        wgmma_ss<C::BM, T>(acc, desc_at(d_x, off_x), desc_at(d_r, off_r), kk > 0);
+    }
+    wgmma_commit();
+}
+
 template <typename T, int N>
 __device__ __forceinline__ void pack_frags(uint32_t (&r)[N / 16][4], const float (&x)[N / 2])
 {
@@ -277,25 +292,9 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (64 keys × BM queries), one commit group each, D/16 k-steps
          * down the panels: the softmax of Sᵀ runs while dPᵀ is computed. */
         float r_s[BM / 2], r_dp[BM / 2];
-        {
-            const uint64_t d_k = wgmma_desc(s_k + 64 * cw * 128, 16), d_v = wgmma_desc(s_v + 64 * cw * 128, 16);
-            const uint64_t d_q = wgmma_desc(s_q, 16), d_do = wgmma_desc(s_do, 16);
-            wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                const uint32_t off_kv = (kk / 4) * (BN * 128) + (kk % 4) * 32;
-                const uint32_t off_q = (kk / 4) * (BM * 128) + (kk % 4) * 32;
-                wgmma_ss<BM, T>(r_s, desc_at(d_k, off_kv), desc_at(d_q, off_q), kk > 0);
-            }
-            wgmma_commit();
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                const uint32_t off_kv = (kk / 4) * (BN * 128) + (kk % 4) * 32;
-                const uint32_t off_q = (kk / 4) * (BM * 128) + (kk % 4) * 32;
-                wgmma_ss<BM, T>(r_dp, desc_at(d_v, off_kv), desc_at(d_do, off_q), kk > 0);
-            }
-            wgmma_commit();
-        }
+        wgmma_fence();
+        issue_rows_by_rows<T, C>(r_s, s_k + 64 * cw * 128, s_q);
+        issue_rows_by_rows<T, C>(r_dp, s_v + 64 * cw * 128, s_do);
 
         /* Pᵀ. Element 4j + 2r + e: key key_r[r], query i0 + 8j + 2t + e. Rows past Nq have
          * lse₂ = +inf (P = 0); keys past Nk and pairs outside the window are masked here. This
