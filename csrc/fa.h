@@ -255,10 +255,12 @@ typedef struct {
 /* C backend of the backward pass (OpenMP over batch × kv heads). */
 int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v);
 
-/* CUDA backend of the backward pass: the tensor-core kernel (fp16 and bf16 on compute capability
+/* CUDA backend of the backward pass: the tensor-core kernels (fp16 and bf16 on compute capability
  * 8.0 and later, d <= 128; every variant but a mask tensor, packed sequences included) under the automatic
- * choice or fa_overrides.family sm80 or sm90. Everything else answers FA_ERR_UNSUPPORTED (the
- * caller computes it another way). workspace: device memory of at least what
+ * choice: on 9.0 the Hopper kernel where it takes the call (no softcap, ALiBi, key_mask or packed
+ * sequences; 16-byte aligned rows), else the sm_80 one. fa_overrides.family sm80 forces the sm_80
+ * kernel, sm90 the Hopper one alone. Everything else answers FA_ERR_UNSUPPORTED (the caller computes
+ * it another way). workspace: device memory of at least what
  * fa_backward_workspace_bytes says (the dQ accumulator, fp32, and two floats per query row; its
  * contents on entry are unused), else FA_ERR_SCRATCH. dsinks, when sinks are given, is overwritten.
  * dq, dk, dv must not overlap the inputs. Asynchronous, as fa_forward_cuda. */
