@@ -114,6 +114,35 @@ __device__ __forceinline__ void reg_fence_u(uint32_t (&r)[M][N])
             asm volatile("" : "+r"(r[i][j]) :: "memory");
 }
 
+/* acc = A Bᵀ (64 × N) over D columns, one commit group (no fence: the caller's): A's 64 rows at s_a
+ * and B's N rows at s_b, both K-major tiles of 64-column panels A_PANEL and B_PANEL bytes apart,
+ * D/16 wgmmas of 32 bytes each down the panels. The forward's S = Q Kᵀ, the backward's Sᵀ = K Qᵀ and
+ * dPᵀ = V dOᵀ. Completes at a later wgmma_wait. */
+template <typename T, int D, int N, int A_PANEL, int B_PANEL>
+__device__ __forceinline__ void issue_ab_t(float (&acc)[N / 2], uint32_t s_a, uint32_t s_b)
+{
+    const uint64_t d_a = wgmma_desc(s_a, 16), d_b = wgmma_desc(s_b, 16);
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++) {
+        const uint32_t off_a = (kk / 4) * A_PANEL + (kk % 4) * 32;
+        const uint32_t off_b = (kk / 4) * B_PANEL + (kk % 4) * 32;
+        wgmma_ss<N, T>(acc, desc_at(d_a, off_a), desc_at(d_b, off_b), kk > 0);
+    }
+    wgmma_commit();
+}
+
+/* An accumulator (64 × N) as wgmma A fragments: column tiles 2kk, 2kk+1 of the accumulator layout
+ * are exactly the A fragment of k-step kk (a0 = (g, 2t..), a1 = (g+8, 2t..), a2, a3 = 8 columns on). */
+template <typename T, int N>
+__device__ __forceinline__ void pack_frags(uint32_t (&r)[N / 16][4], const float (&x)[N / 2])
+{
+#pragma unroll
+    for (int kk = 0; kk < N / 16; kk++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            r[kk][e] = pack2<T>(x[8 * kk + 2 * e], x[8 * kk + 2 * e + 1]);
+}
+
 /* Barrier over one consumer warpgroup (ids 1..3; 0 is __syncthreads). */
 __device__ __forceinline__ void warpgroup_bar(int id)
 {

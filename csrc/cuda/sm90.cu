@@ -132,15 +132,8 @@ struct sm90_smem {
 template <typename T, class C>
 __device__ __forceinline__ void issue_qk(float (&r_s)[C::BN / 2], uint32_t s_q, uint32_t s_k)
 {
-    const uint64_t d_q = wgmma_desc(s_q, 16), d_k = wgmma_desc(s_k, 16);
     wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < C::D / 16; kk++) {
-        const uint32_t off_q = (kk / 4) * (C::BM * 128) + (kk % 4) * 32;
-        const uint32_t off_k = (kk / 4) * (C::BN * 128) + (kk % 4) * 32;
-        wgmma_ss<C::BN, T>(r_s, desc_at(d_q, off_q), desc_at(d_k, off_k), kk > 0);
-    }
-    wgmma_commit();
+    issue_ab_t<T, C::D, C::BN, C::BM * 128, C::BN * 128>(r_s, s_q, s_k);
 }
 
 /* O += P V issued as BN/16 wgmmas; V (keys × D, panels BN·128 bytes apart) is the MN-major B
@@ -284,17 +277,6 @@ __device__ __forceinline__ void rescale(float (&r_o)[C::D / 2], const float (&al
         r_o[i] *= alpha[(i / 2) % 2];
 }
 
-/* P to wgmma A fragments: column tiles 2kk, 2kk+1 of the accumulator layout are exactly the A
- * fragment of keys 16kk..16kk+15 (a0 = (g, 2t..), a1 = (g+8, 2t..), a2, a3 = 8 columns on). */
-template <typename T, int BN>
-__device__ __forceinline__ void pack_p(uint32_t (&r_p)[BN / 16][4], const float (&r_s)[BN / 2])
-{
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; kk++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            r_p[kk][e] = pack2<T>(r_s[8 * kk + 2 * e], r_s[8 * kk + 2 * e + 1]);
-}
 #endif /* FA_SM90_DEVICE */
 
 /* ---- Kernel -------------------------------------------------------------------------------- */
@@ -590,7 +572,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if constexpr (VAR)
             var_scores<T, BN, VAR == FA_VAR_ALL>(r_s, kb0 * BN, t, y);
         sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
-        pack_p<T, BN>(r_p, r_s);
+        pack_frags<T, BN>(r_p, r_s);
         SM90_TRACE(it, 2);
         /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
          * S_kb waits only for the first, so it overlaps the second, and O is rescaled once the second
@@ -621,7 +603,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             reg_fence_u(r_p);
             release(&s.empty_v[pst], lane);
             rescale<C>(r_o, alpha);
-            pack_p<T, BN>(r_p, r_s);
+            pack_frags<T, BN>(r_p, r_s);
         }
         SM90_TRACE(it, 3);
         SM90_TRACE_PUT4(it, tr_kv, tr_turn, tr_qk, tr_pv);

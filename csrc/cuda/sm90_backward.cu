@@ -132,30 +132,6 @@ __device__ __forceinline__ void consumers_bar(void)
     asm volatile("bar.sync 1, 256;\n" ::: "memory");
 }
 
-/* acc = X Rᵀ (64 × BM), one commit group: this consumer's 64 rows of X (K or V, at s_x) against the BM
- * rows of R (Q or dO, at s_r), both K-major, D/16 k-steps of 32 bytes down the 64-column panels. */
-template <typename T, class C>
-__device__ __forceinline__ void issue_rows_by_rows(float (&acc)[C::BM / 2], uint32_t s_x, uint32_t s_r)
-{
-    const uint64_t d_x = wgmma_desc(s_x, 16), d_r = wgmma_desc(s_r, 16);
-#pragma unroll
-    for (int kk = 0; kk < C::D / 16; kk++) {
-        const uint32_t off_x = (kk / 4) * (C::BN * 128) + (kk % 4) * 32;
-        const uint32_t off_r = (kk / 4) * (C::BM * 128) + (kk % 4) * 32;
-        wgmma_ss<C::BM, T>(acc, desc_at(d_x, off_x), desc_at(d_r, off_r), kk > 0);
-    }
-    wgmma_commit();
-}
-
-template <typename T, int N>
-__device__ __forceinline__ void pack_frags(uint32_t (&r)[N / 16][4], const float (&x)[N / 2])
-{
-#pragma unroll
-    for (int kk = 0; kk < N / 16; kk++)
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            r[kk][e] = pack2<T>(x[8 * kk + 2 * e], x[8 * kk + 2 * e + 1]);
-}
 #endif
 
 /* Grid: 1-D, one CTA per (b·Hkv + kv head, key block), a head's blocks consecutive (the first ones
@@ -293,25 +269,28 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
          * down the panels: the softmax of Sᵀ runs while dPᵀ is computed. */
         float r_s[BM / 2], r_dp[BM / 2];
         wgmma_fence();
-        issue_rows_by_rows<T, C>(r_s, s_k + 64 * cw * 128, s_q);
-        issue_rows_by_rows<T, C>(r_dp, s_v + 64 * cw * 128, s_do);
+        issue_ab_t<T, D, BM, BN * 128, BM * 128>(r_s, s_k + 64 * cw * 128, s_q);
+        issue_ab_t<T, D, BM, BN * 128, BM * 128>(r_dp, s_v + 64 * cw * 128, s_do);
 
         /* Pᵀ. Element 4j + 2r + e: key key_r[r], query i0 + 8j + 2t + e. Rows past Nq have
          * lse₂ = +inf (P = 0); keys past Nk and pairs outside the window are masked here. This
          * thread's lse₂ (and D below) are read before the wait where registers allow (d = 128; after
          * the wait they stalled the first FFMAs; at d = 64 the 32 more registers would spill). */
         constexpr bool EARLY = BM == 64;
+        auto pair = [&](const float (&x)[2][BM], int j) {   /* this thread's two columns of group j */
+            return *reinterpret_cast<const float2 *>(&x[st][8 * j + 2 * t]);
+        };
         float2 l2v[BM / 8], ddv[BM / 8];
         if (EARLY)
 #pragma unroll
             for (int j = 0; j < BM / 8; j++)
-                l2v[j] = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * j + 2 * t]);
+                l2v[j] = pair(s.lse2, j);
         wgmma_wait<1>();
         reg_fence(r_s);
         const bool full = key_w + 63 < Nk && key_w >= i0 + BM - 1 + delta - left && key_w + 63 <= i0 + delta + right;
 #pragma unroll
         for (int j = 0; j < BM / 8; j++) {
-            const float2 l2 = EARLY ? l2v[j] : *reinterpret_cast<const float2 *>(&s.lse2[st][8 * j + 2 * t]);
+            const float2 l2 = EARLY ? l2v[j] : pair(s.lse2, j);
 #pragma unroll
             for (int x = 0; x < 4; x++) {
                 const int e = x % 2;
@@ -328,12 +307,12 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         if (EARLY)
 #pragma unroll
             for (int j = 0; j < BM / 8; j++)
-                ddv[j] = *reinterpret_cast<const float2 *>(&s.dd[st][8 * j + 2 * t]);
+                ddv[j] = pair(s.dd, j);
         wgmma_wait<0>();
         reg_fence(r_dp);
 #pragma unroll
         for (int j = 0; j < BM / 8; j++) {
-            const float2 dd = EARLY ? ddv[j] : *reinterpret_cast<const float2 *>(&s.dd[st][8 * j + 2 * t]);
+            const float2 dd = EARLY ? ddv[j] : pair(s.dd, j);
 #pragma unroll
             for (int x = 0; x < 4; x++)
                 r_dp[4 * j + x] = r_s[4 * j + x] * (r_dp[4 * j + x] - (x % 2 ? dd.y : dd.x));
