@@ -14,6 +14,11 @@
 #   python3 -m bench.backward --out bench/results/backward     # the committed table
 #   python3 -m bench.backward --render bench/results/backward.json   # its .md again from the JSON
 #   python3 -m bench.backward --variants --out bench/results/backward_variants
+#   python3 -m bench.backward --with-forward --out bench/results/backward_fwdbwd
+#
+# --with-forward: the timed call is the forward and its backward (TFLOP/s over 14 · B · H · N² · d,
+# halved when causal), with the SDPA drop-in (torch_flashattn.scaled_dot_product_attention) as a
+# provider beside ours ("dropin").
 #
 # --variants: our backward with each variant against our own plain backward at the same shape, in
 # one call (softcap, ALiBi, sinks, key_mask with 25 % of the keys padded, a window of 1024, packed
@@ -55,6 +60,10 @@ def forward_fn(name, causal, family):
             out = f4(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=bool(causal))
             return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)
         return run
+    if name == "dropin":
+        def run(q, k, v):
+            return torch_flashattn.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+        return run
     if name in ("fa", "fa-sm80"):
         def run(q, k, v):
             with overrides(family="sm80" if name == "fa-sm80" else family):
@@ -78,30 +87,34 @@ def main(argv=None):
     ap.add_argument("--family", default="auto", choices=["auto", "sm80"], help="our kernel family, forced")
     ap.add_argument("--render", metavar="JSON", help="only rewrite JSON's .md from it")
     ap.add_argument("--variants", action="store_true", help="each variant against our plain backward")
+    ap.add_argument("--with-forward", action="store_true", help="time the forward and the backward together")
     args = ap.parse_args(argv)
     if args.render:
         return render(args.render)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     if args.variants:
         return write(args.out, variants_main(args, dtype))
-    ours = ["fa"] + (["fa-sm80"] if args.family == "auto" else [])
+    ours = ["fa"] + (["fa-sm80"] if args.family == "auto" else []) + (["dropin"] if args.with_forward else [])
     names = ours + list(SDPA) + (["fa4"] if fa4_forward() is not None else [])
     rows = []
     for d in args.d:
         for causal in args.causal:
             for n in args.n:
                 B, H, g, q, k, v, dout = grid_point(d, n, dtype)
-                flops = 10.0 * B * H * n * n * d / (2 if causal else 1)
+                flops = (14.0 if args.with_forward else 10.0) * B * H * n * n * d / (2 if causal else 1)
                 calls, grads, notes = {}, {}, {}
                 for name in names:
                     try:
-                        out = forward_fn(name, causal, args.family)(q, k, v)
+                        fwd = forward_fn(name, causal, args.family)
+                        out = fwd(q, k, v)
                         fam = "sm80" if name == "fa-sm80" else args.family
                         with overrides(family=fam):
                             grads[name] = torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
 
-                        def call(out=out, fam=fam):
+                        def call(out=out, fam=fam, fwd=fwd):
                             with overrides(family=fam):
+                                if args.with_forward:
+                                    return torch.autograd.grad(fwd(q, k, v), (q, k, v), dout)
                                 return torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
                         calls[name] = call
                     except Exception as e:  # a backend that refuses the point
@@ -125,7 +138,7 @@ def main(argv=None):
                 del q, k, v, dout, calls, grads, ref
                 torch.cuda.empty_cache()
     write(args.out, dict(environment=environment("cuda"), commit=git_commit(), dtype=args.dtype, family=args.family,
-                         rows=rows))
+                         with_forward=args.with_forward, rows=rows))
 
 
 def write(out, result):
@@ -231,11 +244,13 @@ def markdown_variants(result):
 def markdown(result):
     """The table of one result: TFLOP/s per provider, ours against the best peer and against
     SDPA's flash backend (FlashAttention-2)."""
-    extra = [w for w in ("fa-sm80",) if any(w in r["tflops"] for r in result["rows"])]
+    extra = [w for w in ("fa-sm80", "dropin") if any(w in r["tflops"] for r in result["rows"])]
     names = ["fa"] + extra + list(SDPA) + (["fa4"] if any("fa4" in r["tflops"] for r in result["rows"]) else [])
     fam = "" if result["family"] == "auto" else f", ours on the {result['family']} kernels (forced)"
-    md = [f"Backward pass, {result['dtype']}, {result['environment'].get('device', 'CUDA')}{fam}: TFLOP/s of "
-          f"torch.autograd.grad (10·B·H·N²·d, halved when causal), B·N = 16k, H·d = 2048 ({result['commit']}).", "",
+    what = ("Forward + backward", "the forward and torch.autograd.grad of its output (14·B·H·N²·d")\
+        if result.get("with_forward") else ("Backward pass", "torch.autograd.grad (10·B·H·N²·d")
+    md = [f"{what[0]}, {result['dtype']}, {result['environment'].get('device', 'CUDA')}{fam}: TFLOP/s of "
+          f"{what[1]}, halved when causal), B·N = 16k, H·d = 2048 ({result['commit']}).", "",
           "| d | causal | N | " + " | ".join(names) + " | fa / best peer | fa / sdpa-flash |",
           "|" + " --- |" * (len(names) + 5)]
     for r in result["rows"]:
