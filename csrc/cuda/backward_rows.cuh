@@ -11,7 +11,7 @@
  *
  * The host steps every backward kernel runs around its own (bwd_prepare, bwd_bind, bwd_prep, bwd_dq)
  * are defined in sm80_backward.cu, the one file that instantiates the row kernels; sm90_backward.cu
- * calls them. Includes: dtype.cuh, variants.cuh (fa_var, var_seq).
+ * calls them. Includes: dtype.cuh, ptx.cuh (pack2), variants.cuh (fa_var, var_seq).
  */
 #ifndef FA_BACKWARD_ROWS_CUH
 #define FA_BACKWARD_ROWS_CUH
@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "dtype.cuh"
+#include "ptx.cuh"
 #include "variants.cuh"
 
 /* Kernel arguments: the caller's params, the workspace and scalars derived once on the host. */
@@ -35,7 +36,7 @@ typedef struct {
     int64_t n_k_blocks;      /* ceil(Nk / BN) */
     int64_t rows;            /* rows of the workspace: B·Hq·nq_pad, or Hq·head_rows packed */
     int64_t nq_pad;          /* Nq rounded up to BWD_ROWS_PAD: rows per (b, h) (not packed) */
-    int64_t head_rows;       /* packed: total_q + BM rounded up to 8, rows per head (row h·head_rows
+    int64_t head_rows;       /* packed: total_q + 64 rounded up to 32, rows per head (row h·head_rows
                                 + q0 + i is query i of the sequence at packed row q0) */
     int64_t first_block;     /* index of this launch's first CTA in the flattened grid */
     int64_t n_blocks;        /* CTAs of the whole grid */
@@ -107,105 +108,154 @@ __device__ void bwd_fill_nan(void *x, int64_t total, int64_t heads, int64_t rs, 
     }
 }
 
-/* Grid: 8 rows of the workspace per CTA of 8 warps, one warp per row: (B·Hq, nq_pad), or packed
- * (Hq, head_rows), whose rows past the last sequence add nothing. */
+/* The row kernels' geometry: a CTA of 256 threads takes 256 / CH rows of the workspace, CH = D / 8
+ * threads per row, each thread 8 columns (16 bytes of a 2-byte row, 32 of the accumulator's). nq_pad
+ * and head_rows are multiples of 32, so a CTA's rows are in one head: (its first row's head, the
+ * position in that head of this thread's row). 32-bit divisions: the launch caps the grid at 2³¹. */
+template <int CH>
+struct bwd_rows_at {
+    static constexpr int RPC = 256 / CH;
+    int64_t row;             /* the workspace row */
+    int64_t bh;              /* b·Hq + h, or h packed */
+    int i;                   /* the row's position in its head's rows */
+    int c0;                  /* the thread's first column */
+    __device__ __forceinline__ bwd_rows_at(const bwd_args &a)
+    {
+        const uint32_t per_head = (uint32_t)((a.packed ? a.head_rows : a.nq_pad) / RPC);
+        bh = blockIdx.x / per_head;
+        i = (int)(blockIdx.x % per_head) * RPC + (int)(threadIdx.x / CH);
+        row = (int64_t)blockIdx.x * RPC + threadIdx.x / CH;
+        c0 = 8 * (int)(threadIdx.x % CH);
+    }
+};
+
+/* Σ over columns c0..c0 + 7 of x · y (the columns below d), 16-byte loads where both are aligned. */
 template <typename T>
+__device__ __forceinline__ float bwd_dot8(const T *x, const T *y, int c0, int d)
+{
+    float sum = 0.f;
+    if (c0 + 8 <= d && (((uintptr_t)(x + c0) | (uintptr_t)(y + c0)) & 15) == 0) {
+        const uint4 xv = *reinterpret_cast<const uint4 *>(x + c0), yv = *reinterpret_cast<const uint4 *>(y + c0);
+        const T *xe = reinterpret_cast<const T *>(&xv), *ye = reinterpret_cast<const T *>(&yv);
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            sum += to_float(xe[e]) * to_float(ye[e]);
+    } else {
+        for (int c = c0; c < min(c0 + 8, d); c++)
+            sum += to_float(x[c]) * to_float(y[c]);
+    }
+    return sum;
+}
+
+/* Grid: one CTA per 256 / CH rows of the workspace (bwd_rows_at): (B·Hq, nq_pad), or packed
+ * (Hq, head_rows), whose rows past the last sequence add nothing. */
+template <typename T, int CH>
 __global__ void __launch_bounds__(256)
 fa_sm80_backward_prep_kernel(const __grid_constant__ bwd_args a)
 {
+    constexpr int RPC = bwd_rows_at<CH>::RPC;
     const fa_backward_params &bp = a.bp;
     const fa_params &p = bp.p;
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int64_t row = (int64_t)blockIdx.x * 8 + warp;       /* nq_pad, head_rows % 8 == 0: one head per CTA */
-    __shared__ float s_sink[8];
+    const bwd_rows_at<CH> at(a);
+    __shared__ float s_sink[RPC];
     const bool ok = bwd_seqlens_ok<256>(a);
 
+    /* This CTA's rows of the accumulator zeroed (in parts too: all CTAs together cover it all). */
+    float4 *acc = reinterpret_cast<float4 *>(a.dq_acc + (int64_t)blockIdx.x * RPC * a.D);
+    acc[threadIdx.x] = make_float4(0.f, 0.f, 0.f, 0.f);
+    acc[threadIdx.x + 256] = make_float4(0.f, 0.f, 0.f, 0.f);
+
     /* This row's query: (b, h, i), real when i is a query; r its index in lse, dlse and delta. */
-    int64_t b, h, i, r;
+    int64_t b, h, r;
+    const int64_t i = at.i;
     bool real;
     if (a.packed) {
-        h = row / a.head_rows, i = row % a.head_rows, b = 0;
+        h = at.bh, b = 0;
         const int64_t end = min(max((int64_t)a.var.v.cu_seqlens_q[p.B], (int64_t)0), a.var.v.total_q);
         real = i < end;
         r = h * a.var.v.total_q + i;                            /* (Hq, total_q) */
     } else {
-        const int64_t bh = row / a.nq_pad;
-        b = bh / p.Hq, h = bh % p.Hq, i = row % a.nq_pad;
+        b = at.bh / p.Hq, h = at.bh % p.Hq;
         real = i < p.Nq;
-        r = bh * p.Nq + i;                                      /* (B, Hq, Nq) */
+        r = at.bh * p.Nq + i;                                   /* (B, Hq, Nq) */
     }
-
-    float4 *acc = reinterpret_cast<float4 *>(a.dq_acc + row * a.D);   /* tiled too: all rows cover it all */
-    for (int c = lane; c < a.D / 4; c += 32)
-        acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+    /* Dᵢ: each of the row's CH threads (adjacent lanes of one warp) sums its 8 columns. */
+    float part = 0.f;
+    if (real && bp.delta == NULL) {
+        const T *o = (const T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
+        const T *dO = (const T *)bp.dout + b * bp.do_batch_stride + h * bp.do_head_stride + i * bp.do_row_stride;
+        part = bwd_dot8(o, dO, at.c0, (int)p.d);
+    }
+#pragma unroll
+    for (int off = CH / 2; off > 0; off /= 2)
+        part += __shfl_xor_sync(0xffffffffu, part, off);
     float dd = 0.f, l2 = INFINITY, sink = 0.f;
     if (real) {
         const float lse = p.lse[r];
-        float sum = 0.f;
-        if (bp.delta != NULL) {
-            sum = bp.delta[r];
-        } else {
-            const T *o = (const T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
-            const T *dO = (const T *)bp.dout + b * bp.do_batch_stride + h * bp.do_head_stride + i * bp.do_row_stride;
-            for (int c = lane; c < p.d; c += 32)
-                sum += to_float(o[c]) * to_float(dO[c]);
-#pragma unroll
-            for (int off = 16; off > 0; off /= 2)
-                sum += __shfl_xor_sync(0xffffffffu, sum, off);
-        }
-        dd = sum - (bp.dlse != NULL ? bp.dlse[r] : 0.f);
+        dd = (bp.delta != NULL ? bp.delta[r] : part) - (bp.dlse != NULL ? bp.dlse[r] : 0.f);
         if (lse != -INFINITY) {
             l2 = lse * FA_LOG2E;
             if (a.sinks != NULL)
                 sink = -expf(a.sinks[h] - lse) * dd;
         }
     }
-    if (lane == 0) {
-        a.lse2[row] = l2;
-        a.dd[row] = dd;
-        s_sink[warp] = ok ? sink : NAN;
+    if (at.c0 == 0) {
+        a.lse2[at.row] = l2;
+        a.dd[at.row] = dd;
+        s_sink[threadIdx.x / CH] = ok ? sink : NAN;
     }
     if (a.sinks == NULL)
         return;
     __syncthreads();
     if (threadIdx.x == 0) {
         float x = 0.f;
-        for (int w = 0; w < 8; w++)
+        for (int w = 0; w < RPC; w++)
             x += s_sink[w];
         if (x != 0.f)
             atomicAdd(bp.dsinks + h, x);
     }
 }
 
-/* dq[b, h, i, c] = scale · accumulator, 8 columns per thread, grid-stride; packed: rows of q
- * past the last sequence are left alone, and bad cu_seqlens make every row NaN. */
-template <typename T>
+/* dq[b, h, i, c] = scale · accumulator: the same CTAs as the prep kernel's, each thread 8 columns (one
+ * 16-byte store where the row allows). Packed: rows of q past the last sequence are left alone, and
+ * bad cu_seqlens make every row NaN. */
+template <typename T, int CH>
 __global__ void __launch_bounds__(256)
 fa_sm80_backward_dq_kernel(const __grid_constant__ bwd_args a)
 {
     const fa_backward_params &bp = a.bp;
     const fa_params &p = bp.p;
     const bool ok = bwd_seqlens_ok<256>(a);
-    const int chunks = (int)(p.d + 7) / 8;
-    const int64_t per_head = a.packed ? a.var.v.total_q : p.Nq;
-    const int64_t end = a.packed ? min(max((int64_t)a.var.v.cu_seqlens_q[p.B], (int64_t)0), per_head) : per_head;
-    const int64_t total = (a.packed ? 1 : p.B) * p.Hq * per_head * chunks;
-    for (int64_t idx = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; idx < total;
-         idx += (int64_t)gridDim.x * blockDim.x) {
-        const int ch = (int)(idx % chunks);
-        const int64_t row = idx / chunks, i = row % per_head, bh = row / per_head, b = bh / p.Hq, h = bh % p.Hq;
-        if (ok && i >= end)
-            continue;
-        const int64_t at = a.packed ? h * a.head_rows + i : bh * a.nq_pad + i;
-        const float4 *acc = reinterpret_cast<const float4 *>(a.dq_acc + bwd_acc_at(a, at, 8 * ch));
-        const float4 x0 = acc[0], x1 = acc[1];
-        const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-        T *dst = (T *)bp.dq + b * bp.dq_batch_stride + h * bp.dq_head_stride + i * bp.dq_row_stride + 8 * ch;
-        const int n = min(8, (int)p.d - 8 * ch);
+    const bwd_rows_at<CH> at(a);
+    const int d = (int)p.d;
+    int64_t b, h;
+    const int64_t i = at.i;
+    if (a.packed) {
+        const int64_t end = min(max((int64_t)a.var.v.cu_seqlens_q[p.B], (int64_t)0), a.var.v.total_q);
+        if (i >= a.var.v.total_q || (ok && i >= end))
+            return;
+        b = 0, h = at.bh;
+    } else {
+        if (i >= p.Nq)
+            return;
+        b = at.bh / p.Hq, h = at.bh % p.Hq;
+    }
+    if (at.c0 >= d)
+        return;
+    const float4 *acc = reinterpret_cast<const float4 *>(a.dq_acc + bwd_acc_at(a, at.row, at.c0));
+    const float4 x0 = acc[0], x1 = acc[1];
+    const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+    T *dst = (T *)bp.dq + b * bp.dq_batch_stride + h * bp.dq_head_stride + i * bp.dq_row_stride + at.c0;
+    if (at.c0 + 8 <= d && ((uintptr_t)dst & 15) == 0) {
+        uint4 y;
+        uint32_t *ye = reinterpret_cast<uint32_t *>(&y);
 #pragma unroll
-        for (int e = 0; e < 8; e++)
-            if (e < n)
-                from_float(dst + e, ok ? x[e] * a.scale : NAN);
+        for (int e = 0; e < 4; e++)
+            ye[e] = ok ? pack2<T>(x[2 * e] * a.scale, x[2 * e + 1] * a.scale) : pack2<T>(NAN, NAN);
+        *reinterpret_cast<uint4 *>(dst) = y;
+    } else {
+        for (int e = 0; e < min(8, d - at.c0); e++)
+            from_float(dst + e, ok ? x[e] * a.scale : NAN);
     }
 }
 

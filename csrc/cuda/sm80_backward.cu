@@ -443,7 +443,7 @@ int bwd_prepare(const fa_backward_params *bp, const fa_variants *v_in, bwd_args 
     a->D = bwd_width(p->d);
     a->packed = v.cu_seqlens_q != NULL;
     a->nq_pad = (p->Nq + BWD_ROWS_PAD - 1) / BWD_ROWS_PAD * BWD_ROWS_PAD;
-    a->head_rows = (v.total_q + 64 + 7) / 8 * 8;
+    a->head_rows = (v.total_q + 64 + 31) / 32 * 32;
     a->rows = a->packed ? p->Hq * a->head_rows : p->B * p->Hq * a->nq_pad;
     /* var_resolve's −1 (unbounded) as a side wider than any sequence. */
     const int far = (int)(p->Nq + p->Nk);
@@ -474,17 +474,26 @@ int bwd_bind(bwd_args *a, void *workspace, size_t workspace_bytes)
     return FA_OK;
 }
 
+/* The row kernels' grid: one CTA per 256 / CH rows of the workspace, CH = D / 8 (bwd_rows_at). */
+static unsigned bwd_row_ctas(const bwd_args *a)
+{
+    return (unsigned)(a->rows / (256 / (a->D / 8)));
+}
+
 template <typename T>
 static int bwd_prep_t(bwd_args *a, cudaStream_t stream)
 {
     const fa_params *p = &a->bp.p;
-    if (a->rows / 8 > INT32_MAX)
+    if (a->rows / 16 > INT32_MAX)
         return FA_ERR_UNSUPPORTED;
     if (a->sinks != NULL && a->bp.dsinks != NULL)
         FA_CUDA_TRY(cudaMemsetAsync(a->bp.dsinks, 0, sizeof(float) * (size_t)p->Hq, stream));
     else
         a->sinks = NULL;
-    fa_sm80_backward_prep_kernel<T><<<(unsigned)(a->rows / 8), 256, 0, stream>>>(*a);
+    if (a->D == 64)
+        fa_sm80_backward_prep_kernel<T, 8><<<bwd_row_ctas(a), 256, 0, stream>>>(*a);
+    else
+        fa_sm80_backward_prep_kernel<T, 16><<<bwd_row_ctas(a), 256, 0, stream>>>(*a);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;
 }
@@ -492,10 +501,10 @@ static int bwd_prep_t(bwd_args *a, cudaStream_t stream)
 template <typename T>
 static int bwd_dq_t(const bwd_args *a, cudaStream_t stream)
 {
-    const fa_params *p = &a->bp.p;
-    const int64_t items = (a->packed ? a->var.v.total_q : p->B * p->Nq) * p->Hq * ((p->d + 7) / 8);
-    const int64_t blocks = (items + 255) / 256;
-    fa_sm80_backward_dq_kernel<T><<<(unsigned)(blocks < 65536 * 16 ? blocks : 65536 * 16), 256, 0, stream>>>(*a);
+    if (a->D == 64)
+        fa_sm80_backward_dq_kernel<T, 8><<<bwd_row_ctas(a), 256, 0, stream>>>(*a);
+    else
+        fa_sm80_backward_dq_kernel<T, 16><<<bwd_row_ctas(a), 256, 0, stream>>>(*a);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;
 }
