@@ -18,7 +18,7 @@
 #
 # --with-forward: the timed call is the forward and its backward (TFLOP/s over 14 · B · H · N² · d,
 # halved when causal), with the SDPA drop-in (torch_flashattn.scaled_dot_product_attention) as a
-# provider beside ours ("dropin").
+# provider beside ours ("dropin") and SDPA with the backend it picks itself ("sdpa-default").
 #
 # --variants: our backward with each variant against our own plain backward at the same shape, in
 # one call (softcap, ALiBi, sinks, key_mask with 25 % of the keys padded, a window of 1024, packed
@@ -60,6 +60,10 @@ def forward_fn(name, causal, family):
             out = f4(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=bool(causal))
             return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)
         return run
+    if name == "sdpa-default":        # the backend SDPA picks by itself
+        def run(q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
+        return run
     if name == "dropin":
         def run(q, k, v):
             return torch_flashattn.scaled_dot_product_attention(q, k, v, is_causal=bool(causal))
@@ -95,7 +99,8 @@ def main(argv=None):
     if args.variants:
         return write(args.out, variants_main(args, dtype))
     ours = ["fa"] + (["fa-sm80"] if args.family == "auto" else []) + (["dropin"] if args.with_forward else [])
-    names = ours + list(SDPA) + (["fa4"] if fa4_forward() is not None else [])
+    names = (ours + list(SDPA) + (["sdpa-default"] if args.with_forward else [])
+             + (["fa4"] if fa4_forward() is not None else []))
     rows = []
     for d in args.d:
         for causal in args.causal:
@@ -245,7 +250,7 @@ def markdown(result):
     """The table of one result: TFLOP/s per provider, ours against the best peer and against
     SDPA's flash backend (FlashAttention-2)."""
     extra = [w for w in ("fa-sm80", "dropin") if any(w in r["tflops"] for r in result["rows"])]
-    names = ["fa"] + extra + list(SDPA) + (["fa4"] if any("fa4" in r["tflops"] for r in result["rows"]) else [])
+    names = (["fa"] + extra + list(SDPA) + [w for w in ("sdpa-default", "fa4") if any(w in r["tflops"] for r in result["rows"])])
     fam = "" if result["family"] == "auto" else f", ours on the {result['family']} kernels (forced)"
     what = ("Forward + backward", "the forward and torch.autograd.grad of its output (14·B·H·N²·d")\
         if result.get("with_forward") else ("Backward pass", "torch.autograd.grad (10·B·H·N²·d")
