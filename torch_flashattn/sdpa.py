@@ -37,9 +37,10 @@ DECODE_MAX_QUERIES = 16
 # Calls that need gradients run on our kernels on the CPU: fp16 and bf16 always (forward + backward
 # 1.9-20x and 1.2-6.5x torch's CPU SDPA on the 2-core machine, 28 shapes each), fp32 from this many key
 # elements per head (Nk · E: 1.3-2.4x there, 0.7-1.2x below, 32 keys of 32 the slowest;
-# tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward). On CUDA, the calls the Hopper backward
-# takes (_cuda_grad_ours) run on ours; elsewhere SDPA's backward is faster than our sm_80 kernel
-# (0.78-0.95x its flash backend): those calls stay there.
+# tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward). On CUDA those calls stay on SDPA: on the
+# H200 it picks its cuDNN backend (the default there), whose backward ours trails (0.88-0.95x, and
+# forward + backward 0.75-0.96x at 187df3e; bench/results/backward_88b90ef.md, backward_fwdbwd.md), though ours is
+# 1.5-1.8x its flash backend; other GPUs run our sm_80 kernel, 0.78-0.95x that flash backend.
 CPU_GRAD_MIN_KEY_ELEMENTS = 4096
 _counts = collections.Counter()
 _reasons = collections.Counter()
@@ -106,16 +107,6 @@ def _cpu_grad_ours(query, key):
                                            or key.shape[-2] * key.shape[-1] >= CPU_GRAD_MIN_KEY_ELEMENTS)
 
 
-def _cuda_grad_ours(query, key, value, attn_mask):
-    """Whether a CUDA call that needs gradients runs on our Hopper backward (sm90_backward.cu), which is
-    faster there than the backend SDPA picks by default (its flash backend, FlashAttention-2;
-    bench/results/backward_fwdbwd.md): compute capability 9.0, fp16 / bf16, head dim <= 128, rows its
-    TMA loads take, no attn_mask. Anything else keeps SDPA's backward."""
-    return (attn_mask is None and query.dtype in (torch.float16, torch.bfloat16) and query.shape[-1] <= 128
-            and all(_rows_aligned(t) for t in (query, key, value))
-            and _capability(query.device.index) == (9, 0))
-
-
 def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal, scale, grad):
     """Why fa::forward (or, with an attn_mask, fa::forward_variants) cannot compute this call
     exactly, or None when it can. grad: _needs_grad's answer."""
@@ -126,9 +117,8 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
     device = query.device
     if grad:
         if device.type != "cpu":
-            if not (device.type == "cuda" and _cuda_grad_ours(query, key, value, attn_mask)):
-                return "requires_grad (SDPA's backward is faster)"
-        elif not _cpu_grad_ours(query, key):
+            return "requires_grad (SDPA's backward is faster)"
+        if not _cpu_grad_ours(query, key):
             return "requires_grad, few keys (SDPA's backward is faster)"
     qs, ks, vs = query.shape, key.shape, value.shape
     if not (len(qs) == len(ks) == len(vs) and len(qs) in (3, 4)):
@@ -171,9 +161,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """``F.scaled_dot_product_attention`` with the same signature and results.
 
     Runs the FlashAttention kernel (``fa::forward``) for calls without dropout (and, when inputs
-    require grad, through ``fa::forward_lse`` and our backward: on the CPU fp16/bf16, and fp32 with at
-    least ``CPU_GRAD_MIN_KEY_ELEMENTS`` key elements per head; on CUDA the calls the Hopper backward
-    takes, ``_cuda_grad_ours``), float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or (B, L, E) tensors with
+    require grad, only CPU calls: fp16/bf16, and fp32 with at least ``CPU_GRAD_MIN_KEY_ELEMENTS`` key
+    elements per head, through ``fa::forward_lse`` and our backward), float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or (B, L, E) tensors with
     one head dim ≤ 256; decoding steps (L ≤ ``DECODE_MAX_QUERIES`` queries against S > L keys, not
     causal) run ``fa::forward_kvcache`` over the keys as a cache. An ``attn_mask`` runs in the Hopper
     kernel (compute capability 9.0) or the sm_80 kernel (8.x) through ``fa::forward_variants``, the mask
