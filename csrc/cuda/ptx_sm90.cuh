@@ -44,6 +44,20 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
     } while (!done);
 }
 
+/* mbar_wait for a thread with nothing else to do (a producer): each poll suspends the thread until
+ * the phase completes or the hint (10 ms, in ns) passes, so its warp takes no issue slots from the
+ * warps beside it on its scheduler. */
+__device__ __forceinline__ void mbar_wait_sleep(uint64_t *bar, uint32_t parity)
+{
+    uint32_t done;
+    do {
+        asm volatile("{\n.reg .pred p;\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+                     "selp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(smem_u32(bar)), "r"(parity), "r"(10000000u) : "memory");
+    } while (!done);
+}
+
 /* TMA: box (col, row, head, batch) of the tensor map into shared memory, completing on bar. */
 __device__ __forceinline__ void tma_load(void *dst, const CUtensorMap *map, int col, int row,
                                          int head, int batch, uint64_t *bar)

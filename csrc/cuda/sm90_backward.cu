@@ -9,7 +9,9 @@
  *   producer   (warpgroup 0, one thread): K and V of the block once, then per step the Q and dO
  *              tiles of BM rows into a 2-stage ring (TMA; each stage completes on an
  *              mbarrier, full[], and is reused once every consumer warp has released it, empty[]);
- *              its warp 1 writes the consumers' dQ parts into the accumulator
+ *              it sleeps on empty[] between loads (spinning there, it ran 13 % of the kernel's
+ *              instructions, all on the scheduler it shares with two consumer warps); its warp 1
+ *              writes the consumers' dQ parts into the accumulator
  *   consumers  (warpgroups 1 and 2): 64 keys each, dK and dV (64 × D) in registers; they also
  *              bring each step's lse₂ and D into shared memory, a step ahead:
  *
@@ -106,6 +108,13 @@ __device__ __forceinline__ void bulk_wait(void)
 __device__ __forceinline__ void fence_async_smem(void)
 {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__device__ __forceinline__ float2 ld_shared_f2(uint32_t addr)
+{
+    float2 v;
+    asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+    return v;
 }
 
 __device__ __forceinline__ void st_shared_f2(uint32_t addr, float x, float y)
@@ -211,7 +220,7 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         for (int it = 0; it < n_it; it++) {
             const int st = it & 1;
             const int h = hk * G + it / n_qb, i0 = (qb_lo + it % n_qb) * BM;
-            mbar_wait(&s.empty[st], ((it >> 1) & 1) ^ 1);
+            mbar_wait_sleep(&s.empty[st], ((it >> 1) & 1) ^ 1);
             mbar_expect_tx(&s.full[st], 2 * BM * D * 2);
 #pragma unroll
             for (int pn = 0; pn < PANELS; pn++) {
@@ -241,9 +250,8 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
      * racecheck reported each TMA write against the consumers' reads of the stage before it, though
      * the mbarrier release orders them; this way a named barrier orders them, which it checks.) */
     const int ct = threadIdx.x - 128;
-    auto stat_of = [&](int it) -> float {
-        const int h = hk * G + it / n_qb, i0 = (qb_lo + it % n_qb) * BM;
-        const int64_t row = ((int64_t)b * p.Hq + h) * ba.nq_pad + i0 + ct % BM;
+    int64_t stat_row = ((int64_t)b * p.Hq + hk * G) * ba.nq_pad + qb_lo * BM + ct % BM;   /* step 0's */
+    auto stat_at = [&](int64_t row) -> float {
         return ct < BM ? ba.lse2[row] : ba.dd[row];
     };
     auto stat_put = [&](int it, float x) {
@@ -251,19 +259,24 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
     };
     if (n_it > 0) {
         if (ct < 2 * BM)
-            stat_put(0, stat_of(0));
+            stat_put(0, stat_at(stat_row));
         /* Barrier (both consumers): step 0's lse₂ and D are in. */
         consumers_bar();
         mbar_wait(&s.full_kv, 0);
     }
 
+    int qb = 0;                                             /* it % n_qb, counted rather than divided */
     for (int it = 0; it < n_it; it++) {
         const int st = it & 1;
-        const int i0 = (qb_lo + it % n_qb) * BM;
+        const int i0 = (qb_lo + qb) * BM;
+        qb = qb + 1 == n_qb ? 0 : qb + 1;
         const uint32_t s_q = smem_u32(s.q[st]), s_do = smem_u32(s.dO[st]);
         mbar_wait(&s.full[st], (it >> 1) & 1);
         const bool stat_next = it + 1 < n_it && ct < 2 * BM;
-        const float stat = stat_next ? stat_of(it + 1) : 0.f;
+        /* Step it + 1's row from step it's: the next query block, or the next head's first (qb is
+         * already step it + 1's). */
+        stat_row += qb == 0 ? (int64_t)ba.nq_pad - (int64_t)(n_qb - 1) * BM : BM;
+        const float stat = stat_next ? stat_at(stat_row) : 0.f;
 
         /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (64 keys × BM queries), one commit group each, D/16 k-steps
          * down the panels: the softmax of Sᵀ runs while dPᵀ is computed. */
@@ -278,7 +291,7 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
          * the wait they stalled the first FFMAs; at d = 64 the 32 more registers would spill). */
         constexpr bool EARLY = BM == 64;
         auto pair = [&](const float (&x)[2][BM], int j) {   /* this thread's two columns of group j */
-            return *reinterpret_cast<const float2 *>(&x[st][8 * j + 2 * t]);
+            return ld_shared_f2(smem_u32(&x[st][8 * j + 2 * t]));
         };
         float2 l2v[BM / 8], ddv[BM / 8];
         if (EARLY)
@@ -288,19 +301,31 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         wgmma_wait<1>();
         reg_fence(r_s);
         const bool full = key_w + 63 < Nk && key_w >= i0 + BM - 1 + delta - left && key_w + 63 <= i0 + delta + right;
+        /* Blocks no edge crosses in a loop of their own: with the test inside one loop, ptxas
+         * predicated each element's mask test (about 180 instructions a step, run on every block). */
+        if (full) {
 #pragma unroll
-        for (int j = 0; j < BM / 8; j++) {
-            const float2 l2 = EARLY ? l2v[j] : pair(s.lse2, j);
+            for (int j = 0; j < BM / 8; j++) {
+                const float2 l2 = EARLY ? l2v[j] : pair(s.lse2, j);
 #pragma unroll
-            for (int x = 0; x < 4; x++) {
-                const int e = x % 2;
-                float pr = ex2(fmaf(r_s[4 * j + x], c, -(e ? l2.y : l2.x)));
-                if (!full) {
-                    const int i = i0 + 8 * j + 2 * t + e, kj = key_r[x / 2];
-                    if (!(kj < Nk && kj >= i + delta - left && kj <= i + delta + right))
-                        pr = 0.f;
+                for (int x = 0; x < 4; x++)
+                    r_s[4 * j + x] = ex2(fmaf(r_s[4 * j + x], c, -(x % 2 ? l2.y : l2.x)));
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < BM / 8; j++) {
+                const float2 l2 = EARLY ? l2v[j] : pair(s.lse2, j);
+#pragma unroll
+                for (int x = 0; x < 4; x++) {
+                    const int e = x % 2;
+                    float pr = ex2(fmaf(r_s[4 * j + x], c, -(e ? l2.y : l2.x)));
+                    if (!full) {
+                        const int i = i0 + 8 * j + 2 * t + e, kj = key_r[x / 2];
+                        if (!(kj < Nk && kj >= i + delta - left && kj <= i + delta + right))
+                            pr = 0.f;
+                    }
+                    r_s[4 * j + x] = pr;
                 }
-                r_s[4 * j + x] = pr;
             }
         }
         /* dSᵀ = Pᵀ ∘ (dPᵀ − D). */
