@@ -131,8 +131,9 @@ __device__ __forceinline__ void reg_fence_u(uint32_t (&r)[M][N])
 /* acc = A Bᵀ (64 × N) over D columns, one commit group (no fence: the caller's): A's 64 rows at s_a
  * and B's N rows at s_b, both K-major tiles of 64-column panels A_PANEL and B_PANEL bytes apart,
  * D/16 wgmmas of 32 bytes each down the panels. The forward's S = Q Kᵀ, the backward's Sᵀ = K Qᵀ and
- * dPᵀ = V dOᵀ. Completes at a later wgmma_wait. */
-template <typename T, int D, int N, int A_PANEL, int B_PANEL>
+ * dPᵀ = V dOᵀ. ONTO: the products are added to acc's values (else acc starts from zero). Completes
+ * at a later wgmma_wait. */
+template <typename T, int D, int N, int A_PANEL, int B_PANEL, bool ONTO = false>
 __device__ __forceinline__ void issue_ab_t(float (&acc)[N / 2], uint32_t s_a, uint32_t s_b)
 {
     const uint64_t d_a = wgmma_desc(s_a, 16), d_b = wgmma_desc(s_b, 16);
@@ -140,7 +141,7 @@ __device__ __forceinline__ void issue_ab_t(float (&acc)[N / 2], uint32_t s_a, ui
     for (int kk = 0; kk < D / 16; kk++) {
         const uint32_t off_a = (kk / 4) * A_PANEL + (kk % 4) * 32;
         const uint32_t off_b = (kk / 4) * B_PANEL + (kk % 4) * 32;
-        wgmma_ss<N, T>(acc, desc_at(d_a, off_a), desc_at(d_b, off_b), kk > 0);
+        wgmma_ss<N, T>(acc, desc_at(d_a, off_a), desc_at(d_b, off_b), ONTO || kk > 0);
     }
     wgmma_commit();
 }

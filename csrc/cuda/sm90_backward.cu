@@ -16,11 +16,12 @@
  *              bring each step's lse₂ and D into shared memory, a step ahead:
  *
  *     Sᵀ = K Qᵀ,  dPᵀ = V dOᵀ                wgmma m64nBMk16, both operands K-major in shared memory
+ *                                             (d = 128: dPᵀ accumulated onto −D)
  *     Pᵀ = exp2(Sᵀ · scale · log2 e − lse₂)   masked pairs 0 (only blocks an edge crosses test them)
  *     dSᵀ = Pᵀ ∘ (dPᵀ − D)
  *     dV += Pᵀ dO,  dK += dSᵀ Q               wgmma m64nDk16: Pᵀ and dSᵀ from registers (their C
  *                                             fragments are A fragments), dO and Q MN-major
- *     dSᵀ → shared memory; both consumers meet
+ *     dSᵀ → shared memory (stmatrix); both consumers meet
  *     dQ part = dS K                          wgmma m64n64k16, both operands MN-major: 64 queries ×
  *                                             64 columns per consumer (d = 128: the consumer's half
  *                                             of the columns; d = 64: its half of the 128 queries)
@@ -56,6 +57,10 @@
 template <int D_, int BM_>
 struct bwd90_tile {
     static constexpr int D = D_, BM = BM_, BN = 128, PANELS = D_ / 64, QPANELS = BM_ / 64, THREADS = 384;
+    /* dPᵀ accumulated onto −D (8 shared loads and 16 moves before the step's first wgmma, one
+     * multiply an element after it instead of a subtraction and a multiply): +1.5–3 % at d = 128;
+     * at d = 64, with twice the elements, −3–5 % (bench/LOG.md, 2026-12-03). */
+    static constexpr bool DP_ONTO_D = D_ == 128;
     static_assert(D * BM == 128 * 64, "one 64 × 64 dQ part per consumer");
 };
 /* d = 64 takes 128 queries per step (as FlashAttention-3): the step's wgmmas are twice as long. */
@@ -117,6 +122,12 @@ __device__ __forceinline__ float2 ld_shared_f2(uint32_t addr)
     return v;
 }
 
+__device__ __forceinline__ void stsm_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3)
+{
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                 :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
+}
+
 __device__ __forceinline__ void st_shared_f2(uint32_t addr, float x, float y)
 {
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
@@ -151,6 +162,7 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
 {
 #ifdef FA_SM90_BWD_DEVICE
     constexpr int D = C::D, BM = C::BM, BN = C::BN, PANELS = C::PANELS;
+    constexpr bool ONTO = C::DP_ONTO_D;
     extern __shared__ uint8_t smem_raw[];
     bwd90_smem<C> &s = *reinterpret_cast<bwd90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const bwd_args &ba = a.b;
@@ -244,8 +256,8 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
 #pragma unroll
     for (int i = 0; i < D / 2; i++)
         r_dk[i] = 0.f, r_dv[i] = 0.f;
-    /* lse₂ and D of a step's BM rows reach shared memory through the consumers: thread ct of the 256
-     * reads one (ct < BM: lse₂, else D) from the workspace during the step before and stores it
+    /* lse₂ and D (−D where dPᵀ accumulates onto it) of a step's BM rows reach shared memory through
+     * the consumers: thread ct of the 256 reads one (ct < BM: lse₂, else D) from the workspace during the step before and stores it
      * before the step's barrier. (Written there by TMA with the Q tile instead, compute-sanitizer's
      * racecheck reported each TMA write against the consumers' reads of the stage before it, though
      * the mbarrier release orders them; this way a named barrier orders them, which it checks.) */
@@ -255,7 +267,7 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         return ct < BM ? ba.lse2[row] : ba.dd[row];
     };
     auto stat_put = [&](int it, float x) {
-        (ct < BM ? s.lse2[it & 1] : s.dd[it & 1])[ct % BM] = x;
+        (ct < BM ? s.lse2[it & 1] : s.dd[it & 1])[ct % BM] = ONTO && ct >= BM ? -x : x;
     };
     if (n_it > 0) {
         if (ct < 2 * BM)
@@ -281,9 +293,19 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (64 keys × BM queries), one commit group each, D/16 k-steps
          * down the panels: the softmax of Sᵀ runs while dPᵀ is computed. */
         float r_s[BM / 2], r_dp[BM / 2];
+        if (ONTO) {
+            /* dPᵀ accumulates onto −D, so the wgmma leaves dPᵀ − D (written before any wgmma is in
+             * flight: between two, ptxas waits for the first). */
+#pragma unroll
+            for (int j = 0; j < BM / 8; j++) {
+                const float2 nd = ld_shared_f2(smem_u32(&s.dd[st][8 * j + 2 * t]));
+                r_dp[4 * j] = nd.x, r_dp[4 * j + 1] = nd.y, r_dp[4 * j + 2] = nd.x, r_dp[4 * j + 3] = nd.y;
+            }
+            reg_fence(r_dp);
+        }
         wgmma_fence();
         issue_ab_t<T, D, BM, BN * 128, BM * 128>(r_s, s_k + 64 * cw * 128, s_q);
-        issue_ab_t<T, D, BM, BN * 128, BM * 128>(r_dp, s_v + 64 * cw * 128, s_do);
+        issue_ab_t<T, D, BM, BN * 128, BM * 128, ONTO>(r_dp, s_v + 64 * cw * 128, s_do);
 
         /* Pᵀ. Element 4j + 2r + e: key key_r[r], query i0 + 8j + 2t + e. Rows past Nq have
          * lse₂ = +inf (P = 0); keys past Nk and pairs outside the window are masked here. This
@@ -329,37 +351,46 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
             }
         }
         /* dSᵀ = Pᵀ ∘ (dPᵀ − D). */
-        if (EARLY)
+        if (EARLY && !ONTO)
 #pragma unroll
             for (int j = 0; j < BM / 8; j++)
                 ddv[j] = pair(s.dd, j);
         wgmma_wait<0>();
         reg_fence(r_dp);
+        if (ONTO) {
 #pragma unroll
-        for (int j = 0; j < BM / 8; j++) {
-            const float2 dd = EARLY ? ddv[j] : pair(s.dd, j);
+            for (int i = 0; i < BM / 2; i++)
+                r_dp[i] *= r_s[i];
+        } else {
 #pragma unroll
-            for (int x = 0; x < 4; x++)
-                r_dp[4 * j + x] = r_s[4 * j + x] * (r_dp[4 * j + x] - (x % 2 ? dd.y : dd.x));
+            for (int j = 0; j < BM / 8; j++) {
+                const float2 dd = EARLY ? ddv[j] : pair(s.dd, j);
+#pragma unroll
+                for (int x = 0; x < 4; x++)
+                    r_dp[4 * j + x] = r_s[4 * j + x] * (r_dp[4 * j + x] - (x % 2 ? dd.y : dd.x));
+            }
         }
         uint32_t r_p[BM / 16][4], r_ds[BM / 16][4];
         pack_frags<T, BM>(r_p, r_s);
         pack_frags<T, BM>(r_ds, r_dp);
 
-        /* dSᵀ into buffer it & 1: row 64cw + 16·warp + g (+ 8) = key, column = query, swizzled. */
+        /* dSᵀ into buffer it & 1 (row 64cw + 16·warp + g (+ 8) = key, column = query, swizzled) with
+         * one stmatrix per 16 queries (32-bit stores and their addresses had taken 3–5 % at d = 128):
+         * lane L gives a row address of matrix L / 8, row L % 8 of it; matrices 1 and 3 are 8 keys
+         * down, 2 and 3 8 queries on (a fragment's a0..a3). */
         const uint32_t s_ds = smem_u32(s.ds[st]);
+        {
+            const int r = lane % 8, m = lane / 8;
+            const uint32_t base = s_ds + (64 * cw + 16 * warp + r + 8 * (m % 2)) * 128;
 #pragma unroll
-        for (int kk = 0; kk < BM / 16; kk++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int row = 64 * cw + 16 * warp + g + 8 * (e % 2), col = 16 * kk + 8 * (e / 2) + 2 * t;
-                const int cc = col % 64;
-                st_shared_u32(s_ds + (col / 64) * (BN * 128) + row * 128 + (((cc / 8) ^ g) * 16) + (cc % 8) * 2,
-                              r_ds[kk][e]);
-            }
+            for (int kk = 0; kk < BM / 16; kk++)
+                stsm_x4(base + (kk / 4) * (BN * 128) + (((2 * (kk % 4) + m / 2) ^ r) * 16),
+                        r_ds[kk][0], r_ds[kk][1], r_ds[kk][2], r_ds[kk][3]);
+        }
         fence_async_smem();
 
-        /* dV += Pᵀ dO: BM/16 k-steps of 16 queries (2 KB of each panel). */
+        /* dV += Pᵀ dO: BM/16 k-steps of 16 queries (2 KB of each panel). Issued with Pᵀ before dSᵀ
+         * is formed instead, it ran 1–4 % slower (ptxas spilled at d = 128). */
         const uint64_t d_do2 = wgmma_desc(s_do, BM * 128), d_q2 = wgmma_desc(s_q, BM * 128);
         wgmma_fence();
 #pragma unroll
