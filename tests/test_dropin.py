@@ -271,3 +271,48 @@ def test_sdpa_gradients_on_the_cpu_kernels(causal, layout):
     few16 = [t[..., :20, :].to(torch.bfloat16).requires_grad_() for t in (q, k, v)]   # bf16: ours
     torch_flashattn.scaled_dot_product_attention(*few16, is_causal=causal).sum().backward()
     assert torch_flashattn.stats()["fa"] == 2 and all(t.grad.isfinite().all() for t in few16)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_gradients_on_the_hopper_backward(dtype, causal):
+    """On compute capability 9.0, fp16/bf16 calls that need gradients at head dim 64 or 128 with at least
+    CUDA_GRAD_MIN_KEYS keys (GQA, 3-D too) run on our forward and the Hopper backward, counted as fa; their
+    gradients are within FlashAttention's rule of a float64 reference (2 x SDPA's own error in the dtype,
+    plus the slack and one unit of the dtype at the gradient's scale). Fewer keys, other head dims and
+    attn_mask calls keep SDPA's backward; so does every call on other GPUs."""
+    from test_backward import GRAD_SLACK
+    from torch_flashattn.sdpa import CUDA_GRAD_MIN_KEYS as MIN_KEYS
+    hopper = torch.cuda.get_device_capability() == (9, 0)
+    g = torch.Generator().manual_seed(11)
+    cases = [((1, 8, 300, 64), (1, 2, MIN_KEYS + 33, 64), True), ((1, 2, MIN_KEYS + 1, 128), (1, 2, MIN_KEYS + 1, 128), False),
+             ((2, MIN_KEYS, 64), (2, MIN_KEYS, 64), False)]
+    for qs, ks, gqa in cases:
+        q, k, v = (torch.randn(s, generator=g) for s in (qs, ks, ks))
+        d_out = torch.randn(qs, generator=g)
+        grads = {}
+        for name, dt in (("ours", dtype), ("sdpa", dtype), ("ref", torch.float64)):
+            leaves = [t.to("cuda", dt).requires_grad_() for t in (q, k, v)]
+            fn = torch_flashattn.scaled_dot_product_attention if name == "ours" else F.scaled_dot_product_attention
+            torch_flashattn.reset_stats()
+            out = fn(*leaves, is_causal=causal, enable_gqa=gqa)
+            if name == "ours":
+                s = torch_flashattn.stats()
+                assert (s["fa"], s["sdpa"], s["exact"]) == ((1, 0, 0) if hopper else (0, 1, 0)), (qs, s)
+            grads[name] = torch.autograd.grad((out.double() * d_out.to("cuda", torch.float64)).sum(), leaves)
+        for w, a, p, r in zip(("dq", "dk", "dv"), grads["ours"], grads["sdpa"], grads["ref"]):
+            err, err_pt = ((x.double() - r).abs().max().item() for x in (a, p))
+            bound = 2 * err_pt + GRAD_SLACK[dtype] + torch.finfo(dtype).eps * r.abs().max().item()
+            assert err <= bound, f"{qs} {w}: {err:.3e} > {bound:.3e} (SDPA's {err_pt:.3e})"
+    # What stays on SDPA's backward: fewer keys, head dims 96 and 256, an attn_mask.
+    few = torch.randn(1, 2, MIN_KEYS - 1, 128, device="cuda", dtype=dtype, requires_grad=True)
+    d96, d256 = (torch.randn(1, 2, MIN_KEYS, e, device="cuda", dtype=dtype, requires_grad=True) for e in (96, 256))
+    q64 = torch.randn(1, 2, MIN_KEYS, 64, device="cuda", dtype=dtype, requires_grad=True)
+    mask = torch.rand(MIN_KEYS, MIN_KEYS, device="cuda") > 0.3
+    torch_flashattn.reset_stats()
+    for t in (few, d96, d256):
+        torch_flashattn.scaled_dot_product_attention(t, t, t, is_causal=causal).sum().backward()
+    torch_flashattn.scaled_dot_product_attention(q64, q64, q64, attn_mask=mask).sum().backward()
+    s = torch_flashattn.stats()
+    assert s["sdpa"] == 4 and s["fallback_reasons"] == {"requires_grad (SDPA's backward is faster)": 4}, s

@@ -37,11 +37,14 @@ DECODE_MAX_QUERIES = 16
 # Calls that need gradients run on our kernels on the CPU: fp16 and bf16 always (forward + backward
 # 1.9-20x and 1.2-6.5x torch's CPU SDPA on the 2-core machine, 28 shapes each), fp32 from this many key
 # elements per head (Nk · E: 1.3-2.4x there, 0.7-1.2x below, 32 keys of 32 the slowest;
-# tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward). On CUDA those calls stay on SDPA: on the
-# H200 it picks its cuDNN backend (the default there), whose backward ours trails (0.88-0.95x, and
-# forward + backward 0.75-0.96x at 187df3e; bench/results/backward_88b90ef.md, backward_fwdbwd.md), though ours is
-# 1.5-1.8x its flash backend; other GPUs run our sm_80 kernel, 0.78-0.95x that flash backend.
+# tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward). On CUDA, compute capability 9.0, fp16/bf16
+# calls at head dim 64 or 128 (the Hopper backward's tile widths) with at least CUDA_GRAD_MIN_KEYS keys
+# run on our forward and Hopper backward (_cuda_grad_ours): on the H200, forward + backward 1.02-1.15x
+# SDPA's default there (cuDNN) from 2k keys, 0.96-1.07x below (bf16; bench/results/backward_fwdbwd.md).
+# Every other CUDA call that needs gradients stays on SDPA: other GPUs run our sm_80 kernel, 0.78-0.95x
+# SDPA's flash backend.
 CPU_GRAD_MIN_KEY_ELEMENTS = 4096
+CUDA_GRAD_MIN_KEYS = 2048
 _counts = collections.Counter()
 _reasons = collections.Counter()
 
@@ -107,6 +110,17 @@ def _cpu_grad_ours(query, key):
                                            or key.shape[-2] * key.shape[-1] >= CPU_GRAD_MIN_KEY_ELEMENTS)
 
 
+def _cuda_grad_ours(query, key, value, attn_mask):
+    """Whether a CUDA call that needs gradients runs on our forward and Hopper backward
+    (sm90_backward.cu), faster there than SDPA's default backend: compute capability 9.0, fp16 / bf16,
+    head dim 64 or 128, at least CUDA_GRAD_MIN_KEYS keys, rows its TMA loads take, no attn_mask."""
+    return (attn_mask is None and min(query.dim(), key.dim(), value.dim()) >= 2
+            and query.dtype in (torch.float16, torch.bfloat16) and query.shape[-1] in (64, 128)
+            and query.shape[-1] == key.shape[-1] == value.shape[-1] and key.shape[-2] >= CUDA_GRAD_MIN_KEYS
+            and all(_rows_aligned(t) for t in (query, key, value))
+            and _capability(query.device.index) == (9, 0))
+
+
 def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal, scale, grad):
     """Why fa::forward (or, with an attn_mask, fa::forward_variants) cannot compute this call
     exactly, or None when it can. grad: _needs_grad's answer."""
@@ -117,8 +131,9 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
     device = query.device
     if grad:
         if device.type != "cpu":
-            return "requires_grad (SDPA's backward is faster)"
-        if not _cpu_grad_ours(query, key):
+            if not (device.type == "cuda" and _cuda_grad_ours(query, key, value, attn_mask)):
+                return "requires_grad (SDPA's backward is faster)"
+        elif not _cpu_grad_ours(query, key):
             return "requires_grad, few keys (SDPA's backward is faster)"
     qs, ks, vs = query.shape, key.shape, value.shape
     if not (len(qs) == len(ks) == len(vs) and len(qs) in (3, 4)):
@@ -161,8 +176,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """``F.scaled_dot_product_attention`` with the same signature and results.
 
     Runs the FlashAttention kernel (``fa::forward``) for calls without dropout (and, when inputs
-    require grad, only CPU calls: fp16/bf16, and fp32 with at least ``CPU_GRAD_MIN_KEY_ELEMENTS`` key
-    elements per head, through ``fa::forward_lse`` and our backward), float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or (B, L, E) tensors with
+    require grad, through ``fa::forward_lse`` and our backward: on the CPU fp16/bf16, and fp32 with at
+    least ``CPU_GRAD_MIN_KEY_ELEMENTS`` key elements per head; on CUDA fp16/bf16 calls on compute
+    capability 9.0 at head dim 64 or 128 with at least ``CUDA_GRAD_MIN_KEYS`` keys), float32/float16/bfloat16 on CPU or CUDA, (B, H, L, E) or (B, L, E) tensors with
     one head dim ≤ 256; decoding steps (L ≤ ``DECODE_MAX_QUERIES`` queries against S > L keys, not
     causal) run ``fa::forward_kvcache`` over the keys as a cache. An ``attn_mask`` runs in the Hopper
     kernel (compute capability 9.0) or the sm_80 kernel (8.x) through ``fa::forward_variants``, the mask
