@@ -58,8 +58,9 @@ template <int D_, int BM_>
 struct bwd90_tile {
     static constexpr int D = D_, BM = BM_, BN = 128, PANELS = D_ / 64, QPANELS = BM_ / 64, THREADS = 384;
     /* dPᵀ accumulated onto −D (8 shared loads and 16 moves before the step's first wgmma, one
-     * multiply an element after it instead of a subtraction and a multiply): +1.5–3 % at d = 128;
-     * at d = 64, with twice the elements, −3–5 % (bench/LOG.md, 2026-12-03). */
+     * multiply an element after it instead of a subtraction and a multiply): at d = 128 +1–3 %, with
+     * the stmatrix stores +3.5–8.7 %; at d = 64, with twice the elements, −2–5 % (bench/LOG.md,
+     * 2026-12-03-bwd-dsteps). */
     static constexpr bool DP_ONTO_D = D_ == 128;
     static_assert(D * BM == 128 * 64, "one 64 × 64 dQ part per consumer");
 };
@@ -375,9 +376,9 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         pack_frags<T, BM>(r_ds, r_dp);
 
         /* dSᵀ into buffer it & 1 (row 64cw + 16·warp + g (+ 8) = key, column = query, swizzled) with
-         * one stmatrix per 16 queries (32-bit stores and their addresses had taken 3–5 % at d = 128):
-         * lane L gives a row address of matrix L / 8, row L % 8 of it; matrices 1 and 3 are 8 keys
-         * down, 2 and 3 8 queries on (a fragment's a0..a3). */
+         * one stmatrix per 16 queries (+0.7–1.7 % over 32-bit stores): lane L gives a row address of
+         * matrix L / 8, row L % 8 of it; matrices 1 and 3 are 8 keys down, 2 and 3 8 queries on (a
+         * fragment's a0..a3). */
         const uint32_t s_ds = smem_u32(s.ds[st]);
         {
             const int r = lane % 8, m = lane / 8;
@@ -390,7 +391,7 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         fence_async_smem();
 
         /* dV += Pᵀ dO: BM/16 k-steps of 16 queries (2 KB of each panel). Issued with Pᵀ before dSᵀ
-         * is formed instead, it ran 1–4 % slower (ptxas spilled at d = 128). */
+         * is formed instead, it ran 1–5 % slower (ptxas spilled at d = 128). */
         const uint64_t d_do2 = wgmma_desc(s_do, BM * 128), d_q2 = wgmma_desc(s_q, BM * 128);
         wgmma_fence();
 #pragma unroll
