@@ -258,8 +258,8 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
     for (int i = 0; i < D / 2; i++)
         r_dk[i] = 0.f, r_dv[i] = 0.f;
     /* lse₂ and D (−D where dPᵀ accumulates onto it) of a step's BM rows reach shared memory through
-     * the consumers: thread ct of the 256 reads one (ct < BM: lse₂, else D) from the workspace during the step before and stores it
-     * before the step's barrier. (Written there by TMA with the Q tile instead, compute-sanitizer's
+     * the consumers: thread ct of the 256 reads one (ct < BM: lse₂, else D) from the workspace
+     * during the step before and stores it before the step's barrier. (Written there by TMA with the Q tile instead, compute-sanitizer's
      * racecheck reported each TMA write against the consumers' reads of the stage before it, though
      * the mbarrier release orders them; this way a named barrier orders them, which it checks.) */
     const int ct = threadIdx.x - 128;
@@ -293,13 +293,16 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
 
         /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ (64 keys × BM queries), one commit group each, D/16 k-steps
          * down the panels: the softmax of Sᵀ runs while dPᵀ is computed. */
+        auto pair = [&](const float (&x)[2][BM], int j) {   /* this thread's two columns of group j */
+            return ld_shared_f2(smem_u32(&x[st][8 * j + 2 * t]));
+        };
         float r_s[BM / 2], r_dp[BM / 2];
         if (ONTO) {
             /* dPᵀ accumulates onto −D, so the wgmma leaves dPᵀ − D (written before any wgmma is in
              * flight: between two, ptxas waits for the first). */
 #pragma unroll
             for (int j = 0; j < BM / 8; j++) {
-                const float2 nd = ld_shared_f2(smem_u32(&s.dd[st][8 * j + 2 * t]));
+                const float2 nd = pair(s.dd, j);
                 r_dp[4 * j] = nd.x, r_dp[4 * j + 1] = nd.y, r_dp[4 * j + 2] = nd.x, r_dp[4 * j + 3] = nd.y;
             }
             reg_fence(r_dp);
@@ -313,9 +316,6 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
          * thread's lse₂ (and D below) are read before the wait where registers allow (d = 128; after
          * the wait they stalled the first FFMAs; at d = 64 the 32 more registers would spill). */
         constexpr bool EARLY = BM == 64;
-        auto pair = [&](const float (&x)[2][BM], int j) {   /* this thread's two columns of group j */
-            return ld_shared_f2(smem_u32(&x[st][8 * j + 2 * t]));
-        };
         float2 l2v[BM / 8], ddv[BM / 8];
         if (EARLY)
 #pragma unroll
