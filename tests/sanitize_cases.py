@@ -72,13 +72,15 @@ def padded_key_mask(B, Nk):
 def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90", key_mask=None, attn_mask=True):
     """Every variant at once in the forced family's kernel, checked against the CPU backend; True
     when right. key_mask: instead of a random one; attn_mask False: none (a padded decoding step's
-    call, which the split-KV kernel takes)."""
+    call, which the split-KV kernel takes), "aligned": of q's dtype with rows TMA can load."""
     q = torch.randn(B, Nq, Hq, d, device="cuda", dtype=dtype).transpose(1, 2)
     k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", dtype=dtype) for _ in range(2))
     kw = dict(causal=True, causal_align="bottom_right", window=(150, -1), softcap=20.0,
               alibi_slopes=torch.rand(B, Hq, device="cuda") * 0.05, sinks=torch.randn(Hq, device="cuda"),
               key_mask=torch.rand(B, Nk, device="cuda") < 0.9 if key_mask is None else key_mask)
-    if attn_mask:
+    if attn_mask == "aligned":              # q's dtype, 16-byte rows: the Hopper kernel stages it (d <= 128)
+        kw["attn_mask"] = torch.randn(B, Hq, Nq, Nk + 11, device="cuda", dtype=dtype)[..., :Nk]
+    elif attn_mask:
         kw["attn_mask"] = torch.randn(B, 1, Nk, Nq, device="cuda").transpose(-1, -2)
     out, lse = torch_flashattn.attention_lse(q, k, v, **kw)
     torch.cuda.synchronize()
@@ -277,6 +279,8 @@ def main():
                 failures += not check_variants(torch.bfloat16, 2, 4, 2, 333, 517, d, grid)
                 failures += not check_variants(torch.bfloat16, 3, 2, 1, 200, 517, d, grid + " padded key_mask",
                                                key_mask=padded_key_mask(3, 517))
+                failures += not check_variants(torch.bfloat16, 2, 4, 2, 333, 517, d, grid + " aligned attn_mask",
+                                               attn_mask="aligned")
     if only in (None, "sm90", "variants"):
         # The variants in the sm_80 kernel (VAR), and packed sequences in both kernels: rows that
         # end inside the next sequence's tile, and bad cu_seqlens (the NaN fill).

@@ -49,6 +49,7 @@ def padding_mask(B, Nk, device, left=False):
 
 def kernel_case(name, g, B, Hq, Nq, Nk, dtype, device):
     band = torch.ones(Nq, Nk, dtype=torch.bool).tril(Nk - Nq).triu(Nk - Nq - 90)   # a bottom-right band
+    Nk8 = (Nk + 7) // 8 * 8
     cases = {
         "window_sym": lambda: dict(window=(100, 50)),
         "window_sym_bottom_right": lambda: dict(window=(100, 50), causal_align="bottom_right"),
@@ -66,6 +67,12 @@ def kernel_case(name, g, B, Hq, Nq, Nk, dtype, device):
         "t5_bias": lambda: dict(attn_mask=rand(g, 1, Hq, Nq, Nk, dtype=dtype, device=device)),
         # rows of even stride starting one element past an aligned address: read key by key
         "bias_odd_offset": lambda: dict(attn_mask=rand(g, 1, Hq, Nq, Nk + 2, dtype=dtype, device=device)[..., 1:-1]),
+        # rows 16-byte aligned (the Hopper kernel stages the blocks in shared memory; keys past Nk unread)
+        "t5_bias_aligned": lambda: dict(attn_mask=rand(g, 1, Hq, Nq, Nk8, dtype=dtype, device=device)[..., :Nk]),
+        "bias_aligned_combo": lambda: dict(causal=True, causal_align="bottom_right", window=(300, -1), softcap=20.0,
+                                           alibi_slopes=alibi_heads(Hq, device), sinks=rand(g, Hq, device=device),
+                                           key_mask=bernoulli(g, 0.9, B, Nk, device=device),
+                                           attn_mask=rand(g, B, 1, Nq, Nk8, dtype=dtype, device=device)[..., :Nk]),
         "bool_band": lambda: dict(attn_mask=band.to(device)),
         "float_transposed": lambda: dict(attn_mask=transposed_mask(g, Nq, Nk, device)),
         "combo": lambda: dict(causal=True, causal_align="bottom_right", window=(300, -1), softcap=20.0,
@@ -79,7 +86,8 @@ def kernel_case(name, g, B, Hq, Nq, Nk, dtype, device):
 KERNEL_CASES = ["window_sym", "window_sym_bottom_right", "causal_bottom_right", "sliding_causal",
                 "sliding_causal_bottom_right", "window_right_only", "softcap_causal", "softcap_small",
                 "alibi_causal",
-                "sinks_window", "key_mask_right_padded", "key_mask_left_padded_causal", "t5_bias", "bias_odd_offset", "bool_band",
+                "sinks_window", "key_mask_right_padded", "key_mask_left_padded_causal", "t5_bias", "bias_odd_offset",
+                "t5_bias_aligned", "bias_aligned_combo", "bool_band",
                 "float_transposed", "combo"]
 # (B, Hq, Hkv, Nq, Nk): Nq < Nk, Nq > Nk (bottom-right rows that see nothing), tails of both.
 LONG_SHAPES = [(2, 4, 2, 300, 1100), (2, 2, 1, 1100, 700), (1, 4, 4, 513, 513)]
@@ -101,6 +109,25 @@ def test_long_variants_in_the_kernel(case, shape, dtype, d, family, fa_overrides
     out, lse = torch_flashattn.attention_lse(q, k, v, **variants)
     assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
     assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
+
+
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_float_masks_the_hopper_kernel_stages(d, fa_overrides):
+    """A float attn_mask of q's dtype with 16-byte aligned rows reaches the Hopper kernel through shared
+    memory at d <= 128 (a kernel of the sm90_tile_mask instantiation runs); an unaligned one, an fp32
+    one and d = 256 are read entry by entry. Both ways agree with the reference."""
+    use_family("sm90", fa_overrides)
+    g = torch.Generator().manual_seed(seed_of("staged", d))
+    B, Hq, Hkv, Nq, Nk = 2, 4, 2, 300, 1100
+    q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, torch.bfloat16, "cuda")
+    wide = rand(g, 1, Hq, Nq, Nk + 8, dtype=torch.bfloat16, device="cuda")
+    for mask, staged in ((wide[..., :Nk], d <= 128), (wide[..., 1:Nk + 1], False),
+                         (wide[..., :Nk].float(), False)):
+        out, names = kernels_run(lambda: torch_flashattn.attention_lse(q, k, v, attn_mask=mask))
+        ran = [n for n in names if "fa_sm90_forward_kernel" in n]
+        assert ran, f"d={d}: no Hopper kernel ran: {names}"
+        assert any("sm90_tile_mask" in n for n in ran) == staged, f"d={d} stride {mask.stride()} {mask.dtype}: {ran}"
+        assert_variant_accurate(*out, q, k, v, what=f"staged={staged} d={d}", attn_mask=mask)
 
 
 def test_which_calls_the_kernel_takes():

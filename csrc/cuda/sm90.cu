@@ -105,6 +105,15 @@ typedef struct {
     float *lse_part;                     /* (tail item, BM rows), log2 units */
 } sm90_args;
 
+/* The attn_mask ring of sm90_tile_mask (block j in stage j % STAGES, as K); none for other tiles. */
+template <int STAGES, int BM, int BN>
+struct sm90_mask_ring {
+    alignas(1024) uint16_t m[STAGES][BN / 64][BM][64];
+};
+template <int BM, int BN>
+struct sm90_mask_ring<0, BM, BN> {
+};
+
 /* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
  * its columns 64p..64p+63, rows 128 bytes apart. */
 template <class C>
@@ -112,6 +121,7 @@ struct sm90_smem {
     alignas(1024) uint16_t q[C::QBUFS][C::PANELS][C::BM][64];  /* Q; then each consumer's O */
     alignas(1024) uint16_t k[C::STAGES][C::PANELS][C::BN][64]; /* K ring: block j in stage j % STAGES */
     alignas(1024) uint16_t v[C::STAGES][C::PANELS][C::BN][64]; /* V ring, same stage as K */
+    sm90_mask_ring<C::MASK_STAGES, C::BM, C::BN> mask;         /* attn_mask ring, landing with K */
     uint64_t full_q[C::QBUFS];                                 /* Q landed (TMA bytes) */
     uint64_t empty_q[C::QBUFS];                                /* O stored by every consumer */
     uint64_t full_k[C::STAGES], full_v[C::STAGES];             /* stage landed (TMA bytes) */
@@ -370,6 +380,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 #ifdef FA_SM90_DEVICE
     constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, PANELS = C::PANELS;
     constexpr bool STORE_DEFER = FA_SM90_STORE_DEFER && C::QBUFS == 2;
+    constexpr bool MSMEM = C::MASK_STAGES > 0;                  /* attn_mask blocks land with K's */
+    static_assert(!MSMEM || VAR == FA_VAR_ALL, "a staged mask is a variant");
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
@@ -455,10 +467,16 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 }
 #endif
                 mbar_wait(&s.empty_k[st], parity);
-                mbar_expect_tx(&s.full_k[st], BN * D * 2);
+                mbar_expect_tx(&s.full_k[st], BN * D * 2 + (MSMEM ? BM * BN * 2 : 0));
 #pragma unroll
                 for (int pn = 0; pn < PANELS; pn++)
                     tma_load(s.k[st][pn], &a.tm_k, 64 * pn, k0 + (kb0 + kb) * BN, hk, b, &s.full_k[st]);
+                if constexpr (MSMEM) {                      /* attn_mask[b, h, m0.., block]: never packed */
+#pragma unroll
+                    for (int mp = 0; mp < BN / 64; mp++)
+                        tma_load(s.mask.m[st][mp], &a.tm_mask, (kb0 + kb) * BN + 64 * mp, w.tp.m0, a.mask_h ? h : 0,
+                                 a.mask_b ? w.tp.b : 0, &s.full_k[st]);
+                }
                 mbar_wait(&s.empty_v[st], parity);
                 mbar_expect_tx(&s.full_v[st], BN * D * 2);
 #pragma unroll
@@ -494,6 +512,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         const int row_first = m0 + 64 * cw;                 /* this warpgroup's first and this */
         const int row0 = row_first + 16 * warp + g;         /* thread's rows: row0, row0 + 8 */
         const uint32_t s_q = smem_u32(s.q[qb]) + 64 * cw * 128; /* this warpgroup's rows of panel 0 */
+        /* MSMEM: this lane's ldmatrix row of mask stage 0 (var_mask_staged); stages M_STAGE apart. */
+        constexpr uint32_t M_STAGE = MSMEM ? BN / 64 * BM * 128 : 0;
+        uint32_t m_row = 0;
+        if constexpr (MSMEM)
+            m_row = smem_u32(s.mask.m[0]) + (64 * cw + 16 * warp + 8 * ((lane / 8) % 2) + lane % 8) * 128;
         /* Ping-pong: consumer cw issues after consumer cw − 1 (cyclically); every consumer takes
          * n_blocks + 1 turns per tile (all blocks, even fully masked ones). The last consumer gives
          * the first its first turn of the CTA's first tile, and passes its last turn of each tile on
@@ -544,6 +567,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if constexpr (VAR) {
             y = var_rows<VAR == FA_VAR_ALL>(a.var, seq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
             ctx.c = y.raw ? y.c : 1.f;
+            if constexpr (VAR == FA_VAR_ALL && !MSMEM)
+                for (int kb = 0; kb <= a.var.mask_ahead && kb < n_act; kb++)
+                    var_mask_prefetch<BN>((kb0 + kb) * BN, t, y);
         }
 
         SM90_TRACE_NS(it, 6);
@@ -567,10 +593,15 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             stored = false;
             wgmma_wait<0>();
             reg_fence(r_s);
-            release(&s.empty_k[st], lane);
+            if (!MSMEM)
+                release(&s.empty_k[st], lane);
         }
-        if constexpr (VAR)
-            var_scores<T, BN, VAR == FA_VAR_ALL>(r_s, kb0 * BN, t, y);
+        if constexpr (VAR) {
+            const int st = kc % STAGES;
+            var_scores<T, BN, VAR == FA_VAR_ALL, MSMEM ? BM * 128 : 0>(r_s, kb0 * BN, t, y, m_row + st * M_STAGE);
+            if (MSMEM)
+                release(&s.empty_k[st], lane);
+        }
         sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
         pack_frags<T, BN>(r_p, r_s);
         SM90_TRACE(it, 2);
@@ -592,10 +623,15 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             SM90_TIMED(tr_issue, issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
                                  issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
                                  if (pp) turn_pass(next_cw));
+            if constexpr (VAR == FA_VAR_ALL && !MSMEM)
+                if (a.var.mask_ahead > 0 && kb + a.var.mask_ahead < n_act)
+                    var_mask_prefetch<BN>((kb0 + kb + a.var.mask_ahead) * BN, t, y);
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
             SM90_TIMED(tr_sm, reg_fence(r_s);
-                              release(&s.empty_k[st], lane);
-                              if constexpr (VAR) var_scores<T, BN, VAR == FA_VAR_ALL>(r_s, (kb0 + kb) * BN, t, y);
+                              if (!MSMEM) release(&s.empty_k[st], lane);
+                              if constexpr (VAR) var_scores<T, BN, VAR == FA_VAR_ALL, MSMEM ? BM * 128 : 0>(
+                                  r_s, (kb0 + kb) * BN, t, y, m_row + st * M_STAGE);
+                              if (MSMEM) release(&s.empty_k[st], lane);
                               sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
                               softmax_done<C>(l_i));
             SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
@@ -889,6 +925,13 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         a.key_rows = v->key_mask != NULL && !packed && smem + 8 * (size_t)p->B <= (size_t)info.smem_optin;
         if (a.key_rows)
             launch_smem += 8 * (size_t)p->B;
+        if constexpr (C::MASK_STAGES > 0) {        /* attn_mask (b, h, row, key), box 64 keys × BM rows */
+            a.mask_h = v->mask_head_stride != 0;
+            a.mask_b = v->mask_batch_stride != 0;
+            if (packed || make_map(&a.tm_mask, bf16, v->mask, a.mask_b ? p->B : 1, a.mask_h ? p->Hq : 1, p->Nq,
+                                   p->Nk, v->mask_batch_stride, v->mask_head_stride, v->mask_row_stride, C::BM))
+                return FA_ERR_UNSUPPORTED;
+        }
     }
 
     /* Tiles (b·Hq + h) × query tile. Persistent: one CTA per SM (at most one per tile), each
@@ -951,14 +994,26 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
     const int all = v->softcap > 0.f || v->alibi_slopes != NULL || v->mask != NULL;
+    /* A float mask of q's dtype with adjacent keys and rows: through shared memory where TMA can
+     * read it (else, or if the map cannot be built, each thread reads its scores' entries). */
+    const int staged = v->mask != NULL && v->mask_kind == FA_MASK_ADD && v->mask_col_stride == 1
+                    && v->mask_row_stride > 0 && v->cu_seqlens_q == NULL
+                    && !getenv("FA_DEV_NO_STAGE");
 #define FA_SM90_VAR_LAUNCH(tile, kind)                                                              \
     (bf16 ? sm90_launch<__nv_bfloat16, tile, kind>(p, o, NULL, 0, NULL, stream, v)                 \
           : sm90_launch<__half, tile, kind>(p, o, NULL, 0, NULL, stream, v))
     if (all) {
-        if (p->d <= 64)
-            return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_ALL);
-        if (p->d <= 128)
-            return FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_ALL);
+        int st = FA_ERR_UNSUPPORTED;
+        if (p->d <= 64) {
+            if (staged)
+                st = FA_SM90_VAR_LAUNCH(sm90_tile_mask<sm90_tile_d64_short>, FA_VAR_ALL);
+            return st != FA_ERR_UNSUPPORTED ? st : FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_ALL);
+        }
+        if (p->d <= 128) {
+            if (staged)
+                st = FA_SM90_VAR_LAUNCH(sm90_tile_mask<sm90_tile_d128>, FA_VAR_ALL);
+            return st != FA_ERR_UNSUPPORTED ? st : FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_ALL);
+        }
         return FA_SM90_VAR_LAUNCH(sm90_tile_d256, FA_VAR_ALL);
     }
     if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)

@@ -12,8 +12,10 @@
 
 /* A VAR launch: sm90_args and the resolved variants. */
 struct sm90_var_args : sm90_args {
+    CUtensorMap tm_mask;                /* sm90_tile_mask: attn_mask (key, row, head, batch), box 64 × BM */
     fa_var var;
     int key_rows;                       /* key_mask's ranges after the shared struct (var_keys_rows) */
+    int mask_h, mask_b;                 /* tm_mask has a head / batch dimension (else broadcast: 0) */
 };
 
 /* The kernel's argument type: sm90_args, or with variants (VAR: FA_VAR_MASKS, FA_VAR_ALL) sm90_var_args. */

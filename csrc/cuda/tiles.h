@@ -39,6 +39,7 @@ struct sm90_tile {
     static constexpr bool SOFTMAX_FENCE = D_ >= 256;
     static constexpr int RESCALE_SKIP = D_ == 128 ? 2 : D_ >= 128 ? 1 : 0;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
+    static constexpr int MASK_STAGES = 0;   /* sm90_tile_mask: attn_mask blocks in shared memory */
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
                   "tile shape");
 };
@@ -91,6 +92,18 @@ typedef sm90_tile<128, FA_SM90_D128L_BN, FA_SM90_D128L_STAGES, 3, 1> sm90_tile_d
 #define FA_SM90_D64_SHORT_CAUSAL 1024
 #endif
 typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
+
+/* Tile C with a 2-byte float attn_mask loaded by TMA beside each K block (FA_VAR_ALL): a BM × BN
+ * stage per K stage, 64-key panels of 128-byte rows in the 128-byte swizzle, so that the consumers
+ * read it with ldmatrix instead of waiting on device memory for each score. One Q buffer where the
+ * ring leaves no room for two (d = 128: 32 + 128 + 64 KB). */
+template <class C>
+struct sm90_tile_mask : C {
+    static constexpr int MASK_STAGES = C::STAGES;
+    static constexpr int QBUFS =
+        (2 * C::BM + 2 * C::STAGES * C::BN) * C::D * 2 + C::STAGES * C::BM * C::BN * 2 + 2048 <= 227 * 1024 ? 2 : 1;
+    static_assert(C::BN % 64 == 0, "the mask's 64-key panels");
+};
 
 /* The online softmax's lazy max (sm90_softmax), in log2 units; 0: off. tune.py, d = 128 with 8:
  * +4 %, but the largest P of a block is then no longer exactly 1 and the bf16 errors grow

@@ -13,6 +13,7 @@
 #include <float.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "fa_variant.h"
 #include "softmax.cuh"
@@ -33,6 +34,7 @@ typedef struct {
     float scale;                         /* p.scale, natural units */
     bool mask_pairs;                     /* attn_mask of 1- or 2-byte entries, keys adjacent and each
                                           * even key's pair aligned: read two at a time (var_scores) */
+    int mask_ahead;                      /* DEV */
 } fa_var;
 
 static inline fa_var var_resolve(const fa_params *p, const fa_variants *v)
@@ -49,10 +51,13 @@ static inline fa_var var_resolve(const fa_params *p, const fa_variants *v)
     x.mask_pairs = v->mask != NULL && v->mask_kind != FA_MASK_ADD_F32 && v->mask_col_stride == 1
                 && (uintptr_t)v->mask % (2 * es) == 0 && v->mask_batch_stride % 2 == 0
                 && v->mask_head_stride % 2 == 0 && v->mask_row_stride % 2 == 0;
+    { const char *e = getenv("FA_DEV_MASK_AHEAD"); x.mask_ahead = e ? atoi(e) : 0; }
     return x;
 }
 
 #ifdef __CUDACC__
+#include "ptx.cuh"
+
 /* One packed sequence as a tile sees it: its first rows in q/o and in k/v, its lengths and δ.
  * Unpacked calls: the whole (Nq, Nk) problem at rows 0 (packed false). */
 typedef struct {
@@ -269,6 +274,7 @@ typedef struct {
     const uint8_t *mask_rows[2];        /* at (b, h, row, 0) for each row (past Nq: the last row) */
     int64_t mask_col;                   /* its key stride in bytes */
     bool mask_pairs;                    /* fa_var.mask_pairs */
+    bool mask_bulk;                     /* keys adjacent, this thread's prefetch row 16-byte aligned */
     int mask_kind, Nq, Nk;
 } fa_var_rows;
 
@@ -324,6 +330,8 @@ __device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_se
             y.mask_rows[r] = y.mask + (int64_t)min(y.row[r], s.Nq - 1) * v.mask_row_stride * es;
     }
     y.mask_col = v.mask_col_stride * es;
+    y.mask_bulk = y.mask != NULL && y.mask_col == es && v.mask_row_stride != 0
+               && (uintptr_t)y.mask_rows[0] % 16 == 0 && (uintptr_t)y.mask_rows[1] % 16 == 0;
     y.Nq = s.Nq;
     y.Nk = s.Nk;
     return y;
@@ -336,6 +344,44 @@ __device__ __forceinline__ float var_tanh(float x)
     float r;
     asm("tanh.approx.f32 %0, %1;\n" : "=f"(r) : "f"(x));
     return r;
+}
+
+/* attn_mask's entries for block key0.. of this warp's 16 rows fetched into L2 ahead of var_scores
+ * (the loads there would otherwise wait on device memory): lanes t = 0, 1 take row g, lanes 2, 3
+ * row g + 8, each half of the block's keys, as one bulk prefetch (whole 16-byte chunks below Nk). */
+template <int BN>
+__device__ __forceinline__ void var_mask_prefetch(int key0, int t, const fa_var_rows &y)
+{
+    if (!y.mask_bulk)
+        return;
+    const int k = key0 + (t % 2) * (BN / 2);
+    const int64_t bytes = (int64_t)(min(k + BN / 2, y.Nk) - k) * y.mask_col / 16 * 16;
+    if (bytes > 0)
+        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n"
+                     :: "l"((t < 2 ? y.mask_rows[0] : y.mask_rows[1]) + (int64_t)k * y.mask_col), "r"((uint32_t)bytes) : "memory");
+}
+
+/* A 2-byte float attn_mask block added to this warp's scores from shared memory, where the Hopper
+ * kernel's TMA staged it (sm90_tile_mask): 64-key panels PANEL bytes apart of 128-byte rows, 16-byte
+ * chunk c of row r at c ^ (r mod 8). m_row: the row this lane addresses for ldmatrix (rows 0-7 of
+ * the strip for lanes 0-7 and 16-23, rows 8-15 for the others), chunk 0 of panel 0. Each ldmatrix.x4
+ * brings 16 keys: registers 0-3 are (row g, keys 8·2jj..), (g + 8, same), (g, 8·(2jj + 1)..),
+ * (g + 8, same), element pairs in the C layout. */
+template <typename T, int BN, int PANEL>
+__device__ __forceinline__ void var_mask_staged(float (&r_s)[BN / 2], uint32_t m_row)
+{
+    const uint32_t lane = threadIdx.x % 32, hi = lane / 16, xr = lane % 8;
+#pragma unroll
+    for (int jj = 0; jj < BN / 16; jj++) {
+        uint32_t r[4];
+        ldsm_x4(r, m_row + (jj / 4) * PANEL + (((2 * (jj % 4) + hi) ^ xr) << 4));
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            const uint16_t e0 = (uint16_t)r[k], e1 = (uint16_t)(r[k] >> 16);
+            r_s[8 * jj + 2 * k] += FA_LOG2E * to_float(*reinterpret_cast<const T *>(&e0));
+            r_s[8 * jj + 2 * k + 1] += FA_LOG2E * to_float(*reinterpret_cast<const T *>(&e1));
+        }
+    }
 }
 
 /* Whether var_scores reads block key0.. of attn_mask two keys at a time: whole blocks of a
@@ -351,8 +397,9 @@ __device__ __forceinline__ bool var_mask_paired(int key0, const fa_var_rows &y)
  *     s = scale · q·k;  softcap c: s = c · tanh(s / c);  ALiBi: s −= slope · |i + δ − j|;
  *     a float mask: s += mask[b, h, i, j];  s = −inf where j is not visible (window, causal,
  *     j >= Nk, key_mask, a bool mask). MODS false (FA_VAR_MASKS): the visibility steps alone. */
-template <typename T, int BN, bool MODS = true>
-__device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t, const fa_var_rows &y)
+template <typename T, int BN, bool MODS = true, int MASK_PANEL = 0>
+__device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t, const fa_var_rows &y,
+                                           uint32_t m_row = 0)
 {
     if (MODS && y.cap) {                                /* in units of the cap */
 #pragma unroll
@@ -380,7 +427,9 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
                     r_s[4 * j + e] = r_s[4 * j + 2 + e] = -INFINITY;
             }
     }
-    if (MODS && var_mask_paired<BN>(key0, y)) {                /* attn_mask, two keys per load */
+    if constexpr (MODS && MASK_PANEL > 0) {                  /* attn_mask staged in shared memory */
+        var_mask_staged<T, BN, MASK_PANEL>(r_s, m_row);
+    } else if (MODS && var_mask_paired<BN>(key0, y)) {         /* attn_mask, two keys per load */
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
 #pragma unroll
