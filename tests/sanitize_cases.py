@@ -85,6 +85,8 @@ def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90", key_mask=N
     out, lse = torch_flashattn.attention_lse(q, k, v, **kw)
     torch.cuda.synchronize()
     cpu = {n: x.cpu() if isinstance(x, torch.Tensor) else x for n, x in kw.items()}
+    if cpu.get("attn_mask") is not None and cpu["attn_mask"].dtype == dtype:     # the reference runs in fp32
+        cpu["attn_mask"] = cpu["attn_mask"].float()
     ref, ref_lse = torch_flashattn.attention_lse(q.float().cpu(), k.float().cpu(), v.float().cpu(), **cpu)
     err = (out.float().cpu() - ref).abs().max().item()
     fin = ref_lse.isfinite()

@@ -120,7 +120,7 @@ def test_float_masks_the_hopper_kernel_stages(d, fa_overrides):
     g = torch.Generator().manual_seed(seed_of("staged", d))
     B, Hq, Hkv, Nq, Nk = 2, 4, 2, 300, 1100
     q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, torch.bfloat16, "cuda")
-    wide = rand(g, 1, Hq, Nq, Nk + 8, dtype=torch.bfloat16, device="cuda")
+    wide = rand(g, 1, Hq, Nq, (Nk + 7) // 8 * 8 + 8, dtype=torch.bfloat16, device="cuda")   # rows of 16·k bytes
     for mask, staged in ((wide[..., :Nk], d <= 128), (wide[..., 1:Nk + 1], False),
                          (wide[..., :Nk].float(), False)):
         out, names = kernels_run(lambda: torch_flashattn.attention_lse(q, k, v, attn_mask=mask))

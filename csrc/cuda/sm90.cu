@@ -121,11 +121,12 @@ struct sm90_smem {
     alignas(1024) uint16_t q[C::QBUFS][C::PANELS][C::BM][64];  /* Q; then each consumer's O */
     alignas(1024) uint16_t k[C::STAGES][C::PANELS][C::BN][64]; /* K ring: block j in stage j % STAGES */
     alignas(1024) uint16_t v[C::STAGES][C::PANELS][C::BN][64]; /* V ring, same stage as K */
-    sm90_mask_ring<C::MASK_STAGES, C::BM, C::BN> mask;         /* attn_mask ring, landing with K */
     uint64_t full_q[C::QBUFS];                                 /* Q landed (TMA bytes) */
     uint64_t empty_q[C::QBUFS];                                /* O stored by every consumer */
     uint64_t full_k[C::STAGES], full_v[C::STAGES];             /* stage landed (TMA bytes) */
     uint64_t empty_k[C::STAGES], empty_v[C::STAGES];           /* stage released by every consumer warp */
+    sm90_mask_ring<C::MASK_STAGES, C::BM, C::BN> mask;         /* attn_mask ring, landing with K (last:
+                                                                  the other tiles' offsets stay) */
 };
 
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -567,8 +568,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if constexpr (VAR) {
             y = var_rows<VAR == FA_VAR_ALL>(a.var, seq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
             ctx.c = y.raw ? y.c : 1.f;
-            if constexpr (VAR == FA_VAR_ALL && !MSMEM)
-                for (int kb = 0; kb <= a.var.mask_ahead && kb < n_act; kb++)
+            if constexpr (VAR == FA_VAR_ALL && !MSMEM && D >= 128) /* attn_mask read per score: blocks 0, 1 */
+                for (int kb = 0; kb < 2 && kb < n_act; kb++)
                     var_mask_prefetch<BN>((kb0 + kb) * BN, t, y);
         }
 
@@ -623,9 +624,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             SM90_TIMED(tr_issue, issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
                                  issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
                                  if (pp) turn_pass(next_cw));
-            if constexpr (VAR == FA_VAR_ALL && !MSMEM)
-                if (a.var.mask_ahead > 0 && kb + a.var.mask_ahead < n_act)
-                    var_mask_prefetch<BN>((kb0 + kb + a.var.mask_ahead) * BN, t, y);
+            if constexpr (VAR == FA_VAR_ALL && !MSMEM && D >= 128) /* the next block's mask into L2 */
+                if (kb + 1 < n_act)
+                    var_mask_prefetch<BN>((kb0 + kb + 1) * BN, t, y);
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
             SM90_TIMED(tr_sm, reg_fence(r_s);
                               if (!MSMEM) release(&s.empty_k[st], lane);
@@ -723,7 +724,10 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * that one thread stores all 64 rows. */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         warpgroup_bar(1 + cw);
-        if (VAR && seq.packed) {                            /* packed: rows past Nq are another sequence's */
+        /* Packed: a strip that ends past the sequence's Nq would store into the next sequence's rows;
+         * whole strips take TMA's store at their place in the one batch entry of all rows. */
+        const bool packed_tail = VAR && seq.packed && row_first + 64 > Nq;
+        if (packed_tail) {
             var_store_rows<D, BM>(p, s_q, seq, h, row_first);
             warpgroup_bar(1 + cw);                          /* every thread has read its rows of Q's buffer */
             if (threadIdx.x % 128 == 0)
@@ -734,7 +738,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if (threadIdx.x % 128 == 0) {
 #pragma unroll
             for (int pn = 0; pn < PANELS; pn++)
-                tma_store(&a.tm_o, &s.q[qb][pn][64 * cw][0], 64 * pn, row_first, h, b);
+                tma_store(&a.tm_o, &s.q[qb][pn][64 * cw][0], 64 * pn, (VAR ? (int)seq.q0 : 0) + row_first, h,
+                          VAR && seq.packed ? 0 : b);
             asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
             /* Shared memory must outlive the store's reads of it; then the producer may refill it
              * (STORE_DEFER: after the next item's first Q Kᵀ is issued, or below). */
@@ -997,8 +1002,7 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
     /* A float mask of q's dtype with adjacent keys and rows: through shared memory where TMA can
      * read it (else, or if the map cannot be built, each thread reads its scores' entries). */
     const int staged = v->mask != NULL && v->mask_kind == FA_MASK_ADD && v->mask_col_stride == 1
-                    && v->mask_row_stride > 0 && v->cu_seqlens_q == NULL
-                    && !getenv("FA_DEV_NO_STAGE");
+                    && v->mask_row_stride > 0 && v->cu_seqlens_q == NULL;
 #define FA_SM90_VAR_LAUNCH(tile, kind)                                                              \
     (bf16 ? sm90_launch<__nv_bfloat16, tile, kind>(p, o, NULL, 0, NULL, stream, v)                 \
           : sm90_launch<__half, tile, kind>(p, o, NULL, 0, NULL, stream, v))

@@ -13,7 +13,6 @@
 #include <float.h>
 #include <limits.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 #include "fa_variant.h"
 #include "softmax.cuh"
@@ -34,7 +33,6 @@ typedef struct {
     float scale;                         /* p.scale, natural units */
     bool mask_pairs;                     /* attn_mask of 1- or 2-byte entries, keys adjacent and each
                                           * even key's pair aligned: read two at a time (var_scores) */
-    int mask_ahead;                      /* DEV */
 } fa_var;
 
 static inline fa_var var_resolve(const fa_params *p, const fa_variants *v)
@@ -51,7 +49,6 @@ static inline fa_var var_resolve(const fa_params *p, const fa_variants *v)
     x.mask_pairs = v->mask != NULL && v->mask_kind != FA_MASK_ADD_F32 && v->mask_col_stride == 1
                 && (uintptr_t)v->mask % (2 * es) == 0 && v->mask_batch_stride % 2 == 0
                 && v->mask_head_stride % 2 == 0 && v->mask_row_stride % 2 == 0;
-    { const char *e = getenv("FA_DEV_MASK_AHEAD"); x.mask_ahead = e ? atoi(e) : 0; }
     return x;
 }
 
