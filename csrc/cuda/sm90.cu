@@ -724,10 +724,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * that one thread stores all 64 rows. */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         warpgroup_bar(1 + cw);
-        /* Packed: a strip that ends past the sequence's Nq would store into the next sequence's rows;
-         * whole strips take TMA's store at their place in the one batch entry of all rows. */
-        const bool packed_tail = VAR && seq.packed && row_first + 64 > Nq;
-        if (packed_tail) {
+        if (VAR && seq.packed) {                            /* packed: rows past Nq are another sequence's */
             var_store_rows<D, BM>(p, s_q, seq, h, row_first);
             warpgroup_bar(1 + cw);                          /* every thread has read its rows of Q's buffer */
             if (threadIdx.x % 128 == 0)
@@ -738,8 +735,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if (threadIdx.x % 128 == 0) {
 #pragma unroll
             for (int pn = 0; pn < PANELS; pn++)
-                tma_store(&a.tm_o, &s.q[qb][pn][64 * cw][0], 64 * pn, (VAR ? (int)seq.q0 : 0) + row_first, h,
-                          VAR && seq.packed ? 0 : b);
+                tma_store(&a.tm_o, &s.q[qb][pn][64 * cw][0], 64 * pn, row_first, h, b);
             asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
             /* Shared memory must outlive the store's reads of it; then the producer may refill it
              * (STORE_DEFER: after the next item's first Q Kᵀ is issued, or below). */

@@ -29,11 +29,10 @@ struct sm90_kargs<0> {
 };
 
 #ifdef FA_SM90_DEVICE
-/* A packed call's strip that ends past its sequence's Nq leaves without TMA: a 64-row TMA store would
- * run into the next sequence's rows. The warpgroup's 128 threads copy its rows row_first.. below the
- * sequence's Nq from where they are staged (s_q: the warpgroup's rows of panel 0 of the Q buffer,
- * 128-byte swizzled panels of BM rows) to o, 16 bytes at a time (o's rows are 16-byte aligned: the
- * tensor map of o was built). */
+/* A packed call's O leaves without TMA: a 64-row TMA store would run into the next sequence's rows.
+ * The warpgroup's 128 threads copy its rows row_first.. below the sequence's Nq from where they are
+ * staged (s_q: the warpgroup's rows of panel 0 of the Q buffer, 128-byte swizzled panels of BM rows)
+ * to o, 16 bytes at a time (o's rows are 16-byte aligned: the tensor map of o was built). */
 template <int D, int BM>
 __device__ __forceinline__ void var_store_rows(const fa_params &p, uint32_t s_q, const fa_var_seq &s, int64_t h,
                                                int row_first)
