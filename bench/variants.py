@@ -46,6 +46,8 @@ POINTS = [
     point("bottom-right causal 1k over 4k", 4, 1024, 4096, causal=True, align="bottom_right"),
     point("padded batch 8 × 4k (40-100 %)", 8, 4096, 4096, valid=(0.4, 1.0)),
     point("T5 bias (1, H, N, N), 2k", 8, 2048, 2048, bias=True),
+    point("T5 bias (1, H, N, N), 4k", 4, 4096, 4096, bias=True),
+    point("T5 bias (1, H, N, N) causal, 2k", 8, 2048, 2048, causal=True, bias=True),
     # packed: 8 sequences of 1k..4k tokens (valid: their share of the longest), q and k alike
     point("varlen 8 × 1k–4k", 8, 4096, 4096, valid=(0.25, 1.0), varlen=True),
     point("varlen 8 × 1k–4k causal", 8, 4096, 4096, causal=True, valid=(0.25, 1.0), varlen=True),
@@ -100,8 +102,9 @@ def dense_mask(p, kw, H):
     if p["alibi"]:
         bias = -kw["alibi_slopes"].view(1, H, 1, 1) * (i - j).abs().float()
         return bias.masked_fill(~vis, float("-inf")).to(torch.bfloat16)
-    if "attn_mask" in kw:
-        return kw["attn_mask"]
+    if "attn_mask" in kw:                             # a bias, with the point's visibility as −inf
+        m = kw["attn_mask"]
+        return m if bool(vis.all()) else m.masked_fill(~vis, float("-inf"))
     return vis
 
 

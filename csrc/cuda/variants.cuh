@@ -345,17 +345,21 @@ __device__ __forceinline__ float var_tanh(float x)
 
 /* attn_mask's entries for block key0.. of this warp's 16 rows fetched into L2 ahead of var_scores
  * (the loads there would otherwise wait on device memory): lanes t = 0, 1 take row g, lanes 2, 3
- * row g + 8, each half of the block's keys, as one bulk prefetch (whole 16-byte chunks below Nk). */
+ * row g + 8, each one part of the block's bytes below Nk, split at a 16-byte boundary (the rows
+ * are 16-byte aligned, and so is each block's first key: BN · entry size is a multiple of 16), as
+ * one bulk prefetch of whole 16-byte chunks. */
 template <int BN>
 __device__ __forceinline__ void var_mask_prefetch(int key0, int t, const fa_var_rows &y)
 {
     if (!y.mask_bulk)
         return;
-    const int k = key0 + (t % 2) * (BN / 2);
-    const int64_t bytes = (int64_t)(min(k + BN / 2, y.Nk) - k) * y.mask_col / 16 * 16;
+    const int64_t first = (int64_t)key0 * y.mask_col, block = BN * y.mask_col, mid = block / 2 / 16 * 16;
+    const int64_t end = min(first + block, (int64_t)y.Nk * y.mask_col);
+    const int64_t a = first + (t % 2 ? mid : 0), e = t % 2 ? end : min(first + mid, end);
+    const int64_t bytes = (e - a) / 16 * 16;
     if (bytes > 0)
         asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n"
-                     :: "l"((t < 2 ? y.mask_rows[0] : y.mask_rows[1]) + (int64_t)k * y.mask_col), "r"((uint32_t)bytes) : "memory");
+                     :: "l"((t < 2 ? y.mask_rows[0] : y.mask_rows[1]) + a), "r"((uint32_t)bytes) : "memory");
 }
 
 /* A 2-byte float attn_mask block added to this warp's scores from shared memory, where the Hopper
