@@ -397,7 +397,9 @@ __device__ __forceinline__ bool var_mask_paired(int key0, const fa_var_rows &y)
  * into log2 units (left as they are when y.raw) with every variant of fa.h applied, in its order:
  *     s = scale · q·k;  softcap c: s = c · tanh(s / c);  ALiBi: s −= slope · |i + δ − j|;
  *     a float mask: s += mask[b, h, i, j];  s = −inf where j is not visible (window, causal,
- *     j >= Nk, key_mask, a bool mask). MODS false (FA_VAR_MASKS): the visibility steps alone. */
+ *     j >= Nk, key_mask, a bool mask). MODS false (FA_VAR_MASKS): the visibility steps alone.
+ * MASK_PANEL > 0: the float mask's block is in shared memory (var_mask_staged; m_row this lane's
+ * row of it), not read from y.mask. */
 template <typename T, int BN, bool MODS = true, int MASK_PANEL = 0>
 __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t, const fa_var_rows &y,
                                            uint32_t m_row = 0)
