@@ -1,0 +1,517 @@
+/*
+ * sm90_kernel.cuh — the Hopper forward kernel (sm90.cu includes it after sm90_steps.cuh): where a tile
+ * and a work item are, the persistent walk, fa_sm90_forward_kernel (producer and consumers) and the
+ * split tiles' merge kernel. The algorithm and layouts are described at the top of sm90.cu.
+ */
+#ifndef FA_SM90_KERNEL_CUH
+#define FA_SM90_KERNEL_CUH
+
+/* ---- Kernel -------------------------------------------------------------------------------- */
+
+/* Grid: 1-D, one CTA per tile or one per SM (sm90_persistent); block: the producer and
+ * C::CONSUMERS warpgroups. */
+/* Where a tile is: (b·Hq + h, query tile), tiles of one head next to each other (they share K
+ * and V in L2). Causal runs each head's heaviest tiles (most keys) first. Persistent and causal,
+ * a plain stride through that order would be unbalanced (with a stride that is a multiple of the
+ * tiles per head, a CTA gets only the heaviest or only the lightest), so the head-major order is
+ * walked as a snake (cta_tile). Keys past the tile's last row, masked for all its rows, are never loaded. */
+typedef struct {
+    int64_t bh;
+    int b, h, hk, m0, n_blocks;
+} sm90_tile_pos;
+
+__device__ __forceinline__ uint32_t fast_div(const sm90_divisor &x, uint32_t n)
+{
+    return x.d == 1 ? n : __umulhi(n, x.mul) >> x.shift;
+}
+
+template <class C>
+__device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t tile)
+{
+    sm90_tile_pos tp;
+    const uint32_t t = (uint32_t)tile;
+    uint32_t rank, bh;
+    if (t < (uint32_t)a.n_full) {
+        bh = fast_div(a.div_full_q, t);
+        rank = t - bh * a.div_full_q.d;
+    } else {                                            /* a head's last query tile, moved last */
+        bh = t - (uint32_t)a.n_full;
+        rank = a.div_q_tiles.d - 1;
+    }
+    tp.bh = bh;
+    tp.m0 = (int)(a.p.causal ? a.div_q_tiles.d - 1 - rank : rank) * C::BM;
+    tp.b = (int)fast_div(a.div_hq, bh);
+    tp.h = (int)(bh - (uint32_t)tp.b * a.div_hq.d);
+    tp.hk = (int)fast_div(a.div_q_per_kv, (uint32_t)tp.h);
+    const int kv_end = a.p.causal ? min((int)a.p.Nk, tp.m0 + C::BM) : (int)a.p.Nk;
+    tp.n_blocks = (kv_end + C::BN - 1) / C::BN;
+    return tp;
+}
+
+/* A work item: its tile, the key blocks [kb0, kb0 + nb) it reads, and for a part of a split
+ * tile its index among the tail items (j, else −1). SPLIT = false (a launch with no split tiles):
+ * the whole tile, known at compile time, so the kernel is the one without the split. */
+typedef struct {
+    sm90_tile_pos tp;
+    int kb0, nb;
+    int64_t j;
+} sm90_item;
+
+template <class C, bool SPLIT>
+__device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
+{
+    sm90_item w;
+    if (!SPLIT) {
+        w.tp = tile_pos<C>(a, item);
+        w.j = -1;
+        w.kb0 = 0;
+        w.nb = w.tp.n_blocks;
+        return w;
+    }
+    const int64_t j = item - a.n_whole;
+    const bool split = j >= 0 && j < a.n_split;
+    w.tp = tile_pos<C>(a, j < 0 ? item
+                          : split ? a.n_whole + j / a.parts
+                                  : item - a.n_split + a.n_split / a.parts);
+    w.j = split ? j : -1;
+    const int part = split ? (int)(j % a.parts) : 0, parts = split ? a.parts : 1;
+    w.kb0 = part * w.tp.n_blocks / parts;
+    w.nb = (part + 1) * w.tp.n_blocks / parts - w.kb0;
+    return w;
+}
+
+/* This CTA's it-th tile (n_tiles or more once it has none left). Pass it of the grid over the
+ * tile sequence covers it·tile_stride onwards, CTA c taking its c-th tile; with
+ * a.snake odd passes run backwards, so a CTA that took a heavy tile then takes a light one. A pass
+ * lies wholly after the previous one, so the first tile past the end ends the walk. */
+__device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
+{
+    const int64_t c = blockIdx.x;
+    return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
+}
+
+template <typename T, class C, bool SPLIT, int VAR>
+__global__ void __launch_bounds__(C::THREADS, 1)
+fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
+{
+#ifdef FA_SM90_DEVICE
+    constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, PANELS = C::PANELS;
+    constexpr bool STORE_DEFER = FA_SM90_STORE_DEFER && C::QBUFS == 2;
+    constexpr bool MSMEM = C::MASK_STAGES > 0;                  /* attn_mask blocks land with K's */
+    static_assert(!MSMEM || VAR == FA_VAR_ALL, "a staged mask is a variant");
+    extern __shared__ uint8_t smem_raw[];
+    sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
+
+    const fa_params &p = a.p;
+    const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   /* warp-uniform to the compiler */
+    /* VAR: this CTA's sequence (packed calls run one tile per CTA; var_packed_tile). */
+    fa_var_seq seq{};
+    if constexpr (VAR)
+        seq = a.var.v.cu_seqlens_q != NULL ? var_seq(a.var, p, item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.b)
+                                           : var_whole(a.var, p);
+    const int Nq = VAR ? seq.Nq : (int)p.Nq, Nk = VAR ? seq.Nk : (int)p.Nk;
+
+    /* VAR with key_mask: each batch entry's key range (var_keys_rows), after the struct when the
+     * launch gave it room (a.key_rows), scanned by every warp before the roles part. */
+    const uint32_t keys = smem_u32(&s + 1);
+    if constexpr (VAR) {
+        if (a.key_rows) {                                   /* one tile per CTA: its own row only */
+            const bool one = a.tile_stride >= a.n_items;
+            const int64_t b0 = one ? item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.b : 0;
+            var_keys_rows(a.var, p, reinterpret_cast<uint2 *>(&s + 1), b0, one ? b0 + 1 : p.B, threadIdx.x / 32,
+                          C::THREADS / 32);
+        }
+    }
+    if (threadIdx.x == 0) {
+        for (int i = 0; i < C::QBUFS; i++)
+            mbar_init(&s.full_q[i], 1), mbar_init(&s.empty_q[i], C::CONSUMERS);
+        for (int i = 0; i < STAGES; i++) {
+            mbar_init(&s.full_k[i], 1), mbar_init(&s.full_v[i], 1);
+            mbar_init(&s.empty_k[i], 4 * C::CONSUMERS), mbar_init(&s.empty_v[i], 4 * C::CONSUMERS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    /* Barrier: the mbarriers are initialised (and the key ranges in) before any thread (or TMA)
+     * uses them. */
+    __syncthreads();
+    if constexpr (VAR)                                      /* packed: cu_seqlens' rules, the tile's rows */
+        if (seq.packed && !var_packed_tile<C::THREADS>(a.var, p, Nq, item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.m0))
+            return;                                         /* the whole CTA, before any role */
+
+    /* This CTA's tiles (cta_tile: one unless persistent); the producer and the consumers walk the
+     * same sequence. The K/V ring and the Q buffers run on across tiles: kc counts the blocks this
+     * CTA has passed through the ring, it the tiles. setmaxnreg comes first and unconditionally,
+     * so that ptxas allocates each role's loop under its own register budget. */
+    int kc = 0, it = 0;
+    if (wg == 0) {
+        /* Producer: one thread issues every load; the others leave. */
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
+        if (threadIdx.x != 0)
+            return;
+        for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
+            sm90_item w = item_pos<C, SPLIT>(a, item);
+            fa_var_keys kr;
+            if constexpr (VAR) {
+                kr = var_keys_get(a.var, keys, a.key_rows, w.tp.b, Nk);
+                var_blocks<C::BN>(a.var, seq, kr, w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
+            }
+            const int h = w.tp.h, hk = w.tp.hk, n_blocks = w.nb, kb0 = w.kb0;
+            /* Packed: the sequence's rows, in tensor maps of one batch entry over all rows. */
+            const int b = VAR && seq.packed ? 0 : w.tp.b;
+            const int m0 = w.tp.m0 + (VAR ? (int)seq.q0 : 0), k0 = VAR ? (int)seq.k0 : 0;
+            const int qb = it % C::QBUFS;
+            const uint32_t q_parity = (it / C::QBUFS) & 1;
+            SM90_TRACE(it, 0);
+            /* Q buffer qb is free once every consumer has stored the O it staged there. */
+            mbar_wait(&s.empty_q[qb], q_parity ^ 1);
+            mbar_expect_tx(&s.full_q[qb], BM * D * 2);
+#pragma unroll
+            for (int pn = 0; pn < PANELS; pn++)
+                tma_load(s.q[qb][pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q[qb]);
+            SM90_TRACE(it, 1);
+            for (int kb = 0; kb < n_blocks; kb++) {
+                const int st = (kc + kb) % STAGES;
+                const uint32_t parity = (((kc + kb) / STAGES) & 1) ^ 1;
+#if defined(FA_SM90_TRACE) && FA_SM90_TRACE_NO_KV
+                /* A timing probe, wrong results: past the ring's first fill the stages are
+                 * declared landed without a load, so the main loop runs without K / V traffic. */
+                if (kc + kb >= STAGES) {
+                    mbar_wait(&s.empty_k[st], parity);
+                    mbar_arrive(&s.full_k[st]);
+                    mbar_wait(&s.empty_v[st], parity);
+                    mbar_arrive(&s.full_v[st]);
+                    continue;
+                }
+#endif
+                mbar_wait(&s.empty_k[st], parity);
+                mbar_expect_tx(&s.full_k[st], BN * D * 2 + (MSMEM ? BM * BN * 2 : 0));
+#pragma unroll
+                for (int pn = 0; pn < PANELS; pn++)
+                    tma_load(s.k[st][pn], &a.tm_k, 64 * pn, k0 + (kb0 + kb) * BN, hk, b, &s.full_k[st]);
+                if constexpr (MSMEM) {                      /* attn_mask[b, h, m0.., block]: never packed */
+#pragma unroll
+                    for (int mp = 0; mp < BN / 64; mp++)
+                        tma_load(s.mask.m[st][mp], &a.tm_mask, (kb0 + kb) * BN + 64 * mp, w.tp.m0, a.mask_h ? h : 0,
+                                 a.mask_b ? w.tp.b : 0, &s.full_k[st]);
+                }
+                mbar_wait(&s.empty_v[st], parity);
+                mbar_expect_tx(&s.full_v[st], BN * D * 2);
+#pragma unroll
+                for (int pn = 0; pn < PANELS; pn++)
+                    tma_load(s.v[st][pn], &a.tm_v, 64 * pn, k0 + (kb0 + kb) * BN, hk, b, &s.full_v[st]);
+            }
+            SM90_TRACE(it, 2);
+            kc += n_blocks;
+        }
+        return;
+    }
+
+    /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
+    bool stored = false;                                    /* STORE_DEFER: the last item's O store */
+    for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
+        sm90_item w = item_pos<C, SPLIT>(a, item);
+        fa_var_keys kr;
+        if constexpr (VAR) {
+            kr = var_keys_get(a.var, keys, a.key_rows, w.tp.b, Nk);
+            var_blocks<C::BN>(a.var, seq, kr, w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
+        }
+        const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
+        const int64_t bh = w.tp.bh;
+        SM90_TRACE(it, 12);
+        SM90_TRACE_VAL(it, 13, m0);
+        const int qb = it % C::QBUFS;
+        const uint32_t q_parity = (it / C::QBUFS) & 1;
+        const int cw = wg - 1;                              /* consumer cw: rows 64cw.. of the tile */
+        const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+        const int g = lane / 4, t = lane % 4;
+        const float c = a.scale_log2;
+        const int row_first = m0 + 64 * cw;                 /* this warpgroup's first and this */
+        const int row0 = row_first + 16 * warp + g;         /* thread's rows: row0, row0 + 8 */
+        const uint32_t s_q = smem_u32(s.q[qb]) + 64 * cw * 128; /* this warpgroup's rows of panel 0 */
+        /* MSMEM: this lane's ldmatrix row of mask stage 0 (var_mask_staged); stages M_STAGE apart. */
+        constexpr uint32_t M_STAGE = MSMEM ? BN / 64 * BM * 128 : 0;
+        uint32_t m_row = 0;
+        if constexpr (MSMEM)
+            m_row = smem_u32(s.mask.m[0]) + (64 * cw + 16 * warp + 8 * ((lane / 8) % 2) + lane % 8) * 128;
+        /* Ping-pong: consumer cw issues after consumer cw − 1 (cyclically); every consumer takes
+         * n_blocks + 1 turns per tile (all blocks, even fully masked ones). The last consumer gives
+         * the first its first turn of the CTA's first tile, and passes its last turn of each tile on
+         * to the first unless the tile is the CTA's last, so every barrier balances. */
+        const bool pp = C::PINGPONG;
+        const int next_cw = (cw + 1) % C::CONSUMERS;
+        const bool last_tile = cta_tile(a, it + 1) >= a.n_items;
+        if (pp && cw == C::CONSUMERS - 1 && it == 0)
+            turn_pass(0);
+
+        /* Rows all past Nq (in a head's last query tile): this warpgroup computes nothing. It
+         * releases each stage once it has landed and takes its turns as the others do, so that
+         * every barrier balances (ping-pong only: the turns keep it in step with the others, so
+         * that its arrivals on empty_q cannot run a Q buffer's phase ahead). */
+        if (pp && row_first >= Nq) {
+            for (int kb = 0; kb <= n_blocks; kb++) {
+                if (kb < n_blocks)
+                    release_landed<C>(s, kc + kb, lane);
+                turn_wait(cw);
+                if (kb < n_blocks || cw != C::CONSUMERS - 1 || !last_tile)
+                    turn_pass(next_cw);
+                if (kb == 0 && STORE_DEFER && stored && threadIdx.x % 128 == 0) {
+                    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+                    mbar_arrive(&s.empty_q[(it + 1) % C::QBUFS]);
+                }
+            }
+            kc += n_blocks;
+            stored = false;
+            if (threadIdx.x % 128 == 0)
+                mbar_arrive(&s.empty_q[qb]);
+            continue;
+        }
+
+        float r_o[D / 2];                                   /* O: 64 × D, wgmma accumulator layout */
+#pragma unroll
+        for (int i = 0; i < D / 2; i++)
+            r_o[i] = 0.f;
+        float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f}, alpha[2];
+        float r_s[BN / 2];                                  /* S, then P in fp32: 64 × BN */
+        uint32_t r_p[BN / 16][4];                           /* P as wgmma A fragments, keys 16kk.. */
+
+        /* Causal, without ping-pong: blocks starting past this warpgroup's last row are all masked
+         * for it (blocks at the end only); it releases them untouched. Block 0 shows key 0 to every
+         * row, so every m_i is finite after it. */
+        const int n_act = !VAR && p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
+        sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
+        fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
+        if constexpr (VAR) {
+            y = var_rows<VAR == FA_VAR_ALL>(a.var, seq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
+            ctx.c = y.raw ? y.c : 1.f;
+            if constexpr (VAR == FA_VAR_ALL && !MSMEM && D >= 128) /* attn_mask read per score: blocks 0, 1 */
+                for (int kb = 0; kb < 2 && kb < n_act; kb++)
+                    var_mask_prefetch<BN>((kb0 + kb) * BN, t, y);
+        }
+
+        SM90_TRACE_NS(it, 6);
+        SM90_TRACE(it, 0);
+        mbar_wait(&s.full_q[qb], q_parity);
+        SM90_TRACE(it, 1);
+        /* Block 0: S_0 = Q K_0ᵀ, P_0. */
+        {
+            const int st = kc % STAGES;
+            mbar_wait(&s.full_k[st], (kc / STAGES) & 1);
+            if (pp)
+                turn_wait(cw);
+            issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
+            if (pp)
+                turn_pass(next_cw);
+            /* The previous item's O has been read out of its Q buffer: the producer may refill it. */
+            if (STORE_DEFER && stored && threadIdx.x % 128 == 0) {
+                asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+                mbar_arrive(&s.empty_q[(it + 1) % C::QBUFS]);
+            }
+            stored = false;
+            wgmma_wait<0>();
+            reg_fence(r_s);
+            if (!MSMEM)
+                release(&s.empty_k[st], lane);
+        }
+        if constexpr (VAR) {
+            const int st = kc % STAGES;
+            var_scores<T, BN, VAR == FA_VAR_ALL, MSMEM ? BM * 128 : 0>(r_s, kb0 * BN, t, y, m_row + st * M_STAGE);
+            if (MSMEM)
+                release(&s.empty_k[st], lane);
+        }
+        sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
+        pack_frags<T, BN>(r_p, r_s);
+        SM90_TRACE(it, 2);
+        /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
+         * S_kb waits only for the first, so it overlaps the second, and O is rescaled once the second
+         * has completed. The last block's P V follows the loop. */
+        SM90_TRACE_VAR(tr_kv);
+        SM90_TRACE_VAR(tr_turn);
+        SM90_TRACE_VAR(tr_qk);
+        SM90_TRACE_VAR(tr_pv);
+        SM90_TRACE_VAR(tr_issue);
+        SM90_TRACE_VAR(tr_sm);
+        for (int kb = 1; kb < n_act; kb++) {
+            const int st = (kc + kb) % STAGES, pst = (kc + kb - 1) % STAGES;
+            SM90_TIMED(tr_kv, mbar_wait(&s.full_k[st], ((kc + kb) / STAGES) & 1);
+                              mbar_wait(&s.full_v[pst], ((kc + kb - 1) / STAGES) & 1));
+            if (pp)
+                SM90_TIMED(tr_turn, turn_wait(cw));
+            SM90_TIMED(tr_issue, issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
+                                 issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
+                                 if (pp) turn_pass(next_cw));
+            if constexpr (VAR == FA_VAR_ALL && !MSMEM && D >= 128) /* the next block's mask into L2 */
+                if (kb + 1 < n_act)
+                    var_mask_prefetch<BN>((kb0 + kb + 1) * BN, t, y);
+            SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
+            SM90_TIMED(tr_sm, reg_fence(r_s);
+                              if (!MSMEM) release(&s.empty_k[st], lane);
+                              if constexpr (VAR) var_scores<T, BN, VAR == FA_VAR_ALL, MSMEM ? BM * 128 : 0>(
+                                  r_s, (kb0 + kb) * BN, t, y, m_row + st * M_STAGE);
+                              if (MSMEM) release(&s.empty_k[st], lane);
+                              sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
+                              softmax_done<C>(l_i));
+            SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
+            reg_fence(r_o);
+            reg_fence_u(r_p);
+            release(&s.empty_v[pst], lane);
+            rescale<C>(r_o, alpha);
+            pack_frags<T, BN>(r_p, r_s);
+        }
+        SM90_TRACE(it, 3);
+        SM90_TRACE_PUT4(it, tr_kv, tr_turn, tr_qk, tr_pv);
+        SM90_TRACE_PUT2(it, tr_issue, tr_sm);
+        {
+            const int st = (kc + n_act - 1) % STAGES;
+            mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);
+            if (pp)
+                turn_wait(cw);
+            issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
+            if (pp && (cw != C::CONSUMERS - 1 || !last_tile))
+                turn_pass(next_cw);
+            wgmma_wait<0>();
+            reg_fence(r_o);
+            reg_fence_u(r_p);
+            release(&s.empty_v[st], lane);
+        }
+        /* Blocks all masked for this warpgroup: released once they have landed. */
+        for (int kb = n_act; kb < n_blocks; kb++)
+            release_landed<C>(s, kc + kb, lane);
+        kc += n_blocks;
+        SM90_TRACE(it, 4);
+
+        /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. VAR: a
+         * sink joins the denominator, and a row that saw no key (l = 0) gets O = 0 (fa_row_end). */
+        float inv_l[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float l = l_i[r];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            float lse2 = 0.f;
+            if constexpr (VAR) {
+                const float *sinks = a.var.v.sinks;
+                fa_row_end(m_i[r] * ctx.c, l, sinks != NULL, sinks != NULL ? sinks[h] * FA_LOG2E : 0.f, &inv_l[r],
+                           &lse2);
+            } else {
+                inv_l[r] = 1.f / l;
+            }
+            const int row = row0 + 8 * r;
+            if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM) */
+                a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
+            else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q) */
+                p.lse[VAR && seq.packed ? h * seq.total_q + seq.q0 + row : bh * p.Nq + row] =
+                    VAR ? lse2 * FA_LN2 : fa_lse(m_i[r] * c, l);
+        }
+
+        /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is
+         * even: columns 2t, 2t + 1 go as one float2), for fa_sm90_merge_kernel. Then, once every
+         * warp of the warpgroup is past its last wgmma (warpgroup barrier), Q's buffer is free. */
+        if (SPLIT && w.j >= 0) {
+            const int d = (int)p.d;
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                float *o_row = a.o_part + (w.j * BM + row0 + 8 * r - m0) * d;
+#pragma unroll
+                for (int j = 0; j < D / 8; j++)
+                    if (8 * j + 2 * t < d)
+                        *reinterpret_cast<float2 *>(o_row + 8 * j + 2 * t) =
+                            make_float2(r_o[4 * j + 2 * r] * inv_l[r], r_o[4 * j + 2 * r + 1] * inv_l[r]);
+            }
+            warpgroup_bar(1 + cw);
+            if (threadIdx.x % 128 == 0)
+                mbar_arrive(&s.empty_q[qb]);
+            SM90_TRACE(it, 5);
+            continue;
+        }
+
+        /* Stage O in this warpgroup's Q rows (its last S = Q Kᵀ has completed): column 8j + 2t of
+         * row rr is chunk j % 8 of panel j / 8, swizzled, bytes 4t..4t+3. */
+#pragma unroll
+        for (int j = 0; j < D / 8; j++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const int rr = 16 * warp + g + 8 * r;
+                const uint32_t addr = s_q + (j / 8) * (BM * 128) + rr * 128 + (((j % 8) ^ (rr % 8)) << 4) + 4 * t;
+                const uint32_t x = pack2<T>(r_o[4 * j + 2 * r] * inv_l[r], r_o[4 * j + 2 * r + 1] * inv_l[r]);
+                asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(addr), "r"(x) : "memory");
+            }
+        /* The TMA engine reads what the generic proxy wrote: fence, then a warpgroup barrier so
+         * that one thread stores all 64 rows. */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        warpgroup_bar(1 + cw);
+        if (VAR && seq.packed) {                            /* packed: rows past Nq are another sequence's */
+            var_store_rows<D, BM>(p, s_q, seq, h, row_first);
+            warpgroup_bar(1 + cw);                          /* every thread has read its rows of Q's buffer */
+            if (threadIdx.x % 128 == 0)
+                mbar_arrive(&s.empty_q[qb]);
+            SM90_TRACE(it, 5);
+            continue;
+        }
+        if (threadIdx.x % 128 == 0) {
+#pragma unroll
+            for (int pn = 0; pn < PANELS; pn++)
+                tma_store(&a.tm_o, &s.q[qb][pn][64 * cw][0], 64 * pn, row_first, h, b);
+            asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+            /* Shared memory must outlive the store's reads of it; then the producer may refill it
+             * (STORE_DEFER: after the next item's first Q Kᵀ is issued, or below). */
+            if (!STORE_DEFER || last_tile) {
+                asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+                mbar_arrive(&s.empty_q[qb]);
+            }
+        }
+        stored = true;
+        SM90_TRACE(it, 5);
+    }
+#endif /* FA_SM90_DEVICE */
+}
+
+/* The split tiles' parts merged, one warp per row of a tail tile, MERGE_ROWS rows per CTA (grid
+ * n_split / parts · BM / MERGE_ROWS): O = Σ_q w_q O_q / Σ_q w_q, w_q = exp2(lse_q − M),
+ * M = max_q lse_q; lse = M + log2 Σ_q w_q. Every part reads at least one key (non-causal), so each
+ * lse_q is finite for finite inputs. */
+#define MERGE_ROWS 4
+template <typename T, class C>
+__global__ void __launch_bounds__(32 * MERGE_ROWS) fa_sm90_merge_kernel(const __grid_constant__ sm90_args a)
+{
+#ifdef FA_SM90_DEVICE
+    constexpr int BM = C::BM, MAX_PARTS = 4;
+    static_assert(BM % MERGE_ROWS == 0, "a CTA's rows lie in one tile");
+    const fa_params &p = a.p;
+    const int lane = threadIdx.x % 32;
+    const int64_t item_row = (int64_t)blockIdx.x * MERGE_ROWS + threadIdx.x / 32;
+    const int64_t tail = item_row / BM;
+    const int r = (int)(item_row % BM);
+    const sm90_tile_pos tp = tile_pos<C>(a, a.n_whole + tail);
+    const int row = tp.m0 + r;
+    if (row >= p.Nq)
+        return;
+    const int parts = a.parts, d = (int)p.d;
+    const int64_t j0 = tail * parts;
+    float lse[MAX_PARTS], M = -INFINITY;
+#pragma unroll
+    for (int q = 0; q < MAX_PARTS; q++) {
+        lse[q] = q < parts ? a.lse_part[(j0 + q) * BM + r] : -INFINITY;
+        M = fmaxf(M, lse[q]);
+    }
+    float wt[MAX_PARTS], l = 0.f;
+#pragma unroll
+    for (int q = 0; q < MAX_PARTS; q++) {
+        wt[q] = q < parts ? exp2f(lse[q] - M) : 0.f;
+        l += wt[q];
+    }
+    T *o = (T *)p.o + tp.b * p.o_batch_stride + tp.h * p.o_head_stride + row * p.o_row_stride;
+    for (int col = lane; col < d; col += 32) {
+        float x = 0.f;
+#pragma unroll
+        for (int q = 0; q < MAX_PARTS; q++)
+            if (q < parts)
+                x += wt[q] * a.o_part[((j0 + q) * BM + r) * d + col];
+        from_float(o + col, x / l);
+    }
+    if (p.lse && lane == 0)
+        p.lse[tp.bh * p.Nq + row] = fa_lse(M, l);
+#endif /* FA_SM90_DEVICE */
+}
+
+#endif /* FA_SM90_KERNEL_CUH */

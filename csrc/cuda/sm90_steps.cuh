@@ -1,0 +1,247 @@
+/*
+ * sm90_steps.cuh — the Hopper forward kernel's arguments, shared memory and consumer steps (sm90.cu
+ * includes it, then sm90_kernel.cuh): the launch-time divisor, sm90_args, the shared-memory struct of a
+ * tile (Q buffers, K/V rings, barriers, the staged mask's ring), and the consumers' per-block steps
+ * (Q Kᵀ and P V issue, stage release, the online softmax, the O rescale). Needs the headers sm90.cu
+ * includes before it.
+ */
+#ifndef FA_SM90_STEPS_CUH
+#define FA_SM90_STEPS_CUH
+
+/* ---- Kernel arguments and shared memory ---------------------------------------------------- */
+
+/* Division by a divisor fixed at launch, for the tile positions (tile_pos): for 0 <= n < 2³¹,
+ * n / d = umulhi(n, mul) >> shift with mul = ceil(2^(31 + l) / d) < 2³², l = ceil(log2 d),
+ * shift = l − 1 (d = 1: n itself). Granlund and Montgomery's method; with the 64-bit divisions it
+ * replaces, finding the next tile took each consumer 0.55 µs, now 0.25-0.30 (tools/sm90/trace.py,
+ * H200). */
+typedef struct {
+    uint32_t d, mul, shift;
+} sm90_divisor;
+
+static sm90_divisor sm90_divisor_make(uint32_t d)
+{
+    sm90_divisor x = {d, 0, 0};
+    if (d > 1) {
+        uint32_t l = 0;
+        while ((1ull << l) < d)
+            l++;
+        x.mul = (uint32_t)(((1ull << (31 + l)) + d - 1) / d);
+        x.shift = l - 1;
+    }
+    return x;
+}
+
+/* Kernel arguments: four TMA descriptors (4-D: column, row, head, batch) and the caller's
+ * params with scalars derived on the host. */
+typedef struct {
+    CUtensorMap tm_q, tm_k, tm_v, tm_o;  /* boxes: Q 64 × BM, K and V 64 × BN, O 64 × 64 */
+    fa_params p;
+    float scale_log2;                    /* scale · log2(e), at least FLT_MIN */
+    int64_t n_q_tiles;                   /* ceil(Nq / BM) */
+    int64_t n_tiles;                     /* B · Hq · n_q_tiles, less than 2²⁹ (sm90_launch) */
+    /* Head-major order (tile_pos): tiles below n_full walk each head's query tiles in turn
+     * (div_full_q.d of them per head); the tiles past them, if any, are the heads' last query
+     * tiles, one per head, moved to the end (plan.c, fa_plan_sm90_walk). */
+    int64_t n_full;
+    sm90_divisor div_q_tiles, div_full_q, div_bh, div_hq, div_q_per_kv;  /* n_q_tiles, n_full_q,
+                                                                             B · Hq, Hq, Hq / Hkv */
+    int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
+    int snake;                           /* every other pass of the grid runs backwards: cta_tile */
+    /* Work items (item_pos): items below n_whole are whole tiles; the n_split items past them are
+     * the parts of the next n_split / parts tiles, split along the keys (the last, partly filled
+     * round of a persistent grid), which store (O / l, lse) in fp32 to o_part / lse_part for
+     * fa_sm90_merge_kernel; the items after those are whole tiles again. parts = 1: no split,
+     * n_items = n_whole = n_tiles. */
+    int64_t n_items, n_whole, n_split;
+    int parts;
+    float *o_part;                       /* (tail item, BM rows, d) */
+    float *lse_part;                     /* (tail item, BM rows), log2 units */
+} sm90_args;
+
+/* The attn_mask ring of sm90_tile_mask (block j in stage j % STAGES, as K); none for other tiles. */
+template <int STAGES, int BM, int BN>
+struct sm90_mask_ring {
+    alignas(1024) uint16_t m[STAGES][BN / 64][BM][64];
+};
+template <int BM, int BN>
+struct sm90_mask_ring<0, BM, BN> {
+};
+
+/* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
+ * its columns 64p..64p+63, rows 128 bytes apart. */
+template <class C>
+struct sm90_smem {
+    alignas(1024) uint16_t q[C::QBUFS][C::PANELS][C::BM][64];  /* Q; then each consumer's O */
+    alignas(1024) uint16_t k[C::STAGES][C::PANELS][C::BN][64]; /* K ring: block j in stage j % STAGES */
+    alignas(1024) uint16_t v[C::STAGES][C::PANELS][C::BN][64]; /* V ring, same stage as K */
+    uint64_t full_q[C::QBUFS];                                 /* Q landed (TMA bytes) */
+    uint64_t empty_q[C::QBUFS];                                /* O stored by every consumer */
+    uint64_t full_k[C::STAGES], full_v[C::STAGES];             /* stage landed (TMA bytes) */
+    uint64_t empty_k[C::STAGES], empty_v[C::STAGES];           /* stage released by every consumer warp */
+    sm90_mask_ring<C::MASK_STAGES, C::BM, C::BN> mask;         /* attn_mask ring, landing with K (last:
+                                                                  the other tiles' offsets stay) */
+};
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define FA_SM90_DEVICE 1    /* the sm_90a pass; other targets compile an empty kernel */
+#endif
+
+#include "sm90_variants.cuh"
+
+#ifdef FA_SM90_DEVICE
+/* ---- Consumer steps ------------------------------------------------------------------------ */
+
+/* S = Q Kᵀ (64 × BN) issued as D/16 wgmmas down the panels, 32 bytes of Q and K each; s_q: this
+ * warpgroup's rows of Q panel 0, s_k: the K stage. Completes at the next wgmma_wait. */
+template <typename T, class C>
+__device__ __forceinline__ void issue_qk(float (&r_s)[C::BN / 2], uint32_t s_q, uint32_t s_k)
+{
+    wgmma_fence();
+    issue_ab_t<T, C::D, C::BN, C::BM * 128, C::BN * 128>(r_s, s_q, s_k);
+}
+
+/* O += P V issued as BN/16 wgmmas; V (keys × D, panels BN·128 bytes apart) is the MN-major B
+ * operand, 16 keys = 2 KB of each panel per wgmma. */
+template <typename T, class C>
+__device__ __forceinline__ void issue_pv(float (&r_o)[C::D / 2], const uint32_t (&r_p)[C::BN / 16][4],
+                                         uint32_t s_v)
+{
+    const uint64_t d_v = wgmma_desc(s_v, C::BN * 128);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < C::BN / 16; kk++)
+        wgmma_rs<C::D, T>(r_o, r_p[kk], desc_at(d_v, kk * 16 * 128), 1);
+    wgmma_commit();
+}
+
+/* This warp is done with a stage: one arrival per warp (the empty barriers count them all). */
+__device__ __forceinline__ void release(uint64_t *bar, int lane)
+{
+    __syncwarp();
+    if (lane == 0)
+        mbar_arrive(bar);
+}
+
+/* The CTA's ring block j (its K and V stages), released untouched once it has landed. */
+template <class C>
+__device__ __forceinline__ void release_landed(sm90_smem<C> &s, int j, int lane)
+{
+    const int st = j % C::STAGES;
+    const uint32_t parity = (j / C::STAGES) & 1;
+    mbar_wait(&s.full_k[st], parity);
+    release(&s.empty_k[st], lane);
+    mbar_wait(&s.full_v[st], parity);
+    release(&s.empty_v[st], lane);
+}
+
+/* What the softmax of a block needs to know about this thread's rows. */
+typedef struct {
+    int Nk, causal;
+    int row_first;          /* the warpgroup's first query row */
+    int row0;               /* this thread's rows: row0, row0 + 8 */
+    int t;                  /* lane % 4: columns 2t, 2t + 1 of each 8-column tile */
+    float c;                /* scale · log2(e) */
+} sm90_softmax_ctx;
+
+/* The online softmax of the block of keys key0..key0+BN−1, in place:
+ *     S = −inf where key >= Nk or (causal) key > row     (tail and diagonal blocks only)
+ *     m_new = max(m_i, rowmax(S)),  alpha = exp2((m_i − m_new)·c)   (0 on the first block)
+ *     P = exp2(S·c − m_new·c),  l_i = l_i·alpha + rowsum(P)  (this thread's columns)
+ * r_s: element i is (row row0 + 8·((i/2)%2), key key0 + 8·(i/4) + 2t + i%2). */
+template <class C, bool VAR = false>
+__device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_i)[2], float (&l_i)[2],
+                                             float (&alpha)[2], int key0, const sm90_softmax_ctx &x)
+{
+    constexpr int BN = C::BN;
+    /* VAR: S arrives masked (var_scores), in log2 units with c = 1 or raw with c the scale's,
+     * and a row may have seen no key yet (m = −inf): P = 0 then, and nothing to rescale. */
+    if (!VAR && (key0 + BN > x.Nk || (x.causal && key0 + BN - 1 > x.row_first))) {
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++) {
+            const int key = key0 + 8 * (i / 4) + 2 * x.t + i % 2;
+            const int row = x.row0 + 8 * ((i / 2) % 2);
+            if (key >= x.Nk || (x.causal && key > row))
+                r_s[i] = -INFINITY;
+        }
+    }
+    float mc[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {                       /* a row lives on the 4 lanes of a quad */
+        float m = m_i[r];
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++)
+            m = fmaxf(m, fmaxf(r_s[4 * j + 2 * r], r_s[4 * j + 2 * r + 1]));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        /* Lazy: the running max moves only when the block's max passes it by more than
+         * FA_SM90_LAZY (log2 units; the first block, NaN and inf always move it), so P stays
+         * at most 2^FA_SM90_LAZY and O needs no rescale (alpha = 1). */
+        if (VAR && m == -INFINITY) {
+            alpha[r] = 1.f;
+        } else if (FA_SM90_LAZY == 0 || !((m - m_i[r]) * x.c <= (float)FA_SM90_LAZY)) {
+            alpha[r] = ex2((m_i[r] - m) * x.c);
+            l_i[r] *= alpha[r];
+            m_i[r] = m;
+        } else {
+            alpha[r] = 1.f;
+        }
+        mc[r] = VAR && m == -INFINITY ? 0.f : m_i[r] * x.c;
+    }
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++) {
+        r_s[i] = ex2(fmaf(r_s[i], x.c, -mc[(i / 2) % 2]));
+        l_i[(i / 2) % 2] += r_s[i];
+    }
+}
+
+/* Ends the basic block after the softmax with a branch on its result (never taken: l_i >= 0 or
+ * NaN). Without it ptxas hoists the next wgmma wait (WARPGROUP.DEPBAR) above the softmax, which
+ * then runs after O += P V has completed instead of beside it. That costs the d = 256 tile 5 %;
+ * at d <= 128 the other warpgroups' turns keep the tensor cores as busy either way. */
+#ifndef FA_SM90_SOFTMAX_FENCE       /* 1 on every tile, 0 on none; default: C::SOFTMAX_FENCE */
+#define FA_SM90_SOFTMAX_FENCE -1
+#endif
+template <class C>
+__device__ __forceinline__ void softmax_done(const float (&l_i)[2])
+{
+    constexpr bool on = FA_SM90_SOFTMAX_FENCE < 0 ? C::SOFTMAX_FENCE : FA_SM90_SOFTMAX_FENCE > 0;
+    if (on && (l_i[0] < 0.f || l_i[1] < 0.f))
+        asm volatile("nanosleep.u32 0;\n" ::: "memory");
+}
+
+/* O ·= alpha, row by row. Skipping it where every alpha is exactly 1 (no row's max moved)
+ * changes no bit of O. On long rows the max rarely moves: after j blocks of random scores a row's
+ * max moves with probability 1/(j+1), so at 4k keys about half the blocks move some max of a
+ * warp's 16 rows, at 16k a quarter. RESCALE_SKIP 1: the warp votes as a whole; 2: its two groups
+ * of 8 rows (each thread's alpha[0] and alpha[1]) vote apart, so a block where one group's max
+ * moved rescales half of O; 0: never skipped. */
+#ifndef FA_SM90_RESCALE_SKIP        /* 0, 1 or 2 on every tile; default: C::RESCALE_SKIP */
+#define FA_SM90_RESCALE_SKIP -1
+#endif
+template <class C>
+__device__ __forceinline__ void rescale(float (&r_o)[C::D / 2], const float (&alpha)[2])
+{
+    constexpr int skip = FA_SM90_RESCALE_SKIP < 0 ? C::RESCALE_SKIP : FA_SM90_RESCALE_SKIP;
+    if (skip == 2) {
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            if (__any_sync(0xffffffffu, alpha[h] != 1.f)) {
+#pragma unroll
+                for (int i = 2 * h; i < C::D / 2; i += 4) {       /* the columns of rows g + 8h */
+                    r_o[i] *= alpha[h];
+                    r_o[i + 1] *= alpha[h];
+                }
+            }
+        return;
+    }
+    if (skip == 1 && !__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f))
+        return;
+#pragma unroll
+    for (int i = 0; i < C::D / 2; i++)
+        r_o[i] *= alpha[(i / 2) % 2];
+}
+
+#endif /* FA_SM90_DEVICE */
+
+#endif /* FA_SM90_STEPS_CUH */
