@@ -85,6 +85,20 @@ def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
 
 @sm90
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d", [96, 128])
+@pytest.mark.parametrize("nq,nk", [(4096, 4096), (4100, 4100), (129, 4097), (300, 4095)])
+@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
+def test_sm90_causal_long_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
+    """Causal from FA_SM90_FENCE_NK (4096) keys at d <= 128 runs the 2-consumer tile with the
+    softmax fence (sm90_tile_fenced): whole and partial 128-row tiles and key blocks (4100 =
+    32 · 128 + 4), fewer queries than keys, the plain tile just below the switch, GQA, lse, both
+    grids."""
+    fa_overrides(sm90_grid=grid)
+    check_gqa_lse(dtype, d, nq, nk, True, f"sm90 causal long tile {dtype} d={d} Nq={nq} Nk={nk}")
+
+
+@sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d,nk", [(64, 1000), (128, 2500), (128, 1500), (256, 700)])
 @pytest.mark.parametrize("tail", [0, 2, 3, 4, 1], ids=["auto", "2", "3", "4", "off"])
 def test_sm90_split_last_round(dtype, d, nk, tail, forced, fa_overrides):

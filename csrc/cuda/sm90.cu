@@ -234,6 +234,9 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
     if (p->d <= 128 && !p->causal && p->Nk >= FA_SM90_LONG_NK)
         return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_long>(p, o, scratch, scratch_bytes, need, stream)
                     : sm90_launch<__half, sm90_tile_d128_long>(p, o, scratch, scratch_bytes, need, stream);
+    if (p->d <= 128 && p->causal && p->Nk >= FA_SM90_FENCE_NK)
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_causal_long>(p, o, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d128_causal_long>(p, o, scratch, scratch_bytes, need, stream);
     if (p->d <= 128)
         return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, o, scratch, scratch_bytes, need, stream)
                     : sm90_launch<__half, sm90_tile_d128>(p, o, scratch, scratch_bytes, need, stream);
@@ -248,6 +251,17 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
  * FA_SM90_LONG_NK keys. Packed
  * sequences run one tile per CTA over the longest sequence's query tiles (a tile past its
  * sequence's end leaves at once). */
+/* The staged attn_mask reads 64-key panels: a tile of another key width (a tool's variant) has no
+ * staged kernel, and its calls read the mask per score. */
+template <typename T, class C>
+static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, cudaStream_t stream, const fa_variants *v)
+{
+    if constexpr (C::BN % 64 == 0)
+        return sm90_launch<T, sm90_tile_mask<C>, FA_VAR_ALL>(p, o, NULL, 0, NULL, stream, v);
+    else
+        return FA_ERR_UNSUPPORTED;
+}
+
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
@@ -266,12 +280,14 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
         int st = FA_ERR_UNSUPPORTED;
         if (p->d <= 64) {
             if (staged)
-                st = FA_SM90_VAR_LAUNCH(sm90_tile_mask<sm90_tile_d64_short>, FA_VAR_ALL);
+                st = bf16 ? sm90_launch_staged<__nv_bfloat16, sm90_tile_d64_short>(p, o, stream, v)
+                        : sm90_launch_staged<__half, sm90_tile_d64_short>(p, o, stream, v);
             return st != FA_ERR_UNSUPPORTED ? st : FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_ALL);
         }
         if (p->d <= 128) {
             if (staged)
-                st = FA_SM90_VAR_LAUNCH(sm90_tile_mask<sm90_tile_d128>, FA_VAR_ALL);
+                st = bf16 ? sm90_launch_staged<__nv_bfloat16, sm90_tile_d128>(p, o, stream, v)
+                        : sm90_launch_staged<__half, sm90_tile_d128>(p, o, stream, v);
             return st != FA_ERR_UNSUPPORTED ? st : FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_ALL);
         }
         return FA_SM90_VAR_LAUNCH(sm90_tile_d256, FA_VAR_ALL);

@@ -92,6 +92,19 @@ typedef sm90_tile<128, FA_SM90_D128L_BN, FA_SM90_D128L_STAGES, 3, 1> sm90_tile_d
 #define FA_SM90_D64_SHORT_CAUSAL 1024
 #endif
 typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
+/* d = 128, causal, from FA_SM90_FENCE_NK keys: the 2-consumer tile with softmax_done, so that the
+ * softmax of a block runs beside its own P V (without it ptxas waits for P V first). Same-call A/B
+ * against the tile without it, H200, bf16, two rounds (bench/LOG.md, 2026-12-04): causal 4k
+ * +0.7 %, 8k +1.7 / +1.9 %, 16k +2.6 / +2.8 %, fp16 8k +3.2 / +4.8 %; but causal 512-2k −0.6 to
+ * −1.1 %, non-causal 1k −5 %, and the variant kernels −2 to +2 %: this tile alone. */
+#ifndef FA_SM90_FENCE_NK
+#define FA_SM90_FENCE_NK 4096
+#endif
+template <class C>
+struct sm90_tile_fenced : C {
+    static constexpr bool SOFTMAX_FENCE = true;
+};
+typedef sm90_tile_fenced<sm90_tile_d128> sm90_tile_d128_causal_long;
 
 /* Tile C with a 2-byte float attn_mask loaded by TMA beside each K block (FA_VAR_ALL): a BM × BN
  * stage per K stage, 64-key panels of 128-byte rows in the 128-byte swizzle, so that the consumers
