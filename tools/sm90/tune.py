@@ -87,9 +87,11 @@ def build(variants, load=True):
     return libs
 
 
-def call(lib, q, k, v, o, causal, scale=None):
-    """fa_sm90_forward of a variant library: automatic overrides, no scratch (no split last round)."""
+def call(lib, q, k, v, o, causal, scale=None, grid=0):
+    """fa_sm90_forward of a variant library: automatic overrides but for the grid (fa_overrides'
+    sm90_grid: 0 automatic, 1 one CTA per tile, 2 persistent), no scratch (no split last round)."""
     p, overrides = fill_params(q, k, v, o, causal, scale), STRUCTS["fa_overrides"]()
+    overrides.sm90_grid = grid
     status = lib.fa_sm90_forward(ctypes.byref(p), ctypes.byref(overrides), None, ctypes.c_size_t(0),
                                  ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
     if status != 0:
