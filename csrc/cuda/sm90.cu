@@ -244,13 +244,6 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
                 : sm90_launch<__half, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream);
 }
 
-/* A call with variants (fa.h). The kernel with every variant (FA_VAR_ALL: softcap, ALiBi or an
- * attn_mask) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for the
- * per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
- * 3 consumers at d = 64 (but short causal calls), and at d <= 128 for non-causal calls from
- * FA_SM90_LONG_NK keys. Packed
- * sequences run one tile per CTA over the longest sequence's query tiles (a tile past its
- * sequence's end leaves at once). */
 /* The staged attn_mask reads 64-key panels: a tile of another key width (a tool's variant) has no
  * staged kernel, and its calls read the mask per score. */
 template <typename T, class C>
@@ -262,6 +255,13 @@ static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, cudaStr
         return FA_ERR_UNSUPPORTED;
 }
 
+/* A call with variants (fa.h). The kernel with every variant (FA_VAR_ALL: softcap, ALiBi or an
+ * attn_mask) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for the
+ * per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
+ * 3 consumers at d = 64 (but short causal calls), and at d <= 128 for non-causal calls from
+ * FA_SM90_LONG_NK keys. Packed
+ * sequences run one tile per CTA over the longest sequence's query tiles (a tile past its
+ * sequence's end leaves at once). */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
