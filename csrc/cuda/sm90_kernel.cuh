@@ -90,6 +90,21 @@ __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
     return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
+/* Work item `item` of this CTA's walk, as producer and consumers both see it; VAR: its key blocks
+ * narrowed to those its rows can see (windows, key_mask: var_blocks), and its batch entry's key
+ * range in kr. */
+template <class C, bool SPLIT, int VAR, class A>
+__device__ __forceinline__ sm90_item walk_item(const A &a, int64_t item, const fa_var_seq &seq, uint32_t keys,
+                                               int Nq, int Nk, fa_var_keys &kr)
+{
+    sm90_item w = item_pos<C, SPLIT>(a, item);
+    if constexpr (VAR) {
+        kr = var_keys_get(a.var, keys, a.key_rows, w.tp.b, Nk);
+        var_blocks<C::BN>(a.var, seq, kr, w.tp.m0, min(w.tp.m0 + C::BM, Nq) - 1, w.kb0, w.nb);
+    }
+    return w;
+}
+
 template <typename T, class C, bool SPLIT, int VAR>
 __global__ void __launch_bounds__(C::THREADS, 1)
 fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
@@ -149,12 +164,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if (threadIdx.x != 0)
             return;
         for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
-            sm90_item w = item_pos<C, SPLIT>(a, item);
             fa_var_keys kr;
-            if constexpr (VAR) {
-                kr = var_keys_get(a.var, keys, a.key_rows, w.tp.b, Nk);
-                var_blocks<C::BN>(a.var, seq, kr, w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
-            }
+            const sm90_item w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, Nq, Nk, kr);
             const int h = w.tp.h, hk = w.tp.hk, n_blocks = w.nb, kb0 = w.kb0;
             /* Packed: the sequence's rows, in tensor maps of one batch entry over all rows. */
             const int b = VAR && seq.packed ? 0 : w.tp.b;
@@ -210,12 +221,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
     bool stored = false;                                    /* STORE_DEFER: the last item's O store */
     for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
-        sm90_item w = item_pos<C, SPLIT>(a, item);
         fa_var_keys kr;
-        if constexpr (VAR) {
-            kr = var_keys_get(a.var, keys, a.key_rows, w.tp.b, Nk);
-            var_blocks<C::BN>(a.var, seq, kr, w.tp.m0, min(w.tp.m0 + BM, Nq) - 1, w.kb0, w.nb);
-        }
+        const sm90_item w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, Nq, Nk, kr);
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
         SM90_TRACE(it, 12);
