@@ -113,6 +113,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     constexpr int D = C::D, BM = C::BM, BN = C::BN, STAGES = C::STAGES, PANELS = C::PANELS;
     constexpr bool STORE_DEFER = FA_SM90_STORE_DEFER && C::QBUFS == 2;
     constexpr bool MSMEM = C::MASK_STAGES > 0;                  /* attn_mask blocks land with K's */
+    constexpr bool RESCALE_EARLY = FA_SM90_RESCALE_EARLY < 0 ? C::RESCALE_EARLY : FA_SM90_RESCALE_EARLY > 0;
     static_assert(!MSMEM || VAR == FA_VAR_ALL, "a staged mask is a variant");
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -330,8 +331,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         pack_frags<T, BN>(r_p, r_s);
         SM90_TRACE(it, 2);
         /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
-         * S_kb waits only for the first, so it overlaps the second, and O is rescaled once the second
-         * has completed. The last block's P V follows the loop. */
+         * S_kb waits only for the first, so it overlaps the second, and O is rescaled by S_kb's alpha
+         * once the second has completed (RESCALE_EARLY: after S_(kb+1) is issued, before the P V
+         * that follows; block 0's alpha would scale zeros). The last block's P V follows the loop. */
         SM90_TRACE_VAR(tr_kv);
         SM90_TRACE_VAR(tr_turn);
         SM90_TRACE_VAR(tr_qk);
@@ -345,6 +347,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if (pp)
                 SM90_TIMED(tr_turn, turn_wait(cw));
             SM90_TIMED(tr_issue, issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
+                                 if (RESCALE_EARLY && kb > 1) rescale<C>(r_o, alpha);
                                  issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
                                  if (pp) turn_pass(next_cw));
             if constexpr (VAR == FA_VAR_ALL && !MSMEM && D >= 128) /* the next block's mask into L2 */
@@ -362,7 +365,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             reg_fence(r_o);
             reg_fence_u(r_p);
             release(&s.empty_v[pst], lane);
-            rescale<C>(r_o, alpha);
+            if (!RESCALE_EARLY)
+                rescale<C>(r_o, alpha);
             pack_frags<T, BN>(r_p, r_s);
         }
         SM90_TRACE(it, 3);
@@ -373,6 +377,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);
             if (pp)
                 turn_wait(cw);
+            if (RESCALE_EARLY && n_act > 1)
+                rescale<C>(r_o, alpha);
             issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
             if (pp && (cw != C::CONSUMERS - 1 || !last_tile))
                 turn_pass(next_cw);

@@ -220,6 +220,13 @@ __device__ __forceinline__ void softmax_done(const float (&l_i)[2])
 #ifndef FA_SM90_RESCALE_SKIP        /* 0, 1 or 2 on every tile; default: C::RESCALE_SKIP */
 #define FA_SM90_RESCALE_SKIP -1
 #endif
+/* C::RESCALE_EARLY: O ·= alpha (a block's) runs after the next block's S = Q Kᵀ is issued, just
+ * before its P V, instead of between the P V wait and that issue: the rescale leaves the
+ * warpgroup's serial path (P V wait, pack, K / V wait, turn, issue) for the issue window, where
+ * the warps wait on the tensor cores anyway. */
+#ifndef FA_SM90_RESCALE_EARLY       /* 1 on every tile, 0 on none; default: C::RESCALE_EARLY */
+#define FA_SM90_RESCALE_EARLY -1
+#endif
 template <class C>
 __device__ __forceinline__ void rescale(float (&r_o)[C::D / 2], const float (&alpha)[2])
 {

@@ -38,6 +38,10 @@ struct sm90_tile {
      * (bench/log/2026-12-01-sm90-spread-rescale/sm90_rescale_halves.txt). */
     static constexpr bool SOFTMAX_FENCE = D_ >= 256;
     static constexpr int RESCALE_SKIP = D_ == 128 ? 2 : D_ >= 128 ? 1 : 0;
+    /* O rescaled between the next block's two issues (rescale): tune.py, bf16, 2026-12-04, two
+     * rounds: the 2-consumer d = 128 tile causal +1.3 to +3.0 % (1k-16k), non-causal 1k +2.3 /
+     * +2.6 %; d = 128 on 3 consumers −2.8 to +2 %, d = 64 −1 to −4 %, d = 256 −4 to +3 %. */
+    static constexpr bool RESCALE_EARLY = D_ == 128 && CONSUMERS_ == 2;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
     static constexpr int MASK_STAGES = 0;   /* sm90_tile_mask: attn_mask blocks in shared memory */
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),

@@ -107,6 +107,8 @@ def run(lib, B, H, N, d, causal, sms, defines):
             m0 = t[c][i][1][13]                         # the tile's first row (slot 13)
             kind = "partial" if m0 + BM > N and N % BM else "full"
             nb = -(-min(N, m0 + BM if causal else N) // BN)
+            if nb < 2:                                  # no main loop (a causal call's first tile)
+                continue
             for wg in range(1, cons + 1):
                 s, nxt = t[c][i][wg], t[c][i + 1][wg]
                 if not s[0] or not nxt[0]:              # a warpgroup with no rows in the tile

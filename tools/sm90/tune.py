@@ -46,7 +46,7 @@ if os.environ.get("TUNE_VARIANTS"):      # e.g. "128,176,2,2,1,LAZY=8;64,128,2,3
 
 
 def vname(v):
-    short = {"LAZY": "L", "LONG_NK": "K", "SOFTMAX_FENCE": "F", "RESCALE_SKIP": "R"}
+    short = {"LAZY": "L", "LONG_NK": "K", "SOFTMAX_FENCE": "F", "RESCALE_SKIP": "R", "RESCALE_EARLY": "E"}
     return f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}" + "".join(f"{short.get(k, k)}{x}" for k, x in v[5].items())
 # The production kernel's columns: the overrides each runs under (torch_flashattn._testing).
 PROD = {"auto": {}, "tile": {"sm90_grid": "tile"}, "persistent": {"sm90_grid": "persistent"},
