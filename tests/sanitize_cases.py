@@ -271,6 +271,10 @@ def main():
         for grid in ("persistent", "tile"):
             set_overrides(family="sm90", sm90_grid=grid)
             failures += not check_forward("sm90", torch.bfloat16, 1, 4, 2, 385, 2049, 128, False, " long keys")
+        # d = 128 causal from 4k keys: the fenced 2-consumer tile, a query tail, both grids.
+        for grid in ("persistent", "tile"):
+            set_overrides(family="sm90", sm90_grid=grid)
+            failures += not check_forward("sm90", torch.bfloat16, 1, 2, 1, 4100, 4100, 128, True, " long causal")
     if "sm90" in FAMILIES and only in (None, "sm90", "variants"):
         # The variants in the Hopper kernel (VAR): windows that skip key blocks, bottom-right rows
         # that see nothing, key_mask and a strided float attn_mask read per element, sinks,
