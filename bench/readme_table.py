@@ -34,7 +34,9 @@ def rewrite(text, marker, table):
 
 def tables(path):
     """{marker: table} for one result file."""
-    if path.suffix == ".md":
+    if path.suffix == ".md":       # a table bench/attention.py or bench/model.py wrote beside its JSON:
+        if path.with_suffix(".json").exists():  # the JSON renders it (and its summary)
+            return tables(path.with_suffix(".json"))
         return {path.stem: path.read_text()}
     result = json.loads(path.read_text())
     if result.get("kind") == "model":
