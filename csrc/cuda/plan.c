@@ -46,12 +46,14 @@ int fa_plan_decode_variants(const fa_params *p, const fa_variants *v, const fa_o
  * longer causal runs get one CTA per tile. fa_overrides.sm90_grid forces either grid. A persistent
  * causal walk is head-major (each head's tiles together, heaviest first) with odd passes of the
  * grid backwards (a.snake), so a CTA that took a heavy tile then takes a light one; 2-5x fewer
- * heads in flight than a rank-major walk, which lost (bench/LOG.md, 2026-11-30). */
-int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o)
+ * heads in flight than a rank-major walk, which lost (bench/LOG.md, 2026-11-30). A causal window
+ * bounds every tile's keys: the same rule on the keys a row sees (bf16, d = 128, H200, 2026-12-04:
+ * a 1024-key window over 16k +6 % persistent, a 4096-key one −7 %). */
+int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys)
 {
     if (o->sm90_grid != 0)
         return o->sm90_grid == 2;
-    return !p->causal || p->Nk <= 4096;
+    return !p->causal || (keys < p->Nk ? keys : p->Nk) <= 4096;
 }
 
 /* Items CTA c of a static walk over `grid` CTAs (items c, c + grid, ...) takes below item x. */

@@ -59,8 +59,9 @@ typedef struct {
     int parts;
 } fa_sm90_walk;
 
-/* 1: a persistent grid (a CTA per SM walking the tiles); 0: one CTA per tile. */
-int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o);
+/* 1: a persistent grid (a CTA per SM walking the tiles); 0: one CTA per tile. keys: the most keys
+ * one query row sees (p->Nk, or fewer under a window). */
+int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys);
 
 /* Rounds (tile times) a static walk of grid CTAs takes over n1 items of cost 1, then n2 of cost
  * c2, then n3 of cost c3: what its busiest CTA gets. */

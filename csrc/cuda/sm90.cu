@@ -138,7 +138,12 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
     const bool packed = VAR && v->cu_seqlens_q != NULL;     /* one tile per CTA: var_packed_tile */
-    const int persistent = !packed && fa_plan_sm90_persistent(p, o);
+    /* The most keys a row sees: a window on both sides (causal: right 0) bounds them. */
+    const bool windowed = VAR && v->window && v->window_left >= 0 && (p->causal || v->window_right >= 0);
+    const int64_t left = windowed ? (v->window_left < p->Nk ? v->window_left : p->Nk) : 0;
+    const int64_t right = windowed && !p->causal ? (v->window_right < p->Nk ? v->window_right : p->Nk) : 0;
+    const int64_t keys = windowed ? left + right + 1 : p->Nk;
+    const int persistent = !packed && fa_plan_sm90_persistent(p, o, keys);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
     if (persistent) {
         size_t bytes = 0;

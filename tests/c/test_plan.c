@@ -66,16 +66,18 @@ static void test_sm90_grid(void)
     fa_overrides o;
     memset(&o, 0, sizeof o);
     fa_params p = shape(4, 16, 4096, 4096, 128, 0);
-    check(fa_plan_sm90_persistent(&p, &o) == 1, "sm90: non-causal runs a persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: non-causal runs a persistent grid");
     p = shape(4, 16, 4096, 4096, 128, 1);
-    check(fa_plan_sm90_persistent(&p, &o) == 1, "sm90: causal up to 4k keys runs a persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: causal up to 4k keys runs a persistent grid");
     p = shape(2, 16, 8192, 8192, 128, 1);
-    check(fa_plan_sm90_persistent(&p, &o) == 0, "sm90: causal past 4k keys runs one CTA per tile");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 0, "sm90: causal past 4k keys runs one CTA per tile");
+    check(fa_plan_sm90_persistent(&p, &o, 1025) == 1, "sm90: causal with a 1024-key window runs a persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o, 4097) == 0, "sm90: causal with a 4096-key window runs one CTA per tile");
     o.sm90_grid = 2;
-    check(fa_plan_sm90_persistent(&p, &o) == 1, "sm90: sm90_grid = 2 forces the persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: sm90_grid = 2 forces the persistent grid");
     o.sm90_grid = 1;
     p = shape(4, 16, 4096, 4096, 128, 0);
-    check(fa_plan_sm90_persistent(&p, &o) == 0, "sm90: sm90_grid = 1 forces one CTA per tile");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 0, "sm90: sm90_grid = 1 forces one CTA per tile");
 }
 
 static void test_sm90_walk(void)

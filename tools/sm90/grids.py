@@ -1,0 +1,60 @@
+"""The same tokens on each Hopper grid: our dense kernel on (B, N, H, d) views, the visibility-variant
+kernel (`FA_VAR_MASKS`, reached with sinks of −30, which change no digit that matters here) and packed
+sequences of equal lengths, each with the grid automatic, one CTA per tile and persistent; then causal
+sliding windows on each grid beside the plain causal call. bf16, d = 128, H = 16, two rounds; one JSON
+line per call (TFLOP/s over the visible pairs).
+
+    python3 -m tools.sm90.grids > grids.jsonl
+"""
+import json
+
+import torch
+import triton
+
+import torch_flashattn
+from torch_flashattn._testing import overrides
+
+H, d = 16, 128
+
+
+def bench(fn):
+    return triton.testing.do_bench(fn, warmup=25, rep=120, return_mode="median")
+
+
+def rec(tag, grid, flops, fn):
+    with overrides(sm90_grid=grid):
+        fn()
+        torch.cuda.synchronize()
+        ms = bench(fn)
+    print(json.dumps({"tag": tag, "grid": grid, "tflops": round(flops / ms / 1e9, 1)}), flush=True)
+
+
+def main():
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for _ in range(2):
+        for B, L, causal in ((4, 4096, True), (8, 2560, True), (8, 2560, False), (16, 1024, True)):
+            T = B * L
+            q, k, v = (torch.randn(T, H, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
+            qb, kb, vb = (x.view(B, L, H, d).transpose(1, 2) for x in (q, k, v))
+            cu = torch.arange(0, T + 1, L, dtype=torch.int32, device="cuda")
+            flops = 4.0 * d * H * B * (L * (L + 1) // 2 if causal else L * L)
+            sinks = torch.full((H,), -30.0, device="cuda")
+            tag = f"{B}x{L} c{int(causal)}"
+            for grid in ("auto", "tile", "persistent"):
+                rec(tag + " dense", grid, flops, lambda: torch_flashattn.attention(qb, kb, vb, causal=causal))
+                rec(tag + " sinks", grid, flops,
+                    lambda: torch_flashattn.attention(qb, kb, vb, causal=causal, sinks=sinks))
+            rec(tag + " packed", "auto", flops,
+                lambda: torch_flashattn.attention_varlen(q, k, v, cu, cu, L, L, causal=causal))
+        for B, N, left in ((4, 4096, 1024), (1, 16384, 1024), (1, 16384, 4096), (4, 4096, 256)):
+            q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
+            flops = 4.0 * d * H * B * sum(min(i + 1, left + 1) for i in range(N))
+            for grid in ("auto", "tile", "persistent"):
+                rec(f"win{left} {B}x{N}", grid, flops,
+                    lambda: torch_flashattn.attention(q, k, v, causal=True, window=(left, -1)))
+            rec(f"causal {B}x{N}", "auto", 4.0 * d * H * B * N * (N + 1) / 2,
+                lambda: torch_flashattn.attention(q, k, v, causal=True))
+
+
+if __name__ == "__main__":
+    main()
