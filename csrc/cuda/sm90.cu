@@ -137,14 +137,15 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.div_q_per_kv = sm90_divisor_make((uint32_t)(p->Hq / p->Hkv));
     a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
-    const bool packed = VAR && v->cu_seqlens_q != NULL;     /* one tile per CTA: var_packed_tile */
+    const bool packed = VAR && v->cu_seqlens_q != NULL;     /* two tiles per CTA: pair_tile */
     /* The most keys a row sees: a window on both sides (causal: right 0) bounds them. */
     const bool windowed = VAR && v->window && v->window_left >= 0 && (p->causal || v->window_right >= 0);
     const int64_t left = windowed ? (v->window_left < p->Nk ? v->window_left : p->Nk) : 0;
     const int64_t right = windowed && !p->causal ? (v->window_right < p->Nk ? v->window_right : p->Nk) : 0;
     const int64_t keys = windowed ? left + right + 1 : p->Nk;
     const int persistent = !packed && fa_plan_sm90_persistent(p, o, keys);
-    const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
+    const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms)
+                       : packed ? p->B * p->Hq * ((a.n_q_tiles + 1) / 2) : a.n_tiles;
     if (persistent) {
         size_t bytes = 0;
         fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, !VAR, &bytes);
@@ -264,9 +265,8 @@ static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, cudaStr
  * attn_mask) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for the
  * per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
  * 3 consumers at d = 64 (but short causal calls), and at d <= 128 for non-causal calls from
- * FA_SM90_LONG_NK keys. Packed
- * sequences run one tile per CTA over the longest sequence's query tiles (a tile past its
- * sequence's end leaves at once). */
+ * FA_SM90_LONG_NK keys. Packed sequences run two query tiles of one sequence and head per CTA, over
+ * the longest sequence's query tiles (pair_tile; a CTA past its sequence's tiles leaves at once). */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256

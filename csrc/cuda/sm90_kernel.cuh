@@ -90,6 +90,42 @@ __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
     return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
+/* Packed sequences (VAR): one CTA per pair of a (sequence, head)'s query tiles, B · Hq · ceil(n_q_tiles
+ * / 2) CTAs over the longest sequence's n_q_tiles; CTA c is pair c % that of (b·Hq + h) = c / that.
+ * In 32 bits (n_tiles < 2²⁹): a 64-bit division is a call whose branches leave everything derived
+ * from it per-thread to the compiler. */
+__device__ __forceinline__ uint32_t pair_bh(const sm90_args &a)
+{
+    return blockIdx.x / (uint32_t)((a.n_q_tiles + 1) / 2);
+}
+
+/* This packed CTA's it-th tile, as a tile number of tile_pos (bh · n_q_tiles + rank), or n_items
+ * where it has none (a CTA past its sequence's nt tiles has none at all). Pair i takes, causal, its
+ * sequence's i-th heaviest tile and then its i-th lightest, so that every pair of a sequence reads
+ * about nt + 1 key blocks; else tiles 2i and 2i + 1, which read the same keys. Two tiles per CTA
+ * halve the CTA starts, and the second tile's Q loads while the first is computed; the hardware
+ * still hands out the CTAs, whose costs differ with their sequences' lengths. */
+__device__ __forceinline__ int64_t pair_tile(const sm90_args &a, int nt, int it)
+{
+    const uint32_t bh = pair_bh(a);
+    const int i = (int)(blockIdx.x - bh * (uint32_t)((a.n_q_tiles + 1) / 2));
+    if (it > 1 || 2 * i + it >= nt)
+        return a.n_items;
+    const int m = a.p.causal ? (it == 0 ? nt - 1 - i : i) : 2 * i + it;    /* its rows m·BM.. */
+    return (int64_t)bh * a.n_q_tiles + (a.p.causal ? a.n_q_tiles - 1 - m : m); /* tile_pos's rank */
+}
+
+/* This CTA's it-th work item (n_items or more once it has none left): cta_tile, or for packed
+ * sequences pair_tile over the nt tiles of its sequence. */
+template <class C, int VAR, class A>
+__device__ __forceinline__ int64_t walk_tile(const A &a, int it, const fa_var_seq &seq)
+{
+    if constexpr (VAR)
+        if (seq.packed)
+            return pair_tile(a, (seq.Nq + C::BM - 1) / C::BM, it);
+    return cta_tile(a, it);
+}
+
 /* Work item `item` of this CTA's walk, as producer and consumers both see it; VAR: its key blocks
  * narrowed to those its rows can see (windows, key_mask: var_blocks), and its batch entry's key
  * range in kr. */
@@ -120,12 +156,22 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 
     const fa_params &p = a.p;
     const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   /* warp-uniform to the compiler */
-    /* VAR: this CTA's sequence (packed calls run one tile per CTA; var_packed_tile). */
+    /* VAR: this CTA's sequence (packed calls: its pair's, pair_tile). Its lengths are loaded
+     * (cu_seqlens), so not provably warp-uniform, and they decide the walk: lane 0's, broadcast, are
+     * (see the exit below). */
     fa_var_seq seq{};
-    if constexpr (VAR)
-        seq = a.var.v.cu_seqlens_q != NULL ? var_seq(a.var, p, item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.b)
-                                           : var_whole(a.var, p);
+    if constexpr (VAR) {
+        seq = a.var.v.cu_seqlens_q != NULL ? var_seq(a.var, p, fast_div(a.div_hq, pair_bh(a))) : var_whole(a.var, p);
+        seq.Nq = __shfl_sync(0xffffffffu, seq.Nq, 0);
+        seq.Nk = __shfl_sync(0xffffffffu, seq.Nk, 0);
+    }
     const int Nq = VAR ? seq.Nq : (int)p.Nq, Nk = VAR ? seq.Nk : (int)p.Nk;
+    /* Packed: this thread's share of the check of cu_seqlens (var_seqlens_ok), its loads in flight
+     * with the sequence's own, voted on at the barrier below. */
+    bool seqlens_ok = true;
+    if constexpr (VAR)
+        if (seq.packed)
+            seqlens_ok = var_seqlens_ok(a.var, p, threadIdx.x, C::THREADS);
 
     /* VAR with key_mask: each batch entry's key range (var_keys_rows), after the struct when the
      * launch gave it room (a.key_rows), scanned by every warp before the roles part. */
@@ -148,16 +194,23 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* Barrier: the mbarriers are initialised (and the key ranges in) before any thread (or TMA)
-     * uses them. */
-    __syncthreads();
-    if constexpr (VAR) {                                    /* packed: cu_seqlens' rules, the tile's rows */
-        /* The answer is the same in every thread; lane 0's, broadcast, is also warp-uniform to the
+     * uses them; VAR: and every thread's share of the cu_seqlens check is in. */
+    if constexpr (VAR) {
+        /* The vote is the same in every thread; lane 0's, broadcast, is also warp-uniform to the
          * compiler. An exit it cannot prove uniform leaves the rest of the kernel divergent to it:
          * the ring's counters and every wgmma descriptor then live in per-thread registers, with an
          * R2UR before each wgmma (the d = 128 block loop: 983 instructions, against 933). */
-        if (seq.packed && !__shfl_sync(0xffffffffu, var_packed_tile<C::THREADS>(a.var, p, Nq,
-                                                        item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.m0), 0))
-            return;                                         /* the whole CTA, before any role */
+        const bool all_ok = __shfl_sync(0xffffffffu, __syncthreads_and(seqlens_ok), 0);
+        if (seq.packed) {                                   /* the whole CTA, before any role */
+            if (!all_ok) {                                  /* cu_seqlens break fa.h's rules */
+                var_fill_nan<C::THREADS>(a.var, p, blockIdx.x, gridDim.x);
+                return;
+            }
+            if (walk_tile<C, VAR>(a, 0, seq) >= a.n_items)  /* past its sequence's tiles */
+                return;
+        }
+    } else {
+        __syncthreads();
     }
 
     /* This CTA's tiles (cta_tile: one unless persistent); the producer and the consumers walk the
@@ -170,7 +223,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
         if (threadIdx.x != 0)
             return;
-        for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
+        for (int64_t item = walk_tile<C, VAR>(a, 0, seq); item < a.n_items; item = walk_tile<C, VAR>(a, ++it, seq)) {
             fa_var_keys kr;
             const sm90_item w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, Nq, Nk, kr);
             const int h = w.tp.h, hk = w.tp.hk, n_blocks = w.nb, kb0 = w.kb0;
@@ -227,7 +280,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
     bool stored = false;                                    /* STORE_DEFER: the last item's O store */
-    for (int64_t item = cta_tile(a, 0); item < a.n_items; item = cta_tile(a, ++it)) {
+    for (int64_t item = walk_tile<C, VAR>(a, 0, seq); item < a.n_items; item = walk_tile<C, VAR>(a, ++it, seq)) {
         fa_var_keys kr;
         const sm90_item w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, Nq, Nk, kr);
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
@@ -254,7 +307,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * to the first unless the tile is the CTA's last, so every barrier balances. */
         const bool pp = C::PINGPONG;
         const int next_cw = (cw + 1) % C::CONSUMERS;
-        const bool last_tile = cta_tile(a, it + 1) >= a.n_items;
+        const bool last_tile = walk_tile<C, VAR>(a, it + 1, seq) >= a.n_items;
         if (pp && cw == C::CONSUMERS - 1 && it == 0)
             turn_pass(0);
 
