@@ -126,8 +126,9 @@ __device__ void var_fill_nan(const fa_var &x, const fa_params &p, int64_t blk, i
             p.lse[(r % p.Hq) * x.v.total_q + r / p.Hq] = NAN;
 }
 
-/* A packed call's CTA of THREADS threads (a 1-D grid, one tile each), at its start: whether its
- * tile, rows m0.. of a sequence of Nq queries, has work. When cu_seqlens break the rules it fills
+/* A packed call's CTA of THREADS threads (sm80.cu: a 1-D grid, one tile each), at its start: whether
+ * its tile, rows m0.. of a sequence of Nq queries, has work. (The Hopper kernel votes on
+ * var_seqlens_ok at its own first barrier and walks two tiles per CTA: pair_tile.) When cu_seqlens break the rules it fills
  * its share of the output with NaN instead (var_fill_nan) and has none. Every thread calls it. */
 template <int THREADS>
 __device__ __forceinline__ bool var_packed_tile(const fa_var &x, const fa_params &p, int Nq, int m0)
