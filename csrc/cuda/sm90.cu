@@ -137,7 +137,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.div_q_per_kv = sm90_divisor_make((uint32_t)(p->Hq / p->Hkv));
     a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
-    const bool packed = VAR && v->cu_seqlens_q != NULL;     /* two tiles per CTA: pair_tile */
+    const bool packed = VAR && v->cu_seqlens_q != NULL;     /* two tiles per CTA: pair_tiles */
     /* The most keys a row sees: a window on both sides (causal: right 0) bounds them. */
     const bool windowed = VAR && v->window && v->window_left >= 0 && (p->causal || v->window_right >= 0);
     const int64_t left = windowed ? (v->window_left < p->Nk ? v->window_left : p->Nk) : 0;
@@ -261,12 +261,15 @@ static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, cudaStr
         return FA_ERR_UNSUPPORTED;
 }
 
-/* A call with variants (fa.h). The kernel with every variant (FA_VAR_ALL: softcap, ALiBi or an
- * attn_mask) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for the
- * per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
+/* A call with variants (fa.h). The kernel with every variant (FA_VAR_ALL: ALiBi or an attn_mask,
+ * a softcap too) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for
+ * the per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
  * 3 consumers at d = 64 (but short causal calls), and at d <= 128 for non-causal calls from
- * FA_SM90_LONG_NK keys. Packed sequences run two query tiles of one sequence and head per CTA, over
- * the longest sequence's query tiles (pair_tile; a CTA past its sequence's tiles leaves at once). */
+ * FA_SM90_LONG_NK keys. A softcap without ALiBi or attn_mask (FA_VAR_CAP: its block loop 1176 SASS
+ * instructions at d = 128, FA_VAR_ALL's 3225) takes 3 consumers at d = 64 as they do (+4.6 % on
+ * 4k keys, bench/LOG.md 2026-12-04-softcap) and 2 at d = 128 (3 on 80-key blocks: −0.5 %) and 256.
+ * Packed sequences run two query tiles of one sequence and head per CTA, over the longest
+ * sequence's query tiles (pair_tiles; a CTA past its sequence's tiles leaves at once). */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
@@ -281,6 +284,15 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
 #define FA_SM90_VAR_LAUNCH(tile, kind)                                                              \
     (bf16 ? sm90_launch<__nv_bfloat16, tile, kind>(p, o, NULL, 0, NULL, stream, v)                 \
           : sm90_launch<__half, tile, kind>(p, o, NULL, 0, NULL, stream, v))
+    if (all && v->alibi_slopes == NULL && v->mask == NULL) {         /* a softcap: FA_VAR_CAP */
+        if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
+            return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_CAP);
+        if (p->d <= 64)
+            return FA_SM90_VAR_LAUNCH(sm90_tile_d64, FA_VAR_CAP);
+        if (p->d <= 128)
+            return FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_CAP);
+        return FA_SM90_VAR_LAUNCH(sm90_tile_d256, FA_VAR_CAP);
+    }
     if (all) {
         int st = FA_ERR_UNSUPPORTED;
         if (p->d <= 64) {

@@ -99,30 +99,35 @@ __device__ __forceinline__ uint32_t pair_bh(const sm90_args &a)
     return blockIdx.x / (uint32_t)((a.n_q_tiles + 1) / 2);
 }
 
-/* This packed CTA's it-th tile, as a tile number of tile_pos (bh · n_q_tiles + rank), or n_items
- * where it has none (a CTA past its sequence's nt tiles has none at all). Pair i takes, causal, its
+/* This packed CTA's two tiles, as tile numbers of tile_pos (bh · n_q_tiles + rank), n_items for
+ * one it does not have (a CTA past its sequence's nt tiles has none at all). Pair i takes, causal, its
  * sequence's i-th heaviest tile and then its i-th lightest, so that every pair of a sequence reads
  * about nt + 1 key blocks; else tiles 2i and 2i + 1, which read the same keys. Two tiles per CTA
  * halve the CTA starts, and the second tile's Q loads while the first is computed; the hardware
- * still hands out the CTAs, whose costs differ with their sequences' lengths. */
-__device__ __forceinline__ int64_t pair_tile(const sm90_args &a, int nt, int it)
+ * still hands out the CTAs, whose costs differ with their sequences' lengths. Fixed once, before
+ * the roles part: the walk (walk_tile) only picks one. */
+struct sm90_pair {
+    int64_t t0, t1;
+};
+
+__device__ __forceinline__ sm90_pair pair_tiles(const sm90_args &a, int nt)
 {
     const uint32_t bh = pair_bh(a);
     const int i = (int)(blockIdx.x - bh * (uint32_t)((a.n_q_tiles + 1) / 2));
-    if (it > 1 || 2 * i + it >= nt)
-        return a.n_items;
-    const int m = a.p.causal ? (it == 0 ? nt - 1 - i : i) : 2 * i + it;    /* its rows m·BM.. */
-    return (int64_t)bh * a.n_q_tiles + (a.p.causal ? a.n_q_tiles - 1 - m : m); /* tile_pos's rank */
+    const int m0 = a.p.causal ? nt - 1 - i : 2 * i, m1 = a.p.causal ? i : 2 * i + 1;   /* rows m·BM.. */
+    const int64_t base = (int64_t)bh * a.n_q_tiles, last = a.n_q_tiles - 1;           /* tile_pos's rank */
+    return {2 * i < nt ? base + (a.p.causal ? last - m0 : m0) : a.n_items,
+            2 * i + 1 < nt ? base + (a.p.causal ? last - m1 : m1) : a.n_items};
 }
 
 /* This CTA's it-th work item (n_items or more once it has none left): cta_tile, or for packed
- * sequences pair_tile over the nt tiles of its sequence. */
-template <class C, int VAR, class A>
-__device__ __forceinline__ int64_t walk_tile(const A &a, int it, const fa_var_seq &seq)
+ * sequences its pair's (pair_tiles). */
+template <int VAR, class A>
+__device__ __forceinline__ int64_t walk_tile(const A &a, int it, const fa_var_seq &seq, const sm90_pair &pr)
 {
     if constexpr (VAR)
         if (seq.packed)
-            return pair_tile(a, (seq.Nq + C::BM - 1) / C::BM, it);
+            return it == 0 ? pr.t0 : it == 1 ? pr.t1 : a.n_items;
     return cta_tile(a, it);
 }
 
@@ -156,7 +161,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 
     const fa_params &p = a.p;
     const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   /* warp-uniform to the compiler */
-    /* VAR: this CTA's sequence (packed calls: its pair's, pair_tile). Its lengths are loaded
+    /* VAR: this CTA's sequence (packed calls: its pair's, pair_tiles). Its lengths are loaded
      * (cu_seqlens), so not provably warp-uniform, and they decide the walk: lane 0's, broadcast, are
      * (see the exit below). */
     fa_var_seq seq{};
@@ -166,6 +171,10 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         seq.Nk = __shfl_sync(0xffffffffu, seq.Nk, 0);
     }
     const int Nq = VAR ? seq.Nq : (int)p.Nq, Nk = VAR ? seq.Nk : (int)p.Nk;
+    sm90_pair pr{};                                         /* packed: this CTA's two tiles */
+    if constexpr (VAR)
+        if (seq.packed)
+            pr = pair_tiles(a, (Nq + BM - 1) / BM);
     /* Packed: this thread's share of the check of cu_seqlens (var_seqlens_ok), its loads in flight
      * with the sequence's own, voted on at the barrier below. */
     bool seqlens_ok = true;
@@ -206,7 +215,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 var_fill_nan<C::THREADS>(a.var, p, blockIdx.x, gridDim.x);
                 return;
             }
-            if (walk_tile<C, VAR>(a, 0, seq) >= a.n_items)  /* past its sequence's tiles */
+            if (walk_tile<VAR>(a, 0, seq, pr) >= a.n_items)  /* past its sequence's tiles */
                 return;
         }
     } else {
@@ -223,7 +232,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
         if (threadIdx.x != 0)
             return;
-        for (int64_t item = walk_tile<C, VAR>(a, 0, seq); item < a.n_items; item = walk_tile<C, VAR>(a, ++it, seq)) {
+        for (int64_t item = walk_tile<VAR>(a, 0, seq, pr); item < a.n_items; item = walk_tile<VAR>(a, ++it, seq, pr)) {
             fa_var_keys kr;
             const sm90_item w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, Nq, Nk, kr);
             const int h = w.tp.h, hk = w.tp.hk, n_blocks = w.nb, kb0 = w.kb0;
@@ -280,7 +289,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
     bool stored = false;                                    /* STORE_DEFER: the last item's O store */
-    for (int64_t item = walk_tile<C, VAR>(a, 0, seq); item < a.n_items; item = walk_tile<C, VAR>(a, ++it, seq)) {
+    for (int64_t item = walk_tile<VAR>(a, 0, seq, pr); item < a.n_items; item = walk_tile<VAR>(a, ++it, seq, pr)) {
         fa_var_keys kr;
         const sm90_item w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, Nq, Nk, kr);
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
@@ -307,7 +316,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * to the first unless the tile is the CTA's last, so every barrier balances. */
         const bool pp = C::PINGPONG;
         const int next_cw = (cw + 1) % C::CONSUMERS;
-        const bool last_tile = walk_tile<C, VAR>(a, it + 1, seq) >= a.n_items;
+        const bool last_tile = walk_tile<VAR>(a, it + 1, seq, pr) >= a.n_items;
         if (pp && cw == C::CONSUMERS - 1 && it == 0)
             turn_pass(0);
 
@@ -350,11 +359,12 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
         float sink2 = 0.f;                                  /* VAR: the head's sink (log2 units), read */
         if constexpr (VAR) {                                /* here, not on the tile's last step */
-            y = var_rows<VAR == FA_VAR_ALL>(a.var, seq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
+            y = var_rows<var_mods(VAR)>(a.var, seq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
             if (a.var.v.sinks != NULL)
                 sink2 = a.var.v.sinks[h] * FA_LOG2E;
             ctx.c = y.raw ? y.c : 1.f;
-            if constexpr (VAR == FA_VAR_ALL && !MSMEM && D >= 128) /* attn_mask read per score: blocks 0, 1 */
+            /* attn_mask read per score: blocks 0, 1 into L2 */
+            if constexpr ((var_mods(VAR) & FA_MOD_MASK) && !MSMEM && D >= 128)
                 for (int kb = 0; kb < 2 && kb < n_act; kb++)
                     var_mask_prefetch<BN>((kb0 + kb) * BN, t, y);
         }
@@ -385,7 +395,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         }
         if constexpr (VAR) {
             const int st = kc % STAGES;
-            var_scores<T, BN, VAR == FA_VAR_ALL, MSMEM ? BM * 128 : 0>(r_s, kb0 * BN, t, y, m_row + st * M_STAGE);
+            var_scores<T, BN, var_mods(VAR), MSMEM ? BM * 128 : 0>(r_s, kb0 * BN, t, y, m_row + st * M_STAGE);
             if (MSMEM)
                 release(&s.empty_k[st], lane);
         }
@@ -412,13 +422,13 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                                  if (RESCALE_EARLY && kb > 1) rescale<C>(r_o, alpha);
                                  issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
                                  if (pp) turn_pass(next_cw));
-            if constexpr (VAR == FA_VAR_ALL && !MSMEM && D >= 128) /* the next block's mask into L2 */
+            if constexpr ((var_mods(VAR) & FA_MOD_MASK) && !MSMEM && D >= 128) /* the next mask block */
                 if (kb + 1 < n_act)
                     var_mask_prefetch<BN>((kb0 + kb + 1) * BN, t, y);
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
             SM90_TIMED(tr_sm, reg_fence(r_s);
                               if (!MSMEM) release(&s.empty_k[st], lane);
-                              if constexpr (VAR) var_scores<T, BN, VAR == FA_VAR_ALL, MSMEM ? BM * 128 : 0>(
+                              if constexpr (VAR) var_scores<T, BN, var_mods(VAR), MSMEM ? BM * 128 : 0>(
                                   r_s, (kb0 + kb) * BN, t, y, m_row + st * M_STAGE);
                               if (MSMEM) release(&s.empty_k[st], lane);
                               sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);

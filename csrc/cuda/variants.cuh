@@ -19,8 +19,18 @@
 
 /* Which variants a kernel instantiation takes (the Hopper kernel's VAR parameter): none; the
  * visibility ones alone (window and alignment, key_mask, packed sequences, sinks), whose scores
- * stay as the plain kernel's; or every variant (softcap, ALiBi, attn_mask too). */
-enum { FA_VAR_NONE = 0, FA_VAR_MASKS = 1, FA_VAR_ALL = 2 };
+ * stay as the plain kernel's; every variant (softcap, ALiBi, attn_mask too); or the visibility ones
+ * and a softcap. */
+enum { FA_VAR_NONE = 0, FA_VAR_MASKS = 1, FA_VAR_ALL = 2, FA_VAR_CAP = 3 };
+
+/* The score modifiers an instantiation carries code for (var_rows, var_scores): a flag each. */
+enum { FA_MOD_CAP = 1, FA_MOD_ALIBI = 2, FA_MOD_MASK = 4, FA_MODS_ALL = 7 };
+#ifdef __cplusplus
+constexpr int var_mods(int var)
+{
+    return var == FA_VAR_ALL ? FA_MODS_ALL : var == FA_VAR_CAP ? FA_MOD_CAP : 0;
+}
+#endif
 
 /* A launch's variants, resolved on the host (var_resolve): the window's sides about δ with
  * causal folded in (right = 0), each −1 when unbounded (also when wider than any row can reach,
@@ -128,8 +138,9 @@ __device__ void var_fill_nan(const fa_var &x, const fa_params &p, int64_t blk, i
 
 /* A packed call's CTA of THREADS threads (sm80.cu: a 1-D grid, one tile each), at its start: whether
  * its tile, rows m0.. of a sequence of Nq queries, has work. (The Hopper kernel votes on
- * var_seqlens_ok at its own first barrier and walks two tiles per CTA: pair_tile.) When cu_seqlens break the rules it fills
- * its share of the output with NaN instead (var_fill_nan) and has none. Every thread calls it. */
+ * var_seqlens_ok at its own first barrier and walks two tiles per CTA: pair_tiles.) When
+ * cu_seqlens break the rules it fills its share of the output with NaN instead (var_fill_nan)
+ * and has none. Every thread calls it. */
 template <int THREADS>
 __device__ __forceinline__ bool var_packed_tile(const fa_var &x, const fa_params &p, int Nq, int m0)
 {
@@ -290,8 +301,9 @@ __device__ __forceinline__ void var_row_range(const fa_var &x, int delta, int ro
  * folded the sign into Q (sm80.cu). raw_ok: the kernel's softmax scales by y.c when y.raw (no
  * ALiBi or float mask to add in log2 units), so var_scores leaves the scores as they are, as the
  * plain kernel does (with a softcap c: tanh(scale · q·k / c), and y.c = c · log2 e); else they
- * arrive in log2 units. MODS false (FA_VAR_MASKS): softcap, ALiBi and attn_mask are taken as absent. */
-template <bool MODS = true>
+ * arrive in log2 units. MODS (FA_MOD_*): the modifiers this instantiation has code for; the others
+ * are taken as absent (FA_VAR_MASKS: softcap, ALiBi and attn_mask). */
+template <int MODS = FA_MODS_ALL>
 __device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_seq &s, const fa_var_keys &kr,
                                                 int64_t b, int64_t h, int row_first, int row_last, int row0,
                                                 float scale, bool raw_ok)
@@ -311,10 +323,11 @@ __device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_se
             y.lo[r] = max(y.lo[r], kr.lo), y.hi[r] = min(y.hi[r], kr.hi);
         y.all_lo = max(y.all_lo, kr.lo), y.all_hi = min(y.all_hi, kr.hi);
     }
-    y.cap = MODS && v.softcap > 0.f;
+    const bool has_mask = (MODS & FA_MOD_MASK) && v.mask != NULL;
+    y.cap = (MODS & FA_MOD_CAP) && v.softcap > 0.f;
     y.cap_in = y.cap ? scale / v.softcap : 0.f;
-    y.slope2 = MODS ? fa_alibi_slope2(&v, b, h) : 0.f;
-    y.raw = raw_ok && y.slope2 == 0.f && (!MODS || v.mask == NULL || v.mask_kind == FA_MASK_BOOL);
+    y.slope2 = (MODS & FA_MOD_ALIBI) ? fa_alibi_slope2(&v, b, h) : 0.f;
+    y.raw = raw_ok && y.slope2 == 0.f && (!has_mask || v.mask_kind == FA_MASK_BOOL);
     /* raw: c > 0 even for scale 0, so that a masked −inf stays −inf (not −inf · 0). */
     y.c = y.cap ? v.softcap * FA_LOG2E : y.raw ? fmaxf(scale * FA_LOG2E, FLT_MIN) : scale * FA_LOG2E;
     y.key_mask = v.key_mask != NULL && !kr.dense ? v.key_mask + b * v.key_mask_batch_stride : NULL;
@@ -322,7 +335,7 @@ __device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_se
     y.mask = NULL;
     y.mask_pairs = x.mask_pairs;
     const int64_t es = v.mask_kind == FA_MASK_BOOL ? 1 : v.mask_kind == FA_MASK_ADD_F32 ? 4 : 2;
-    if (MODS && v.mask != NULL) {
+    if (has_mask) {
         y.mask = (const uint8_t *)v.mask + (b * v.mask_batch_stride + h * v.mask_head_stride) * es;
         for (int r = 0; r < 2; r++)
             y.mask_rows[r] = y.mask + (int64_t)min(y.row[r], s.Nq - 1) * v.mask_row_stride * es;
@@ -398,14 +411,15 @@ __device__ __forceinline__ bool var_mask_paired(int key0, const fa_var_rows &y)
  * into log2 units (left as they are when y.raw) with every variant of fa.h applied, in its order:
  *     s = scale · q·k;  softcap c: s = c · tanh(s / c);  ALiBi: s −= slope · |i + δ − j|;
  *     a float mask: s += mask[b, h, i, j];  s = −inf where j is not visible (window, causal,
- *     j >= Nk, key_mask, a bool mask). MODS false (FA_VAR_MASKS): the visibility steps alone.
+ *     j >= Nk, key_mask, a bool mask). MODS (FA_MOD_*): the modifiers this instantiation has code
+ * for (0, FA_VAR_MASKS: the visibility steps alone).
  * MASK_PANEL > 0: the float mask's block is in shared memory (var_mask_staged; m_row this lane's
  * row of it), not read from y.mask. */
-template <typename T, int BN, bool MODS = true, int MASK_PANEL = 0>
+template <typename T, int BN, int MODS = FA_MODS_ALL, int MASK_PANEL = 0>
 __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t, const fa_var_rows &y,
                                            uint32_t m_row = 0)
 {
-    if (MODS && y.cap) {                                /* in units of the cap */
+    if ((MODS & FA_MOD_CAP) && y.cap) {                 /* in units of the cap */
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             r_s[i] = var_tanh(r_s[i] * y.cap_in);
@@ -415,7 +429,7 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
         for (int i = 0; i < BN / 2; i++)
             r_s[i] *= y.c;
     }
-    if (MODS && y.slope2 != 0.f) {                      /* i + δ − j as float: one I2F per row and block */
+    if ((MODS & FA_MOD_ALIBI) && y.slope2 != 0.f) {     /* i + δ − j as float: one I2F per row and block */
         const float d0[2] = {(float)(y.rd[0] - key0 - 2 * t), (float)(y.rd[1] - key0 - 2 * t)};
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
@@ -431,9 +445,9 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
                     r_s[4 * j + e] = r_s[4 * j + 2 + e] = -INFINITY;
             }
     }
-    if constexpr (MODS && MASK_PANEL > 0) {                  /* attn_mask staged in shared memory */
+    if constexpr ((MODS & FA_MOD_MASK) && MASK_PANEL > 0) {     /* attn_mask staged in shared memory */
         var_mask_staged<T, BN, MASK_PANEL>(r_s, m_row);
-    } else if (MODS && var_mask_paired<BN>(key0, y)) {         /* attn_mask, two keys per load */
+    } else if ((MODS & FA_MOD_MASK) && var_mask_paired<BN>(key0, y)) { /* attn_mask, two keys per load */
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
 #pragma unroll
@@ -453,7 +467,7 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
                     r_s[i + 1] += FA_LOG2E * to_float(*reinterpret_cast<const T *>(&e1));
                 }
             }
-    } else if (MODS && y.mask != NULL) {               /* attn_mask[b, h, i, j], any strides */
+    } else if ((MODS & FA_MOD_MASK) && y.mask != NULL) { /* attn_mask[b, h, i, j], any strides */
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) {
             const int key = key0 + 8 * (i / 4) + 2 * t + i % 2;
