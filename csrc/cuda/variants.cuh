@@ -25,8 +25,8 @@ enum { FA_VAR_NONE = 0, FA_VAR_MASKS = 1, FA_VAR_ALL = 2, FA_VAR_CAP = 3 };
 
 /* The score modifiers an instantiation carries code for (var_rows, var_scores): a flag each. */
 enum { FA_MOD_CAP = 1, FA_MOD_ALIBI = 2, FA_MOD_MASK = 4, FA_MODS_ALL = 7 };
-#ifdef __cplusplus
-constexpr int var_mods(int var)
+#ifdef __CUDACC__
+__host__ __device__ constexpr int var_mods(int var)
 {
     return var == FA_VAR_ALL ? FA_MODS_ALL : var == FA_VAR_CAP ? FA_MOD_CAP : 0;
 }
