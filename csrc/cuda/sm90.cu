@@ -265,7 +265,7 @@ static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, cudaStr
  * a softcap too) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for
  * the per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
  * 3 consumers at d = 64 (but short causal calls), and at d <= 128 for non-causal calls from
- * FA_SM90_LONG_NK keys. A softcap without ALiBi or attn_mask (FA_VAR_CAP: its block loop 1176 SASS
+ * FA_SM90_LONG_NK keys. A softcap without ALiBi or attn_mask (FA_VAR_CAP: its block loop 1063 SASS
  * instructions at d = 128, FA_VAR_ALL's 3225) takes 3 consumers at d = 64 as they do (+4.6 % on
  * 4k keys, bench/LOG.md 2026-12-04-softcap) and 2 at d = 128 (3 on 80-key blocks: −0.5 %) and 256.
  * Packed sequences run two query tiles of one sequence and head per CTA, over the longest
