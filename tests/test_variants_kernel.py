@@ -75,6 +75,10 @@ def kernel_case(name, g, B, Hq, Nq, Nk, dtype, device):
                                            attn_mask=rand(g, B, 1, Nq, Nk8, dtype=dtype, device=device)[..., :Nk]),
         "bool_band": lambda: dict(attn_mask=band.to(device)),
         "float_transposed": lambda: dict(attn_mask=transposed_mask(g, Nq, Nk, device)),
+        # a softcap with the visibility variants alone (the Hopper kernel's FA_VAR_CAP)
+        "softcap_visibility": lambda: dict(causal=True, causal_align="bottom_right", window=(300, -1), softcap=20.0,
+                                           sinks=rand(g, Hq, device=device),
+                                           key_mask=bernoulli(g, 0.9, B, Nk, device=device)),
         "combo": lambda: dict(causal=True, causal_align="bottom_right", window=(300, -1), softcap=20.0,
                               alibi_slopes=(torch.rand(B, Hq, generator=g) * 0.05).to(device),
                               sinks=rand(g, Hq, device=device), key_mask=bernoulli(g, 0.9, B, Nk, device=device),
@@ -88,7 +92,7 @@ KERNEL_CASES = ["window_sym", "window_sym_bottom_right", "causal_bottom_right", 
                 "alibi_causal",
                 "sinks_window", "key_mask_right_padded", "key_mask_left_padded_causal", "t5_bias", "bias_odd_offset",
                 "t5_bias_aligned", "bias_aligned_combo", "bool_band",
-                "float_transposed", "combo"]
+                "float_transposed", "softcap_visibility", "combo"]
 # (B, Hq, Hkv, Nq, Nk): Nq < Nk, Nq > Nk (bottom-right rows that see nothing), tails of both.
 LONG_SHAPES = [(2, 4, 2, 300, 1100), (2, 2, 1, 1100, 700), (1, 4, 4, 513, 513)]
 
