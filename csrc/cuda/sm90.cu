@@ -138,11 +138,13 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
     const bool packed = VAR && v->cu_seqlens_q != NULL;     /* two tiles per CTA: pair_tiles */
-    /* The most keys a row sees: a window on both sides (causal: right 0) bounds them. */
-    const bool windowed = VAR && v->window && v->window_left >= 0 && (p->causal || v->window_right >= 0);
-    const int64_t left = windowed ? (v->window_left < p->Nk ? v->window_left : p->Nk) : 0;
-    const int64_t right = windowed && !p->causal ? (v->window_right < p->Nk ? v->window_right : p->Nk) : 0;
-    const int64_t keys = windowed ? left + right + 1 : p->Nk;
+    /* The most keys a row sees: a window bounded on both sides (causal: right 0) bounds them. */
+    int64_t keys = p->Nk;
+    if constexpr (VAR) {
+        a.var = var_resolve(p, v);                  /* row + δ ± side in 32 bits: Nq + Nk < 2³¹ */
+        if (a.var.left >= 0 && a.var.right >= 0)
+            keys = (int64_t)a.var.left + a.var.right + 1;
+    }
     const int persistent = !packed && fa_plan_sm90_persistent(p, o, keys);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms)
                        : packed ? p->B * p->Hq * ((a.n_q_tiles + 1) / 2) : a.n_tiles;
@@ -186,7 +188,6 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.scale_log2 = fmaxf(p->scale * FA_LOG2E, FLT_MIN);
     size_t launch_smem = smem;
     if constexpr (VAR) {
-        a.var = var_resolve(p, v);                  /* row + δ ± side in 32 bits: Nq + Nk < 2³¹ */
         /* key_mask: each batch entry's key range in 8 bytes past the struct, where they fit (else
          * the kernel tests every key of every block). */
         a.key_rows = v->key_mask != NULL && !packed && smem + 8 * (size_t)p->B <= (size_t)info.smem_optin;
