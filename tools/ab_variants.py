@@ -24,7 +24,10 @@ only = sys.argv[2:]
 EXTRA = [(64, point("d64 sinks causal, 4k", 8, 4096, 4096, causal=True, sinks=True)),
          (64, point("d64 softcap 30, 4k", 8, 4096, 4096, softcap=30.0)),
          (256, point("d256 sliding (1024, 0), 8k", 1, 8192, 8192, causal=True, window=(1024, -1))),
-         (256, point("d256 softcap 30 causal, 4k", 2, 4096, 4096, causal=True, softcap=30.0))]
+         (256, point("d256 softcap 30 causal, 4k", 2, 4096, 4096, causal=True, softcap=30.0)),
+         (128, point("ALiBi, 4k", 4, 4096, 4096, alibi=True)),
+         (64, point("d64 ALiBi causal, 4k", 8, 4096, 4096, causal=True, alibi=True)),
+         (256, point("d256 softcap 50, 4k", 2, 4096, 4096, softcap=50.0))]
 out = {"label": label, "tflops": {}, "dense": {}, "err": {}}
 for d, p in [(128, p) for p in POINTS] + EXTRA:
     if only and not any(w in p["name"] for w in only):

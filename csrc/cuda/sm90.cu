@@ -285,7 +285,7 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
 #define FA_SM90_VAR_LAUNCH(tile, kind)                                                              \
     (bf16 ? sm90_launch<__nv_bfloat16, tile, kind>(p, o, NULL, 0, NULL, stream, v)                 \
           : sm90_launch<__half, tile, kind>(p, o, NULL, 0, NULL, stream, v))
-    if (all && v->alibi_slopes == NULL && v->mask == NULL) {         /* a softcap: FA_VAR_CAP */
+    if (all && v->mask == NULL) {                   /* softcap, ALiBi, no attn_mask: FA_VAR_CAP */
         if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
             return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_CAP);
         if (p->d <= 64)

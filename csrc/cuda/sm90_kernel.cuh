@@ -369,6 +369,26 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                     var_mask_prefetch<BN>((kb0 + kb) * BN, t, y);
         }
 
+        /* The softmax of the block of keys key0.. in ring stage st, its variants applied first
+         * (var_scores). FA_VAR_CAP at d = 256 on a block no mask reaches, a softcap alone: the tanh
+         * inside the softmax (sm90_softmax's f), each score's beside its exponential (+4–5 % there;
+         * at d = 64 and 128, −2 to −6 %: bench/LOG.md 2026-12-04-alibi). */
+        auto block_softmax = [&](int key0, int st) {
+            if constexpr (VAR == FA_VAR_CAP && D == 256) {
+                if (y.cap && y.slope2 == 0.f && y.key_mask == NULL && key0 >= y.all_lo && key0 + BN <= y.all_hi) {
+                    sm90_softmax<C, true>(r_s, m_i, l_i, alpha, key0, ctx,
+                                          [&](float x) { return var_tanh(x * y.cap_in); });
+                    return;
+                }
+            }
+            if constexpr (VAR) {
+                var_scores<T, BN, var_mods(VAR), MSMEM ? BM * 128 : 0>(r_s, key0, t, y, m_row + st * M_STAGE);
+                if (MSMEM)
+                    release(&s.empty_k[st], lane);
+            }
+            sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, key0, ctx);
+        };
+
         SM90_TRACE_NS(it, 6);
         SM90_TRACE(it, 0);
         mbar_wait(&s.full_q[qb], q_parity);
@@ -393,13 +413,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if (!MSMEM)
                 release(&s.empty_k[st], lane);
         }
-        if constexpr (VAR) {
-            const int st = kc % STAGES;
-            var_scores<T, BN, var_mods(VAR), MSMEM ? BM * 128 : 0>(r_s, kb0 * BN, t, y, m_row + st * M_STAGE);
-            if (MSMEM)
-                release(&s.empty_k[st], lane);
-        }
-        sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, kb0 * BN, ctx);
+        block_softmax(kb0 * BN, kc % STAGES);
         pack_frags<T, BN>(r_p, r_s);
         SM90_TRACE(it, 2);
         /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
@@ -428,10 +442,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
             SM90_TIMED(tr_sm, reg_fence(r_s);
                               if (!MSMEM) release(&s.empty_k[st], lane);
-                              if constexpr (VAR) var_scores<T, BN, var_mods(VAR), MSMEM ? BM * 128 : 0>(
-                                  r_s, (kb0 + kb) * BN, t, y, m_row + st * M_STAGE);
-                              if (MSMEM) release(&s.empty_k[st], lane);
-                              sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, (kb0 + kb) * BN, ctx);
+                              block_softmax((kb0 + kb) * BN, st);
                               softmax_done<C>(l_i));
             SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);

@@ -87,6 +87,8 @@ struct sm90_smem {
 #define FA_SM90_DEVICE 1    /* the sm_90a pass; other targets compile an empty kernel */
 #endif
 
+#include <type_traits>
+
 #include "sm90_variants.cuh"
 
 #ifdef FA_SM90_DEVICE
@@ -144,14 +146,23 @@ typedef struct {
     float c;                /* scale · log2(e) */
 } sm90_softmax_ctx;
 
+/* The scores as they are (sm90_softmax's f). */
+struct sm90_same {
+    __device__ __forceinline__ float operator()(float s) const { return s; }
+};
+
 /* The online softmax of the block of keys key0..key0+BN−1, in place:
  *     S = −inf where key >= Nk or (causal) key > row     (tail and diagonal blocks only)
  *     m_new = max(m_i, rowmax(S)),  alpha = exp2((m_i − m_new)·c)   (0 on the first block)
  *     P = exp2(S·c − m_new·c),  l_i = l_i·alpha + rowsum(P)  (this thread's columns)
- * r_s: element i is (row row0 + 8·((i/2)%2), key key0 + 8·(i/4) + 2t + i%2). */
-template <class C, bool VAR = false>
+ * r_s: element i is (row row0 + 8·((i/2)%2), key key0 + 8·(i/4) + 2t + i%2). f: a non-decreasing
+ * map of each score (a softcap's tanh) taken here rather than before: S above is f(r_s), its row
+ * max f(rowmax(r_s)), so that the maps need not all be done before the max, nor the max before the
+ * exponentials start (the max element's own map gives back the max exactly). */
+template <class C, bool VAR = false, class F = sm90_same>
 __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_i)[2], float (&l_i)[2],
-                                             float (&alpha)[2], int key0, const sm90_softmax_ctx &x)
+                                             float (&alpha)[2], int key0, const sm90_softmax_ctx &x,
+                                             const F &f = F())
 {
     constexpr int BN = C::BN;
     /* VAR: S arrives masked (var_scores), in log2 units with c = 1 or raw with c the scale's,
@@ -165,15 +176,18 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
                 r_s[i] = -INFINITY;
         }
     }
+    constexpr bool same = std::is_same<F, sm90_same>::value;
     float mc[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {                       /* a row lives on the 4 lanes of a quad */
-        float m = m_i[r];
+        float m = same ? m_i[r] : -INFINITY;            /* else the block's raw max first */
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
             m = fmaxf(m, fmaxf(r_s[4 * j + 2 * r], r_s[4 * j + 2 * r + 1]));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+        if constexpr (!same)
+            m = fmaxf(m_i[r], m == -INFINITY ? m : f(m));
         /* Lazy: the running max moves only when the block's max passes it by more than
          * FA_SM90_LAZY (log2 units; the first block, NaN and inf always move it), so P stays
          * at most 2^FA_SM90_LAZY and O needs no rescale (alpha = 1). */
@@ -190,7 +204,7 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
-        r_s[i] = ex2(fmaf(r_s[i], x.c, -mc[(i / 2) % 2]));
+        r_s[i] = ex2(fmaf(f(r_s[i]), x.c, -mc[(i / 2) % 2]));
         l_i[(i / 2) % 2] += r_s[i];
     }
 }

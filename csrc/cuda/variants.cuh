@@ -19,8 +19,7 @@
 
 /* Which variants a kernel instantiation takes (the Hopper kernel's VAR parameter): none; the
  * visibility ones alone (window and alignment, key_mask, packed sequences, sinks), whose scores
- * stay as the plain kernel's; every variant (softcap, ALiBi, attn_mask too); or the visibility ones
- * and a softcap. */
+ * stay as the plain kernel's; every variant (softcap, ALiBi, attn_mask too); or all but attn_mask. */
 enum { FA_VAR_NONE = 0, FA_VAR_MASKS = 1, FA_VAR_ALL = 2, FA_VAR_CAP = 3 };
 
 /* The score modifiers an instantiation carries code for (var_rows, var_scores): a flag each. */
@@ -28,7 +27,7 @@ enum { FA_MOD_CAP = 1, FA_MOD_ALIBI = 2, FA_MOD_MASK = 4, FA_MODS_ALL = 7 };
 #ifdef __CUDACC__
 __host__ __device__ constexpr int var_mods(int var)
 {
-    return var == FA_VAR_ALL ? FA_MODS_ALL : var == FA_VAR_CAP ? FA_MOD_CAP : 0;
+    return var == FA_VAR_ALL ? FA_MODS_ALL : var == FA_VAR_CAP ? FA_MOD_CAP | FA_MOD_ALIBI : 0;
 }
 #endif
 
@@ -424,16 +423,33 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
         for (int i = 0; i < BN / 2; i++)
             r_s[i] = var_tanh(r_s[i] * y.cap_in);
     }
-    if (MODS && !y.raw) {
+    /* ALiBi's slope · |i + δ − j| with the scale's product folded in (y.raw is off with ALiBi), but
+     * in the attn_mask kernel (FA_MOD_MASK), which has no registers to spare for it. */
+    const bool alibi = (MODS & FA_MOD_ALIBI) && y.slope2 != 0.f, fold = alibi && !(MODS & FA_MOD_MASK);
+    if (MODS && !y.raw && !fold) {
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
             r_s[i] *= y.c;
     }
-    if ((MODS & FA_MOD_ALIBI) && y.slope2 != 0.f) {     /* i + δ − j as float: one I2F per row and block */
-        const float d0[2] = {(float)(y.rd[0] - key0 - 2 * t), (float)(y.rd[1] - key0 - 2 * t)};
+    if (alibi) {
+        /* i + δ − j = d0[r] − k for this thread's column k = 8·(i/4) + i%2 of the block (0..BN − 7),
+         * as float: one I2F per row and block. Where it has one sign over all of them (every block
+         * but the diagonal's), slope · |i + δ − j| = ±(slope · k − slope · d0[r]): a product and a
+         * fused add per score, where |·| costs one more. */
+        const int e0 = y.rd[0] - key0 - 2 * t, e1 = y.rd[1] - key0 - 2 * t;
+        const float d0[2] = {(float)e0, (float)e1};
+        const bool left = min(e0, e1) >= BN - 7, right = max(e0, e1) <= 0;
+        if (fold && (left || right)) {
+            const float sl = left ? y.slope2 : -y.slope2, base[2] = {-sl * d0[0], -sl * d0[1]};
 #pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            r_s[i] -= y.slope2 * fabsf(d0[(i / 2) % 2] - (float)(8 * (i / 4) + i % 2));
+            for (int i = 0; i < BN / 2; i++)
+                r_s[i] = fmaf(r_s[i], y.c, fmaf(sl, (float)(8 * (i / 4) + i % 2), base[(i / 2) % 2]));
+        } else {
+#pragma unroll
+            for (int i = 0; i < BN / 2; i++)
+                r_s[i] = fmaf(-y.slope2, fabsf(d0[(i / 2) % 2] - (float)(8 * (i / 4) + i % 2)),
+                              fold ? r_s[i] * y.c : r_s[i]);
+        }
     }
     if (y.key_mask != NULL) {                           /* key_mask[b, j] == 0: hidden */
 #pragma unroll
