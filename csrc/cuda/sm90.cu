@@ -262,13 +262,14 @@ static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, cudaStr
         return FA_ERR_UNSUPPORTED;
 }
 
-/* A call with variants (fa.h). The kernel with every variant (FA_VAR_ALL: ALiBi or an attn_mask,
- * a softcap too) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for
+/* A call with variants (fa.h). The kernel with every variant (FA_VAR_ALL: an attn_mask, with a
+ * softcap or ALiBi too) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for
  * the per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
  * 3 consumers at d = 64 (but short causal calls), and at d <= 128 for non-causal calls from
- * FA_SM90_LONG_NK keys. A softcap without ALiBi or attn_mask (FA_VAR_CAP: its block loop 1063 SASS
- * instructions at d = 128, FA_VAR_ALL's 3225) takes 3 consumers at d = 64 as they do (+4.6 % on
- * 4k keys, bench/LOG.md 2026-12-04-softcap) and 2 at d = 128 (3 on 80-key blocks: −0.5 %) and 256.
+ * FA_SM90_LONG_NK keys. A softcap or ALiBi without attn_mask (FA_VAR_CAP: its block loop 1406 SASS
+ * instructions at d = 128, FA_VAR_ALL's 3225; ALiBi there +4–6 % at d = 128, +15 % at d = 64,
+ * bench/LOG.md 2026-12-04-alibi) takes 3 consumers at d = 64 as they do (+4.6 % on 4k keys,
+ * 2026-12-04-softcap) and 2 at d = 128 (3 on 80-key blocks: −0.5 %) and 256.
  * Packed sequences run two query tiles of one sequence and head per CTA, over the longest
  * sequence's query tiles (pair_tiles; a CTA past its sequence's tiles leaves at once). */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
