@@ -5,8 +5,11 @@
 # FlashAttention-4's CuTe kernels (window, softcap, sinks, packed sequences) where importable.
 # TFLOP/s count the visible query-key pairs only: 4 · d · pairs / time.
 # Packed sequences (varlen): `fa dense` is our dense kernel on the same sequences padded to the
-# longest. --family sm80 forces the sm_80 kernel for our calls (what an A100 runs). Writes
-# <out>.json and <out>.md (the table, also printed); default bench/out/variants.
+# longest. --family sm80 forces the sm_80 kernel for our calls (what an A100 runs). Timing: the
+# providers of a point call by call in turn, the order rotating every round, L2 flushed before each
+# call (bench.attention.time_interleaved), so that the card's clock and power drift fall on all of
+# them alike; the exact path on its own (do_bench). Writes <out>.json and <out>.md (the table, also
+# printed); default bench/out/variants.
 #
 #   python3 -m bench.variants                               # bf16, d = 128, H = 16
 #   python3 -m bench.variants --out bench/results/variants  # the committed table
@@ -22,7 +25,7 @@ import torch.nn.functional as F
 import torch_flashattn
 from torch_flashattn._testing import exact_path
 
-from bench.attention import environment, git_commit
+from bench.attention import environment, git_commit, time_interleaved
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -184,7 +187,7 @@ def main(argv=None):
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     ap.add_argument("--H", type=int, default=16)
     ap.add_argument("--d", type=int, default=128)
-    ap.add_argument("--rep", type=float, default=200.0, help="do_bench rep, ms")
+    ap.add_argument("--budget", type=float, default=0.5, help="seconds of timed calls per provider and point")
     ap.add_argument("--only", nargs="*", help="point names containing these words")
     ap.add_argument("--family", default="auto", choices=["auto", "sm80"], help="our kernel family, forced")
     args = ap.parse_args(argv)
@@ -224,17 +227,18 @@ def main(argv=None):
         f4 = fa4_call(p, pk if pk else q, k, v, kw)
         if f4 is not None:
             calls["fa4"] = f4
-        times = {}
-        for name, fn in calls.items():
-            try:
-                with overrides(family=args.family if name in ("fa", "fa dense") else "auto"):
+        times, ready = {}, {}
+        with overrides(family=args.family):     # ours forced; the peers and SDPA do not read it
+            for name, fn in calls.items():
+                try:
                     fn()
                     torch.cuda.synchronize()
-                    times[name] = do_bench(fn, warmup=25, rep=args.rep, return_mode="median")
-            except Exception as e:  # a backend that refuses the point
-                times[name] = f"n/a: {type(e).__name__}: {str(e).splitlines()[0][:80]}"
+                    ready[name] = fn
+                except Exception as e:  # a backend that refuses the point
+                    times[name] = f"n/a: {type(e).__name__}: {str(e).splitlines()[0][:80]}"
+            times.update(zip(ready, time_interleaved(list(ready.values()), args.budget)))
         with exact_path():
-            times["fa exact path"] = do_bench(ours, warmup=5, rep=args.rep, return_mode="median")
+            times["fa exact path"] = do_bench(ours, warmup=5, rep=100, return_mode="median")
         row = dict(point=p["name"], tflops={n: flops / t / 1e9 for n, t in times.items() if isinstance(t, float)},
                    ms={n: t for n, t in times.items()}, max_err_vs_exact=err)
         peers = [n for n in row["tflops"] if n not in ("fa", "fa dense", "fa exact path")]
@@ -246,8 +250,8 @@ def main(argv=None):
     names = ["fa", "fa dense", "fa exact path", "fa3", "fa4", "sdpa-cudnn", "sdpa-efficient"]
     fam = "" if args.family == "auto" else f", our calls on the {args.family} kernel (forced)"
     md = [f"Variants, {args.dtype}, d = {d}, H = {H}, H200{fam}; TFLOP/s over the visible query-key pairs of each point "
-          f"({git_commit()}). `fa dense`: our kernel on the same tensors without the variant (its time over the "
-          "variant's pairs); `fa exact path`: the same call computed through PyTorch, as CUDA ran these before; "
+          f"({git_commit()}); the providers of a point timed call by call in turn. `fa dense`: our kernel on the "
+          "same tensors without the variant (its time over the variant's pairs); `fa exact path`: the same call computed through PyTorch, as CUDA ran these before; "
           "SDPA backends get the variant as a dense attn_mask where one expresses it.", "",
           "| point | " + " | ".join(names) + " | fa / best peer |", "|" + " --- |" * (len(names) + 2)]
     for r in rows:
