@@ -4,18 +4,7 @@ import torch, triton
 import torch_flashattn
 from torch_flashattn._testing import overrides
 from bench.variants import point, make, fa3_call
-import statistics
-def inter(fns, reps, sleep, flush_on=True):
-    flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
-    ev = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in fns] for _ in range(reps)]
-    for r, row in enumerate(ev):
-        for j in range(len(fns)):
-            c = (j + r) % len(fns)
-            if flush_on: flush.zero_()
-            if sleep: torch.cuda._sleep(sleep)
-            row[c][0].record(); fns[c](); row[c][1].record()
-    torch.cuda.synchronize()
-    return [statistics.median(row[c][0].elapsed_time(row[c][1]) for row in ev) for c in range(len(fns))]
+from regime import inter  # this folder
 
 
 def forced(fn, g):
