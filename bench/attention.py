@@ -332,18 +332,25 @@ def make_timer(device, flush_mode="zero"):
             "triton.testing.do_bench, median, L2 flushed")
 
 
-def measure(point, names, device, timer, budget_s):
+def measure(point, names, device, timer, budget_s, in_turn=False):
+    """Each provider's error against the reference, its peak memory and its time: each timed on its
+    own by timer, or (in_turn, CUDA) all of the point's providers timed call by call in turn
+    (time_interleaved), so that they run under the same recent load of the card."""
     q, k, v = inputs(point, device)
     scale = point.d ** -0.5
     rows = reference_rows(point.N, device)
     ref = reference(q, k, v, rows, point.causal, scale)
     cuda = device == "cuda"
-    results = {}
+    results, ready = {}, {}
     for name in names:
         provider = PROVIDERS[name]
 
-        def call():
+        def call(provider=provider):
             return provider.run(q, k, v, point.causal, scale)
+
+        def call_in_context(provider=provider, call=call):
+            with provider.context():
+                return call()
 
         with provider.context():
             if cuda:
@@ -358,9 +365,17 @@ def measure(point, names, device, timer, budget_s):
             if cuda:
                 r["peak_mem_mb"] = (torch.cuda.max_memory_allocated() - live) / 2**20
             del out
-            r["ms"] = timer(call, budget_s)
-        r["tflops"] = point.flops / r["ms"] / 1e9
+            if in_turn:
+                ready[name] = call_in_context
+            else:
+                r["ms"] = timer(call, budget_s)
         results[name] = r
+    if ready:
+        for name, ms in zip(ready, time_interleaved(list(ready.values()), budget_s)):
+            results[name]["ms"] = ms
+    for r in results.values():
+        if "ms" in r:
+            r["tflops"] = point.flops / r["ms"] / 1e9
 
     # FlashAttention's rule: our error over PyTorch's same-dtype error, here the best SDPA backend's
     sdpa_errs = {n: r["max_err"] for n, r in results.items()
@@ -460,6 +475,9 @@ def parse_args(argv):
     ap.add_argument("--gqa", type=int, default=1, help="query heads per KV head")
     ap.add_argument("--budget", type=float, help="seconds of timed calls per provider and point")
     ap.add_argument("--threads", type=int, help="CPU threads, torch.set_num_threads (default: torch's)")
+    ap.add_argument("--in-turn", action="store_true",
+                    help="CUDA: time a point's providers call by call in turn (time_interleaved), not each "
+                         "on its own with do_bench")
     ap.add_argument("--out", help="output path without suffix (default bench/out/<preset>; "
                     "bench/results/<name> for the committed files)")
     args = ap.parse_args(argv)
@@ -483,6 +501,8 @@ def parse_args(argv):
 
     if args.device == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda: no CUDA device")
+    if args.in_turn and args.device != "cuda":
+        ap.error("--in-turn: CUDA only (the CPU timer runs one call at a time)")
     check_providers(ap, args.providers, args.device, PROVIDERS)
     for n in args.n:
         if not args.batch and args.tokens % n:
@@ -520,7 +540,8 @@ def main(argv=None):
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "git_commit": git_commit(),
         **environment(args.device),
-        "timer": f"{timer_note} ({args.budget:g} s)",
+        "timer": (f"CUDA events, a point's providers call by call in turn, L2 flushed before each call "
+                  f"({args.budget:g} s each)" if args.in_turn else f"{timer_note} ({args.budget:g} s)"),
         "reference": f"SDPA math on fp64 inputs, first and last {REF_ROWS} query rows "
                      f"(all when N <= {2 * REF_ROWS})",
         "providers": args.providers,
@@ -530,7 +551,7 @@ def main(argv=None):
 
     bar, say = progress(points)
     for point in bar:
-        results = measure(point, args.providers, args.device, timer, args.budget)
+        results = measure(point, args.providers, args.device, timer, args.budget, args.in_turn)
         if args.device == "cuda":
             torch.cuda.empty_cache()  # the naive provider's N×N blocks would otherwise stay reserved
         result["points"].append({**asdict(point), "flops": point.flops, "results": results})
