@@ -408,8 +408,9 @@ std::tuple<at::Tensor, at::Tensor> exact_attention(const at::Tensor &q, const at
     return {out.to(q.scalar_type()), lse};
 }
 
-// Scratch for the split-KV routes or the Hopper kernel's split last round, sized from the shapes and
-// the device only (no synchronisation; a CUDA graph can capture the call), then the CUDA launcher.
+// Scratch for the split-KV routes, the Hopper kernel's split last round or its packed walk's counter,
+// sized from the shapes and the device only (no synchronisation; a CUDA graph can capture the call),
+// then the CUDA launcher.
 // fv: the variants, or nullptr for plain attention (the launcher then runs fa_forward_cuda_scratch).
 #ifdef FA_WITH_CUDA
 int run_cuda(const fa_params &p, const fa_variants *fv, const at::Tensor &q)

@@ -299,6 +299,11 @@ def main():
                                                    family="sm80", key_mask=padded_key_mask(3, 517))
                 failures += not check_varlen(family, d)
             failures += not check_varlen(family, 128, bad=True)
+        if "sm90" in FAMILIES:
+            # Packed sequences on the Hopper kernel's static walks too (above: the counter's).
+            for grid in ("persistent", "tile"):
+                set_overrides(family="sm90", sm90_grid=grid)
+                failures += not check_varlen("sm90", 128)
     if only in (None, "kvcache", "variants", "decode_step"):
         # A padded batch's decoding step (attention with key_mask, 1 or 4 queries of a group of 4) on
         # the split-KV kernel: key_mask a view at an odd byte offset, read one block ahead; the

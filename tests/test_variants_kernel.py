@@ -331,6 +331,38 @@ def test_varlen_rows_stay_in_their_sequence(family, fa_overrides):
     assert_varlen_accurate(out, q, k, v, lens, lens, f"{family} neighbours", causal=True)
 
 
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("case", ["sinks", "softcap_window"])
+def test_packed_walks_on_hopper(case, causal, d, fa_overrides):
+    """Packed sequences on each walk of the Hopper kernel (packed_find): items from the counter
+    (automatic), every grid-th item ("persistent") and one item per CTA ("tile"), over more query
+    tiles than the GPU has SMs (48 sequences of 0-700 rows, one empty, 16 heads), so that CTAs
+    cross heads and sequences. Each tile is computed the same way on every walk: the same bits."""
+    use_family("sm90", fa_overrides)
+    from test_variants import assert_varlen_accurate, run_varlen
+    g = torch.Generator().manual_seed(seed_of("packed walks", case, causal, d))
+    lens_q = [int(x) for x in torch.randint(0, 700, (48,), generator=g)]
+    lens_q[3] = 0
+    lens_k = [n + int(x) for n, x in zip(lens_q, torch.randint(0, 300, (48,), generator=g))]
+    Hq, Hkv = 16, 4
+    q = rand(g, sum(lens_q), Hq, d, dtype=torch.bfloat16, device="cuda")
+    k, v = (rand(g, sum(lens_k), Hkv, d, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    variants = dict(causal=causal, causal_align="bottom_right")
+    variants.update(dict(sinks=rand(g, Hq, device="cuda")) if case == "sinks" else dict(softcap=20.0, window=(300, 40)))
+    what = f"sm90 packed walks {case} causal={causal} d={d}"
+    runs = {}
+    for grid in ("auto", "persistent", "tile"):
+        fa_overrides(sm90_grid=grid)
+        before = torch.ops.fa._exact_calls()
+        runs[grid] = run_varlen(q, k, v, lens_q, lens_k, return_lse=True, **variants)
+        assert torch.ops.fa._exact_calls() == before, f"{what} grid={grid}: took the exact path, not the kernel"
+    for grid in ("persistent", "tile"):
+        assert torch.equal(runs[grid][0], runs["auto"][0]), f"{what}: out differs on grid={grid}"
+        assert torch.equal(runs[grid][1], runs["auto"][1]), f"{what}: lse differs on grid={grid}"
+    assert_varlen_accurate(runs["auto"][0], q, k, v, lens_q, lens_k, what, lse=runs["auto"][1], **variants)
+
+
 # ---- the KV cache's variants in the split-KV kernels ---------------------------------------------
 
 DECODE_VARIANTS = {

@@ -139,22 +139,34 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
     }
 }
 
-/* Scratch of a call with variants: the split-KV route's (plan.h, fa_plan_decode_variants), else none. */
+/* Scratch of a call with variants: the split-KV route's (plan.h, fa_plan_decode_variants), else the
+ * Hopper kernel's (a packed call's tile counter), else none. */
 extern "C" int fa_forward_variants_scratch_bytes(const fa_params *p, const fa_variants *v, size_t *bytes)
 {
     *bytes = 0;
-    const int st = fa_check_variants(p, v);
+    int st = fa_check_variants(p, v);
     if (st != FA_OK)
         return st;
     if (!fa_has_variants(v))
         return fa_forward_scratch_bytes(p, bytes);
     fa_overrides o;
     fa_get_overrides(&o);
-    if (p->B == 0 || p->Hq == 0 || p->Nq == 0 || !fa_plan_decode_variants(p, v, &o))
+    if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
         return FA_OK;
-    const fa_kvcache_params kp = as_kvcache(p);
-    if (fa_decode_attention_scratch_bytes(&kp, v, bytes) != FA_OK)
+    if (fa_plan_decode_variants(p, v, &o)) {
+        const fa_kvcache_params kp = as_kvcache(p);
+        if (fa_decode_attention_scratch_bytes(&kp, v, bytes) == FA_OK)
+            return FA_OK;
         *bytes = 0;                                 /* a shape the split-KV kernel does not take */
+    }
+    if (p->dtype == FA_FLOAT32 || (o.family != FA_FAMILY_AUTO && o.family != FA_FAMILY_SM90))
+        return FA_OK;
+    int dev;
+    fa_device info;
+    if ((st = fa_device_current(&dev, &info)) != FA_OK)
+        return st;
+    if (info.major == 9 && info.minor == 0 && fa_sm90_variants_scratch_bytes(p, v, &o, bytes) != FA_OK)
+        *bytes = 0;
     return FA_OK;
 }
 
@@ -164,9 +176,9 @@ extern "C" int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v
 }
 
 /* Calls with variants, fp16/bf16: few queries per KV head on the split-KV kernel (given its
- * scratch), else the Hopper kernel (compute capability 9.0, no packed sequences), else the sm_80
- * kernel (sm_80+), automatic or forced; everything else (fp32, older devices, the other families
- * forced) answers FA_ERR_UNSUPPORTED. */
+ * scratch), else the Hopper kernel (compute capability 9.0; a packed call's tile counter in the
+ * scratch), else the sm_80 kernel (sm_80+), automatic or forced; everything else (fp32, older
+ * devices, the other families forced) answers FA_ERR_UNSUPPORTED. */
 extern "C" int fa_forward_variants_cuda_scratch(const fa_params *p, const fa_variants *v, void *scratch,
                                                 size_t scratch_bytes, struct CUstream_st *stream)
 {
@@ -194,7 +206,7 @@ extern "C" int fa_forward_variants_cuda_scratch(const fa_params *p, const fa_var
         return fa_sm80_forward_variants(p, v, stream);
     if (o.family != FA_FAMILY_AUTO && o.family != FA_FAMILY_SM90)
         return FA_ERR_UNSUPPORTED;
-    const int st2 = fa_sm90_forward_variants(p, v, &o, stream);
+    const int st2 = fa_sm90_forward_variants(p, v, &o, scratch, scratch_bytes, stream);
     return st2 == FA_ERR_UNSUPPORTED && o.family == FA_FAMILY_AUTO ? fa_sm80_forward_variants(p, v, stream) : st2;
 }
 

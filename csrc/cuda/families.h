@@ -30,9 +30,13 @@ int fa_simt_forward(const fa_params *p, cudaStream_t stream);
 int fa_sm90_forward(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                     cudaStream_t stream);
 int fa_sm90_scratch_bytes(const fa_params *p, const fa_overrides *o, size_t *bytes);
-/* The same kernel with the variants of v (checked by fa_check_variants): every one but packed
- * sequences (cu_seqlens), which answer FA_ERR_UNSUPPORTED (the sm_80 kernel takes them). */
-int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream);
+/* The same kernel with the variants of v (checked by fa_check_variants), packed sequences
+ * included. scratch: a packed call's tile counter (fa_sm90_variants_scratch_bytes: what the call
+ * would use, 0 for any other); without it a packed call walks its tiles statically. */
+int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
+                             size_t scratch_bytes, cudaStream_t stream);
+int fa_sm90_variants_scratch_bytes(const fa_params *p, const fa_variants *v, const fa_overrides *o,
+                                   size_t *bytes);
 
 /* sm80.cu: tensor cores (mma.sync), fp16 and bf16, sm_80 and later, Nk >= 1. With the variants
  * of v (checked by fa_check_variants): every one, packed sequences included. */

@@ -76,15 +76,17 @@ static fa_sm90_shape sm90_shape()
 }
 
 /* Launches tile C for element type T, or returns FA_ERR_UNSUPPORTED (then the sm_80 kernel runs).
- * scratch (may be NULL): room for a split last round (plan.c, fa_plan_sm90_walk); with too little
- * the last round's tiles run whole. need != NULL: only the scratch the call would use is returned in
- * *need, nothing runs. VAR: the kernel with the variants of v, which never splits a tile. */
-template <typename T, class C, int VAR = 0>
+ * scratch (may be NULL): room for a split last round (plan.c, fa_plan_sm90_walk; with too little
+ * the last round's tiles run whole), or PACKED the walk's counter (without it the walk is static).
+ * need != NULL: only the scratch the call would use is returned in *need, nothing runs. VAR: the
+ * kernel with the variants of v, which never splits a tile; PACKED: with packed sequences (v's
+ * cu_seqlens, which every packed call has and no other). */
+template <typename T, class C, int VAR = 0, bool PACKED = false>
 static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                        size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
 {
     typedef typename sm90_kargs<VAR>::type args_t;
-    void (*kernel)(const args_t) = fa_sm90_forward_kernel<T, C, false, VAR>;
+    void (*kernel)(const args_t) = fa_sm90_forward_kernel<T, C, false, VAR, PACKED>;
     const size_t smem = sizeof(sm90_smem<C>) + 1024;  /* + alignment of the base to 1024 */
 
     /* Once per device (bit dev of s_ok / s_checked; devices past 31 every call): compute
@@ -109,7 +111,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              VAR ? info.smem_optin : (int)smem));
             if constexpr (sm90_splits<C>() && !VAR)
-                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, 0>,
+                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, 0, false>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         }
         if (dev < 32) {
@@ -137,7 +139,9 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.div_q_per_kv = sm90_divisor_make((uint32_t)(p->Hq / p->Hkv));
     a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
-    const bool packed = VAR && v->cu_seqlens_q != NULL;     /* two tiles per CTA: pair_tiles */
+    const bool packed = VAR && v->cu_seqlens_q != NULL;
+    if (packed != PACKED)
+        return FA_ERR_UNSUPPORTED;
     /* The most keys a row sees: a window bounded on both sides (causal: right 0) bounds them. */
     int64_t keys = p->Nk;
     if constexpr (VAR) {
@@ -145,10 +149,20 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         if (a.var.left >= 0 && a.var.right >= 0)
             keys = (int64_t)a.var.left + a.var.right + 1;
     }
-    const int persistent = !packed && fa_plan_sm90_persistent(p, o, keys);
-    const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms)
-                       : packed ? p->B * p->Hq * ((a.n_q_tiles + 1) / 2) : a.n_tiles;
-    if (persistent) {
+    /* Packed: a CTA per SM taking the items from a counter (packed_find), or without the scratch
+     * for it, or with sm90_grid = 2, every grid-th; sm90_grid = 1: one item per CTA, over as many
+     * CTAs as the longest sequence would give every sequence (those past the last item leave). */
+    const int persistent = PACKED ? o->sm90_grid != 1 : fa_plan_sm90_persistent(p, o, keys);
+    const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
+    if constexpr (PACKED) {
+        const bool counter = persistent && o->sm90_grid == 0;
+        if (need != NULL) {
+            *need = counter ? sizeof(int) : 0;
+            return FA_OK;
+        }
+        if (counter && scratch != NULL && scratch_bytes >= sizeof(int))
+            a.tile_counter = (int *)scratch;            /* zeroed just before the launch */
+    } else if (persistent) {
         size_t bytes = 0;
         fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, !VAR, &bytes);
         if (need != NULL) {
@@ -193,6 +207,8 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         a.key_rows = v->key_mask != NULL && !packed && smem + 8 * (size_t)p->B <= (size_t)info.smem_optin;
         if (a.key_rows)
             launch_smem += 8 * (size_t)p->B;
+        if (PACKED)                                 /* the items' ring (sm90_packed_ring) */
+            launch_smem += sizeof(sm90_packed_ring);
         if constexpr (C::MASK_STAGES > 0) {        /* attn_mask (b, h, row, key), box 64 keys × BM rows */
             a.mask_h = v->mask_head_stride != 0;
             a.mask_b = v->mask_batch_stride != 0;
@@ -209,7 +225,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.snake = persistent && p->causal;
     if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {
-            fa_sm90_forward_kernel<T, C, true, 0><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+            fa_sm90_forward_kernel<T, C, true, 0, false><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
             FA_CUDA_TRY(cudaGetLastError());
             const int64_t merge_blocks = a.n_split / a.parts * C::BM / MERGE_ROWS;
             fa_sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
@@ -217,6 +233,9 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             return FA_OK;
         }
     }
+    if constexpr (PACKED)
+        if (a.tile_counter != NULL)
+            FA_CUDA_TRY(cudaMemsetAsync(a.tile_counter, 0, sizeof(int), stream));
     kernel<<<(unsigned)grid, C::THREADS, launch_smem, stream>>>(a);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;
@@ -270,9 +289,11 @@ static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, cudaStr
  * instructions at d = 128, FA_VAR_ALL's 3225; ALiBi there +4–6 % at d = 128, +15 % at d = 64,
  * bench/LOG.md 2026-12-04-alibi) takes 3 consumers at d = 64 as they do (+4.6 % on 4k keys,
  * 2026-12-04-softcap) and 2 at d = 128 (3 on 80-key blocks: −0.5 %) and 256.
- * Packed sequences run two query tiles of one sequence and head per CTA, over the longest
- * sequence's query tiles (pair_tiles; a CTA past its sequence's tiles leaves at once). */
-static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, cudaStream_t stream)
+ * Packed sequences (never with attn_mask or key_mask) run the same tiles' PACKED kernels, a CTA per
+ * SM taking the sequences' query tiles from a counter in the scratch (packed_find). need != NULL:
+ * only the scratch the call would use is returned in *need (sm90_launch). */
+static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
+                                  size_t scratch_bytes, size_t *need, cudaStream_t stream)
 {
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
         || p->B > INT32_MAX || p->Hq > INT32_MAX)
@@ -283,9 +304,12 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
      * read it (else, or if the map cannot be built, each thread reads its scores' entries). */
     const int staged = v->mask != NULL && v->mask_kind == FA_MASK_ADD && v->mask_col_stride == 1
                     && v->mask_row_stride > 0 && v->cu_seqlens_q == NULL;
+    const bool packed = v->cu_seqlens_q != NULL;
+#define FA_SM90_VAR_LAUNCH_AS(tile, kind, pk)                                                       \
+    (bf16 ? sm90_launch<__nv_bfloat16, tile, kind, pk>(p, o, scratch, scratch_bytes, need, stream, v) \
+          : sm90_launch<__half, tile, kind, pk>(p, o, scratch, scratch_bytes, need, stream, v))
 #define FA_SM90_VAR_LAUNCH(tile, kind)                                                              \
-    (bf16 ? sm90_launch<__nv_bfloat16, tile, kind>(p, o, NULL, 0, NULL, stream, v)                 \
-          : sm90_launch<__half, tile, kind>(p, o, NULL, 0, NULL, stream, v))
+    (packed ? FA_SM90_VAR_LAUNCH_AS(tile, kind, true) : FA_SM90_VAR_LAUNCH_AS(tile, kind, false))
     if (all && v->mask == NULL) {                   /* softcap, ALiBi, no attn_mask: FA_VAR_CAP */
         if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
             return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_CAP);
@@ -295,21 +319,21 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
             return FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_CAP);
         return FA_SM90_VAR_LAUNCH(sm90_tile_d256, FA_VAR_CAP);
     }
-    if (all) {
+    if (all) {                                      /* attn_mask: never packed (fa_check_variants) */
         int st = FA_ERR_UNSUPPORTED;
         if (p->d <= 64) {
             if (staged)
                 st = bf16 ? sm90_launch_staged<__nv_bfloat16, sm90_tile_d64_short>(p, o, stream, v)
                         : sm90_launch_staged<__half, sm90_tile_d64_short>(p, o, stream, v);
-            return st != FA_ERR_UNSUPPORTED ? st : FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_ALL);
+            return st != FA_ERR_UNSUPPORTED ? st : FA_SM90_VAR_LAUNCH_AS(sm90_tile_d64_short, FA_VAR_ALL, false);
         }
         if (p->d <= 128) {
             if (staged)
                 st = bf16 ? sm90_launch_staged<__nv_bfloat16, sm90_tile_d128>(p, o, stream, v)
                         : sm90_launch_staged<__half, sm90_tile_d128>(p, o, stream, v);
-            return st != FA_ERR_UNSUPPORTED ? st : FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_ALL);
+            return st != FA_ERR_UNSUPPORTED ? st : FA_SM90_VAR_LAUNCH_AS(sm90_tile_d128, FA_VAR_ALL, false);
         }
-        return FA_SM90_VAR_LAUNCH(sm90_tile_d256, FA_VAR_ALL);
+        return FA_SM90_VAR_LAUNCH_AS(sm90_tile_d256, FA_VAR_ALL, false);
     }
     if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
         return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_MASKS);
@@ -321,6 +345,7 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
         return FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_MASKS);
     return FA_SM90_VAR_LAUNCH(sm90_tile_d256, FA_VAR_MASKS);
 #undef FA_SM90_VAR_LAUNCH
+#undef FA_SM90_VAR_LAUNCH_AS
 }
 
 #ifdef FA_SM90_TRACE
@@ -338,9 +363,19 @@ extern "C" int fa_sm90_forward(const fa_params *p, const fa_overrides *o, void *
 }
 
 extern "C" int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o,
-                                        cudaStream_t stream)
+                                        void *scratch, size_t scratch_bytes, cudaStream_t stream)
 {
-    return sm90_dispatch_variants(p, v, o, stream);
+    return sm90_dispatch_variants(p, v, o, scratch, scratch_bytes, NULL, stream);
+}
+
+extern "C" int fa_sm90_variants_scratch_bytes(const fa_params *p, const fa_variants *v, const fa_overrides *o,
+                                              size_t *bytes)
+{
+    *bytes = 0;
+    const int status = sm90_dispatch_variants(p, v, o, NULL, 0, bytes, NULL);
+    if (status != FA_OK)
+        *bytes = 0;
+    return status;
 }
 
 extern "C" int fa_sm90_scratch_bytes(const fa_params *p, const fa_overrides *o, size_t *bytes)

@@ -90,47 +90,6 @@ __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
     return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
-/* Packed sequences (VAR): one CTA per pair of a (sequence, head)'s query tiles, B · Hq · ceil(n_q_tiles
- * / 2) CTAs over the longest sequence's n_q_tiles; CTA c is pair c % that of (b·Hq + h) = c / that.
- * In 32 bits (n_tiles < 2²⁹): a 64-bit division is a call whose branches leave everything derived
- * from it per-thread to the compiler. */
-__device__ __forceinline__ uint32_t pair_bh(const sm90_args &a)
-{
-    return blockIdx.x / (uint32_t)((a.n_q_tiles + 1) / 2);
-}
-
-/* This packed CTA's two tiles, as tile numbers of tile_pos (bh · n_q_tiles + rank), n_items for
- * one it does not have (a CTA past its sequence's nt tiles has none at all). Pair i takes, causal, its
- * sequence's i-th heaviest tile and then its i-th lightest, so that every pair of a sequence reads
- * about nt + 1 key blocks; else tiles 2i and 2i + 1, which read the same keys. Two tiles per CTA
- * halve the CTA starts, and the second tile's Q loads while the first is computed; the hardware
- * still hands out the CTAs, whose costs differ with their sequences' lengths. Fixed once, before
- * the roles part: the walk (walk_tile) only picks one. */
-struct sm90_pair {
-    int64_t t0, t1;
-};
-
-__device__ __forceinline__ sm90_pair pair_tiles(const sm90_args &a, int nt)
-{
-    const uint32_t bh = pair_bh(a);
-    const int i = (int)(blockIdx.x - bh * (uint32_t)((a.n_q_tiles + 1) / 2));
-    const int m0 = a.p.causal ? nt - 1 - i : 2 * i, m1 = a.p.causal ? i : 2 * i + 1;   /* rows m·BM.. */
-    const int64_t base = (int64_t)bh * a.n_q_tiles, last = a.n_q_tiles - 1;           /* tile_pos's rank */
-    return {2 * i < nt ? base + (a.p.causal ? last - m0 : m0) : a.n_items,
-            2 * i + 1 < nt ? base + (a.p.causal ? last - m1 : m1) : a.n_items};
-}
-
-/* This CTA's it-th work item (n_items or more once it has none left): cta_tile, or for packed
- * sequences its pair's (pair_tiles). */
-template <int VAR, class A>
-__device__ __forceinline__ int64_t walk_tile(const A &a, int it, const fa_var_seq &seq, const sm90_pair &pr)
-{
-    if constexpr (VAR)
-        if (seq.packed)
-            return it == 0 ? pr.t0 : it == 1 ? pr.t1 : a.n_items;
-    return cta_tile(a, it);
-}
-
 /* Work item `item` of this CTA's walk, as producer and consumers both see it; VAR: its key blocks
  * narrowed to those its rows can see (windows, key_mask: var_blocks), and its batch entry's key
  * range in kr. */
@@ -146,7 +105,101 @@ __device__ __forceinline__ sm90_item walk_item(const A &a, int64_t item, const f
     return w;
 }
 
-template <typename T, class C, bool SPLIT, int VAR>
+/* Packed sequences (the PACKED kernels): the query tiles that exist, sequence after sequence, each
+ * head's tiles together (they share its K and V in L2), causal heaviest first. Item x is query
+ * tile `rank` of head h of sequence b, x = P_b + h · nt_b + rank, with nt_b = ceil(Nq_b / BM) and
+ * P_b the items of the sequences before b. The host does not know the lengths (cu_seqlens stay on
+ * the GPU), so the producer finds each item in cu_seqlens with a cursor that only moves forward:
+ * a CTA's items only grow. CTA c takes item c, then, with a counter (a.tile_counter, zeroed before
+ * the launch), tile_stride + the counter's old value, fetched as its current item's last block is
+ * issued, so that a CTA takes an item only when it is nearly free; without one, every
+ * tile_stride-th item. The producer hands each item to the consumers through sm90_packed_ring, past
+ * the shared struct. */
+struct sm90_packed_ring {
+    uint64_t full[2], empty[2];         /* item j in slot j % 2: written / read by every consumer warp */
+    int item[2][8];                     /* b (−1: none left), h, m0, q0, k0, Nq, Nk, unused */
+};
+
+/* The producer's place among the sequences: sequence b, the items before it (first) and its query
+ * tiles nt (−1: not read yet); its rows are in the item (packed_find). In 32 bits: fewer than 2²⁹
+ * items (sm90_launch), and a CTA's place passes the last by at most the grid. The producer has 24
+ * or 32 registers. */
+struct sm90_packed_cursor {
+    int b, nt, first;
+};
+
+/* Item x of the walk in v (v[0] = −1 past the last), the cursor moved up to its sequence, whose
+ * rows v[3..6] keep until it moves on. */
+template <int BM>
+__device__ __forceinline__ void packed_find(const sm90_var_args &a, int x, sm90_packed_cursor &cur, int (&v)[8])
+{
+    const fa_params &p = a.p;
+    for (;;) {
+        if (cur.b >= p.B) {
+            v[0] = -1;
+            return;
+        }
+        if (cur.nt < 0) {
+            const fa_var_seq sq = var_seq(a.var, p, cur.b);
+            v[3] = (int)sq.q0, v[4] = (int)sq.k0, v[5] = sq.Nq, v[6] = sq.Nk;
+            cur.nt = (sq.Nq + BM - 1) / BM;
+        }
+        const int n = (int)p.Hq * cur.nt;
+        if (x - cur.first < n)
+            break;
+        cur.first += n;
+        cur.b++;
+        cur.nt = -1;
+    }
+    const int r = x - cur.first, h = r / cur.nt, rank = r - h * cur.nt;
+    v[0] = cur.b, v[1] = h, v[2] = (a.p.causal ? cur.nt - 1 - rank : rank) * BM, v[7] = 0;
+}
+
+#ifdef FA_SM90_DEVICE
+/* The producer: item j into its slot, once every consumer warp has read the item two before. */
+__device__ __forceinline__ void packed_put(sm90_packed_ring &ring, int j, const int (&v)[8])
+{
+    mbar_wait(&ring.empty[j % 2], ((j / 2) & 1) ^ 1);
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        ring.item[j % 2][i] = v[i];
+    mbar_arrive(&ring.full[j % 2]);
+}
+
+/* A consumer warp: item j, lane 0's copy (warp-uniform to the compiler, so that the ring's stages
+ * and the wgmma descriptors derived from it stay in uniform registers). */
+__device__ __forceinline__ void packed_take(sm90_packed_ring &ring, int j, int lane, int (&v)[8])
+{
+    mbar_wait(&ring.full[j % 2], (j / 2) & 1);
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        v[i] = __shfl_sync(0xffffffffu, ring.item[j % 2][i], 0);
+    release(&ring.empty[j % 2], lane);
+}
+#endif
+
+/* A packed item as a work item: its tile, its sequence in seq, its key blocks (var_blocks). */
+template <class C>
+__device__ __forceinline__ sm90_item packed_item(const sm90_var_args &a, const int (&v)[8], fa_var_seq &seq,
+                                                 fa_var_keys &kr)
+{
+    sm90_item w;
+    w.tp.b = v[0], w.tp.h = v[1], w.tp.m0 = v[2];
+    w.tp.bh = (int64_t)v[0] * a.p.Hq + v[1];
+    w.tp.hk = (int)fast_div(a.div_q_per_kv, (uint32_t)v[1]);
+    w.tp.n_blocks = 0;
+    seq.q0 = v[3], seq.k0 = v[4], seq.Nq = v[5], seq.Nk = v[6];
+    seq.delta = a.var.v.align == FA_ALIGN_BOTTOM_RIGHT ? seq.Nk - seq.Nq : 0;
+    seq.packed = true;
+    seq.total_q = a.var.v.total_q;
+    kr = fa_var_keys{0, seq.Nk, true};
+    w.j = -1;
+    var_blocks<C::BN>(a.var, seq, kr, w.tp.m0, min(w.tp.m0 + C::BM, seq.Nq) - 1, w.kb0, w.nb);
+    return w;
+}
+
+/* PACKED (VAR only): a packed call's kernel, walking the items of packed_find. */
+template <typename T, class C, bool SPLIT, int VAR, bool PACKED>
 __global__ void __launch_bounds__(C::THREADS, 1)
 fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 {
@@ -156,31 +209,22 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     constexpr bool MSMEM = C::MASK_STAGES > 0;                  /* attn_mask blocks land with K's */
     constexpr bool RESCALE_EARLY = FA_SM90_RESCALE_EARLY < 0 ? C::RESCALE_EARLY : FA_SM90_RESCALE_EARLY > 0;
     static_assert(!MSMEM || VAR == FA_VAR_ALL, "a staged mask is a variant");
+    static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
     const fa_params &p = a.p;
     const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);   /* warp-uniform to the compiler */
-    /* VAR: this CTA's sequence (packed calls: its pair's, pair_tiles). Its lengths are loaded
-     * (cu_seqlens), so not provably warp-uniform, and they decide the walk: lane 0's, broadcast, are
-     * (see the exit below). */
+    /* VAR: the whole problem (PACKED: each item's sequence, packed_item). */
     fa_var_seq seq{};
-    if constexpr (VAR) {
-        seq = a.var.v.cu_seqlens_q != NULL ? var_seq(a.var, p, fast_div(a.div_hq, pair_bh(a))) : var_whole(a.var, p);
-        seq.Nq = __shfl_sync(0xffffffffu, seq.Nq, 0);
-        seq.Nk = __shfl_sync(0xffffffffu, seq.Nk, 0);
-    }
-    const int Nq = VAR ? seq.Nq : (int)p.Nq, Nk = VAR ? seq.Nk : (int)p.Nk;
-    sm90_pair pr{};                                         /* packed: this CTA's two tiles */
-    if constexpr (VAR)
-        if (seq.packed)
-            pr = pair_tiles(a, (Nq + BM - 1) / BM);
-    /* Packed: this thread's share of the check of cu_seqlens (var_seqlens_ok), its loads in flight
-     * with the sequence's own, voted on at the barrier below. */
+    if constexpr (VAR && !PACKED)
+        seq = var_whole(a.var, p);
+    /* PACKED: this thread's share of the check of cu_seqlens (var_seqlens_ok), voted on at the
+     * barrier below; the items' ring past the struct. */
     bool seqlens_ok = true;
-    if constexpr (VAR)
-        if (seq.packed)
-            seqlens_ok = var_seqlens_ok(a.var, p, threadIdx.x, C::THREADS);
+    if constexpr (PACKED)
+        seqlens_ok = var_seqlens_ok(a.var, p, threadIdx.x, C::THREADS);
+    sm90_packed_ring &ring = *reinterpret_cast<sm90_packed_ring *>(&s + 1);
 
     /* VAR with key_mask: each batch entry's key range (var_keys_rows), after the struct when the
      * launch gave it room (a.key_rows), scanned by every warp before the roles part. */
@@ -200,23 +244,22 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             mbar_init(&s.full_k[i], 1), mbar_init(&s.full_v[i], 1);
             mbar_init(&s.empty_k[i], 4 * C::CONSUMERS), mbar_init(&s.empty_v[i], 4 * C::CONSUMERS);
         }
+        if constexpr (PACKED)
+            for (int i = 0; i < 2; i++)
+                mbar_init(&ring.full[i], 1), mbar_init(&ring.empty[i], 4 * C::CONSUMERS);
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     /* Barrier: the mbarriers are initialised (and the key ranges in) before any thread (or TMA)
-     * uses them; VAR: and every thread's share of the cu_seqlens check is in. */
-    if constexpr (VAR) {
+     * uses them; PACKED: and every thread's share of the cu_seqlens check is in. */
+    if constexpr (PACKED) {
         /* The vote is the same in every thread; lane 0's, broadcast, is also warp-uniform to the
          * compiler. An exit it cannot prove uniform leaves the rest of the kernel divergent to it:
          * the ring's counters and every wgmma descriptor then live in per-thread registers, with an
          * R2UR before each wgmma (the d = 128 block loop: 983 instructions, against 933). */
         const bool all_ok = __shfl_sync(0xffffffffu, __syncthreads_and(seqlens_ok), 0);
-        if (seq.packed) {                                   /* the whole CTA, before any role */
-            if (!all_ok) {                                  /* cu_seqlens break fa.h's rules */
-                var_fill_nan<C::THREADS>(a.var, p, blockIdx.x, gridDim.x);
-                return;
-            }
-            if (walk_tile<VAR>(a, 0, seq, pr) >= a.n_items)  /* past its sequence's tiles */
-                return;
+        if (!all_ok) {                                      /* cu_seqlens break fa.h's rules */
+            var_fill_nan<C::THREADS>(a.var, p, blockIdx.x, gridDim.x);
+            return;
         }
     } else {
         __syncthreads();
@@ -232,13 +275,35 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(C::PRODUCER_REGS));
         if (threadIdx.x != 0)
             return;
-        for (int64_t item = walk_tile<VAR>(a, 0, seq, pr); item < a.n_items; item = walk_tile<VAR>(a, ++it, seq, pr)) {
+        /* PACKED: this CTA's place in the walk (x), the producer's cursor, the item, and the
+         * counter's value fetched for the next one. */
+        int x = (int)blockIdx.x;
+        sm90_packed_cursor cur{0, -1, 0};
+        int pk[8];
+        int fetched = 0;
+        auto next_item = [&]() -> int64_t {                 /* item it, it counted on */
+            if constexpr (PACKED) {
+                if (it > 0)
+                    x = a.tile_counter != NULL ? (int)a.tile_stride + fetched : x + (int)a.tile_stride;
+                packed_find<BM>(a, x, cur, pk);
+                packed_put(ring, it, pk);
+                return pk[0] < 0 ? a.n_items : 0;
+            } else {
+                return cta_tile(a, it);
+            }
+        };
+        for (int64_t item = next_item(); item < a.n_items; ++it, item = next_item()) {
             fa_var_keys kr;
-            const sm90_item w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, Nq, Nk, kr);
+            fa_var_seq sq = seq;                            /* this item's sequence */
+            sm90_item w;
+            if constexpr (PACKED)
+                w = packed_item<C>(a, pk, sq, kr);
+            else
+                w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, VAR ? seq.Nq : (int)p.Nq, VAR ? seq.Nk : (int)p.Nk, kr);
             const int h = w.tp.h, hk = w.tp.hk, n_blocks = w.nb, kb0 = w.kb0;
             /* Packed: the sequence's rows, in tensor maps of one batch entry over all rows. */
-            const int b = VAR && seq.packed ? 0 : w.tp.b;
-            const int m0 = w.tp.m0 + (VAR ? (int)seq.q0 : 0), k0 = VAR ? (int)seq.k0 : 0;
+            const int b = PACKED ? 0 : w.tp.b;
+            const int m0 = w.tp.m0 + (PACKED ? (int)sq.q0 : 0), k0 = PACKED ? (int)sq.k0 : 0;
             const int qb = it % C::QBUFS;
             const uint32_t q_parity = (it / C::QBUFS) & 1;
             SM90_TRACE(it, 0);
@@ -252,6 +317,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             for (int kb = 0; kb < n_blocks; kb++) {
                 const int st = (kc + kb) % STAGES;
                 const uint32_t parity = (((kc + kb) / STAGES) & 1) ^ 1;
+                if constexpr (PACKED)                       /* the next item, as this one's last block goes */
+                    if (a.tile_counter != NULL && kb == n_blocks - 1)
+                        fetched = atomicAdd(a.tile_counter, 1);
 #if defined(FA_SM90_TRACE) && FA_SM90_TRACE_NO_KV
                 /* A timing probe, wrong results: past the ring's first fill the stages are
                  * declared landed without a load, so the main loop runs without K / V traffic. */
@@ -289,9 +357,28 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
     bool stored = false;                                    /* STORE_DEFER: the last item's O store */
-    for (int64_t item = walk_tile<VAR>(a, 0, seq, pr); item < a.n_items; item = walk_tile<VAR>(a, ++it, seq, pr)) {
+    int pk[8], pk_next[8];                                  /* PACKED: this item and the next (packed_take) */
+    auto next_item = [&]() -> int64_t {                     /* item it, it counted on */
+        if constexpr (PACKED) {
+            if (it == 0)
+                packed_take(ring, 0, threadIdx.x % 32, pk_next);
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                pk[i] = __shfl_sync(0xffffffffu, pk_next[i], 0);
+            return pk[0] < 0 ? a.n_items : 0;
+        } else {
+            return cta_tile(a, it);
+        }
+    };
+    for (int64_t item = next_item(); item < a.n_items; ++it, item = next_item()) {
         fa_var_keys kr;
-        const sm90_item w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, Nq, Nk, kr);
+        fa_var_seq sq = seq;                                /* this item's sequence */
+        sm90_item w;
+        if constexpr (PACKED)
+            w = packed_item<C>(a, pk, sq, kr);
+        else
+            w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, VAR ? seq.Nq : (int)p.Nq, VAR ? seq.Nk : (int)p.Nk, kr);
+        const int Nq = VAR ? sq.Nq : (int)p.Nq, Nk = VAR ? sq.Nk : (int)p.Nk;
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
         SM90_TRACE(it, 12);
@@ -316,7 +403,14 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * to the first unless the tile is the CTA's last, so every barrier balances. */
         const bool pp = C::PINGPONG;
         const int next_cw = (cw + 1) % C::CONSUMERS;
-        const bool last_tile = walk_tile<VAR>(a, it + 1, seq, pr) >= a.n_items;
+        /* Whether this is the CTA's last item (PACKED: known once the next is taken, take_next). */
+        bool last_tile = !PACKED && cta_tile(a, it + 1) >= a.n_items;
+        auto take_next = [&]() {
+            if constexpr (PACKED) {
+                packed_take(ring, it + 1, lane, pk_next);
+                last_tile = pk_next[0] < 0;
+            }
+        };
         if (pp && cw == C::CONSUMERS - 1 && it == 0)
             turn_pass(0);
 
@@ -328,6 +422,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             for (int kb = 0; kb <= n_blocks; kb++) {
                 if (kb < n_blocks)
                     release_landed<C>(s, kc + kb, lane);
+                else
+                    take_next();
                 turn_wait(cw);
                 if (kb < n_blocks || cw != C::CONSUMERS - 1 || !last_tile)
                     turn_pass(next_cw);
@@ -359,7 +455,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
         float sink2 = 0.f;                                  /* VAR: the head's sink (log2 units), read */
         if constexpr (VAR) {                                /* here, not on the tile's last step */
-            y = var_rows<var_mods(VAR)>(a.var, seq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
+            y = var_rows<var_mods(VAR)>(a.var, sq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
             if (a.var.v.sinks != NULL)
                 sink2 = a.var.v.sinks[h] * FA_LOG2E;
             ctx.c = y.raw ? y.c : 1.f;
@@ -455,6 +551,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         SM90_TRACE(it, 3);
         SM90_TRACE_PUT4(it, tr_kv, tr_turn, tr_qk, tr_pv);
         SM90_TRACE_PUT2(it, tr_issue, tr_sm);
+        if (pp)                                             /* last_tile, for the last turn below */
+            take_next();
         {
             const int st = (kc + n_act - 1) % STAGES;
             mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);
@@ -473,6 +571,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         /* Blocks all masked for this warpgroup: released once they have landed. */
         for (int kb = n_act; kb < n_blocks; kb++)
             release_landed<C>(s, kc + kb, lane);
+        if (!pp)
+            take_next();
         kc += n_blocks;
         SM90_TRACE(it, 4);
 
@@ -494,7 +594,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM) */
                 a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
             else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q) */
-                p.lse[VAR && seq.packed ? h * seq.total_q + seq.q0 + row : bh * p.Nq + row] =
+                p.lse[PACKED ? h * sq.total_q + sq.q0 + row : bh * p.Nq + row] =
                     VAR ? lse2 * FA_LN2 : fa_lse(m_i[r] * c, l);
         }
 
@@ -534,8 +634,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * that one thread stores all 64 rows. */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         warpgroup_bar(1 + cw);
-        if (VAR && seq.packed) {                            /* packed: rows past Nq are another sequence's */
-            var_store_rows<D, BM>(p, s_q, seq, h, row_first);
+        if (PACKED && row_first + 64 > Nq) {                /* packed: rows past Nq are another sequence's */
+            var_store_rows<D, BM>(p, s_q, sq, h, row_first);
             warpgroup_bar(1 + cw);                          /* every thread has read its rows of Q's buffer */
             if (threadIdx.x % 128 == 0)
                 mbar_arrive(&s.empty_q[qb]);
@@ -545,7 +645,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if (threadIdx.x % 128 == 0) {
 #pragma unroll
             for (int pn = 0; pn < PANELS; pn++)
-                tma_store(&a.tm_o, &s.q[qb][pn][64 * cw][0], 64 * pn, row_first, h, b);
+                tma_store(&a.tm_o, &s.q[qb][pn][64 * cw][0], 64 * pn, (PACKED ? (int)sq.q0 : 0) + row_first, h,
+                          PACKED ? 0 : b);
             asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
             /* Shared memory must outlive the store's reads of it; then the producer may refill it
              * (STORE_DEFER: after the next item's first Q Kᵀ is issued, or below). */

@@ -16,6 +16,7 @@ struct sm90_var_args : sm90_args {
     fa_var var;
     int key_rows;                       /* key_mask's ranges after the shared struct (var_keys_rows) */
     int mask_h, mask_b;                 /* tm_mask has a head / batch dimension (else broadcast: 0) */
+    int *tile_counter;                  /* packed sequences: the walk's counter (packed_find), or NULL */
 };
 
 /* The kernel's argument type: sm90_args, or with variants (VAR: FA_VAR_MASKS, FA_VAR_ALL) sm90_var_args. */
