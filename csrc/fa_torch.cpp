@@ -646,8 +646,7 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
     fv.total_k = total_k;
 #ifdef FA_WITH_CUDA
     if (q.is_cuda() && !exact) {                // the kernels that take packed sequences, else the exact path
-        c10::cuda::CUDAGuard guard(q.device());
-        const int status = fa_forward_variants_cuda(&p, &fv, c10::cuda::getCurrentCUDAStream().stream());
+        const int status = run_cuda(p, &fv, q);
         if (status != FA_ERR_UNSUPPORTED) {
             check_status(op, status);
             return {o, lse};

@@ -273,10 +273,11 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
 /* The staged attn_mask reads 64-key panels: a tile of another key width (a tool's variant) has no
  * staged kernel, and its calls read the mask per score. */
 template <typename T, class C>
-static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, cudaStream_t stream, const fa_variants *v)
+static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, size_t *need, cudaStream_t stream,
+                              const fa_variants *v)
 {
     if constexpr (C::BN % 64 == 0)
-        return sm90_launch<T, sm90_tile_mask<C>, FA_VAR_ALL>(p, o, NULL, 0, NULL, stream, v);
+        return sm90_launch<T, sm90_tile_mask<C>, FA_VAR_ALL>(p, o, NULL, 0, need, stream, v);
     else
         return FA_ERR_UNSUPPORTED;
 }
@@ -323,14 +324,14 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
         int st = FA_ERR_UNSUPPORTED;
         if (p->d <= 64) {
             if (staged)
-                st = bf16 ? sm90_launch_staged<__nv_bfloat16, sm90_tile_d64_short>(p, o, stream, v)
-                        : sm90_launch_staged<__half, sm90_tile_d64_short>(p, o, stream, v);
+                st = bf16 ? sm90_launch_staged<__nv_bfloat16, sm90_tile_d64_short>(p, o, need, stream, v)
+                        : sm90_launch_staged<__half, sm90_tile_d64_short>(p, o, need, stream, v);
             return st != FA_ERR_UNSUPPORTED ? st : FA_SM90_VAR_LAUNCH_AS(sm90_tile_d64_short, FA_VAR_ALL, false);
         }
         if (p->d <= 128) {
             if (staged)
-                st = bf16 ? sm90_launch_staged<__nv_bfloat16, sm90_tile_d128>(p, o, stream, v)
-                        : sm90_launch_staged<__half, sm90_tile_d128>(p, o, stream, v);
+                st = bf16 ? sm90_launch_staged<__nv_bfloat16, sm90_tile_d128>(p, o, need, stream, v)
+                        : sm90_launch_staged<__half, sm90_tile_d128>(p, o, need, stream, v);
             return st != FA_ERR_UNSUPPORTED ? st : FA_SM90_VAR_LAUNCH_AS(sm90_tile_d128, FA_VAR_ALL, false);
         }
         return FA_SM90_VAR_LAUNCH_AS(sm90_tile_d256, FA_VAR_ALL, false);
