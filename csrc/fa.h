@@ -196,9 +196,9 @@ int fa_check_params(const fa_params *p);
 int fa_forward_cpu(const fa_params *p);
 
 /* With the variants of v (NULL: none): the C backend runs every one. The CUDA backend runs them
- * in fp16/bf16 on sm_80 and later (the Hopper kernel on compute capability 9.0, packed sequences
- * on the sm_80 kernel); fa_forward_variants_cuda answers FA_ERR_UNSUPPORTED for the rest (fp32,
- * older devices, another family forced), which the torch binding computes exactly through PyTorch.
+ * in fp16/bf16 on sm_80 and later (the Hopper kernel on compute capability 9.0);
+ * fa_forward_variants_cuda answers FA_ERR_UNSUPPORTED for the rest (fp32, older devices, another
+ * family forced), which the torch binding computes exactly through PyTorch.
  * CUDA never reads cu_seqlens on the host: packed sequences that break the rules above make the
  * whole output and lse NaN. */
 int fa_forward_variants_cpu(const fa_params *p, const fa_variants *v);
@@ -207,8 +207,10 @@ int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CU
 /* The same with a device scratch buffer of scratch_bytes (NULL when 0), at least what
  * fa_forward_variants_scratch_bytes says: a call with few queries per KV head (a padded batch's
  * decoding step) runs the split-KV kernel, which merges its splits there; with less it runs on the
- * forward kernels, the same result up to rounding. The size depends on the shapes and the current
- * device only. v NULL (or without any variant): fa_forward_scratch_bytes and fa_forward_cuda_scratch. */
+ * forward kernels, the same result up to rounding. Packed sequences on compute capability 9.0 keep
+ * the Hopper kernel's tile counter there (4 bytes): its CTAs then take the sequences' query tiles
+ * as they come free; with less each CTA walks a fixed share (the same bits, slower where the
+ * tiles' costs differ). The size depends on the shapes and the current device only. v NULL (or without any variant): fa_forward_scratch_bytes and fa_forward_cuda_scratch. */
 int fa_forward_variants_scratch_bytes(const fa_params *p, const fa_variants *v, size_t *bytes);
 int fa_forward_variants_cuda_scratch(const fa_params *p, const fa_variants *v, void *scratch, size_t scratch_bytes,
                                      struct CUstream_st *stream);

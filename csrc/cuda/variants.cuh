@@ -137,7 +137,7 @@ __device__ void var_fill_nan(const fa_var &x, const fa_params &p, int64_t blk, i
 
 /* A packed call's CTA of THREADS threads (sm80.cu: a 1-D grid, one tile each), at its start: whether
  * its tile, rows m0.. of a sequence of Nq queries, has work. (The Hopper kernel votes on
- * var_seqlens_ok at its own first barrier and walks two tiles per CTA: pair_tiles.) When
+ * var_seqlens_ok at its own first barrier and walks the sequences' tiles: packed_find.) When
  * cu_seqlens break the rules it fills its share of the output with NaN instead (var_fill_nan)
  * and has none. Every thread calls it. */
 template <int THREADS>
