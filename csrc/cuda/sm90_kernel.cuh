@@ -198,6 +198,20 @@ __device__ __forceinline__ sm90_item packed_item(const sm90_var_args &a, const i
     return w;
 }
 
+/* Work item `item` as producer and consumers both see it: walk_item's, or PACKED the item pk
+ * (packed_item); sq: its sequence (seq, the whole problem, unless packed). */
+template <class C, bool SPLIT, int VAR, bool PACKED, class A>
+__device__ __forceinline__ sm90_item any_item(const A &a, int64_t item, const int (&pk)[8], const fa_var_seq &seq,
+                                              uint32_t keys, fa_var_seq &sq, fa_var_keys &kr)
+{
+    sq = seq;
+    if constexpr (PACKED)
+        return packed_item<C>(a, pk, sq, kr);
+    else
+        return walk_item<C, SPLIT, VAR>(a, item, seq, keys, VAR ? seq.Nq : (int)a.p.Nq, VAR ? seq.Nk : (int)a.p.Nk,
+                                        kr);
+}
+
 /* PACKED (VAR only): a packed call's kernel, walking the items of packed_find. */
 template <typename T, class C, bool SPLIT, int VAR, bool PACKED>
 __global__ void __launch_bounds__(C::THREADS, 1)
@@ -294,12 +308,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         };
         for (int64_t item = next_item(); item < a.n_items; ++it, item = next_item()) {
             fa_var_keys kr;
-            fa_var_seq sq = seq;                            /* this item's sequence */
-            sm90_item w;
-            if constexpr (PACKED)
-                w = packed_item<C>(a, pk, sq, kr);
-            else
-                w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, VAR ? seq.Nq : (int)p.Nq, VAR ? seq.Nk : (int)p.Nk, kr);
+            fa_var_seq sq;                                  /* this item's sequence */
+            const sm90_item w = any_item<C, SPLIT, VAR, PACKED>(a, item, pk, seq, keys, sq, kr);
             const int h = w.tp.h, hk = w.tp.hk, n_blocks = w.nb, kb0 = w.kb0;
             /* Packed: the sequence's rows, in tensor maps of one batch entry over all rows. */
             const int b = PACKED ? 0 : w.tp.b;
@@ -372,12 +382,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     };
     for (int64_t item = next_item(); item < a.n_items; ++it, item = next_item()) {
         fa_var_keys kr;
-        fa_var_seq sq = seq;                                /* this item's sequence */
-        sm90_item w;
-        if constexpr (PACKED)
-            w = packed_item<C>(a, pk, sq, kr);
-        else
-            w = walk_item<C, SPLIT, VAR>(a, item, seq, keys, VAR ? seq.Nq : (int)p.Nq, VAR ? seq.Nk : (int)p.Nk, kr);
+        fa_var_seq sq;                                      /* this item's sequence */
+        const sm90_item w = any_item<C, SPLIT, VAR, PACKED>(a, item, pk, seq, keys, sq, kr);
         const int Nq = VAR ? sq.Nq : (int)p.Nq, Nk = VAR ? sq.Nk : (int)p.Nk;
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
