@@ -372,6 +372,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if constexpr (PACKED) {
             if (it == 0)
                 packed_take(ring, 0, threadIdx.x % 32, pk_next);
+            /* Shuffled again: a copy would merge values from the loop's joins, which the compiler
+             * cannot prove warp-uniform (80-93 R2UR in the d = 128 and 256 block loops). */
 #pragma unroll
             for (int i = 0; i < 8; i++)
                 pk[i] = __shfl_sync(0xffffffffu, pk_next[i], 0);
