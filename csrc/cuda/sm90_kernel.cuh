@@ -367,6 +367,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     /* Consumers: 64 query rows per warpgroup, O and the softmax state in registers. */
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(C::CONSUMER_REGS));
     bool stored = false;                                    /* STORE_DEFER: the last item's O store */
+    /* The rows and keys of every item but a packed one's, read here once (inside the loop the
+     * plain kernels' SASS came out scheduled otherwise). */
+    const int Nq0 = VAR ? seq.Nq : (int)p.Nq, Nk0 = VAR ? seq.Nk : (int)p.Nk;
     int pk[8], pk_next[8];                                  /* PACKED: this item and the next (packed_take) */
     auto next_item = [&]() -> int64_t {                     /* item it, it counted on */
         if constexpr (PACKED) {
@@ -386,7 +389,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         fa_var_keys kr;
         fa_var_seq sq;                                      /* this item's sequence */
         const sm90_item w = any_item<C, SPLIT, VAR, PACKED>(a, item, pk, seq, keys, sq, kr);
-        const int Nq = VAR ? sq.Nq : (int)p.Nq, Nk = VAR ? sq.Nk : (int)p.Nk;
+        const int Nq = PACKED ? sq.Nq : Nq0, Nk = PACKED ? sq.Nk : Nk0;
         const int b = w.tp.b, h = w.tp.h, m0 = w.tp.m0, n_blocks = w.nb, kb0 = w.kb0;
         const int64_t bh = w.tp.bh;
         SM90_TRACE(it, 12);
