@@ -151,7 +151,13 @@ __device__ __forceinline__ void packed_find(const sm90_var_args &a, int x, sm90_
         cur.b++;
         cur.nt = -1;
     }
+#if FA_SM90_PACKED_HEADS > 1
+    const int G = p.Hq % FA_SM90_PACKED_HEADS == 0 ? FA_SM90_PACKED_HEADS : 1;
+    const int r = x - cur.first, grp = r / (G * cur.nt), in = r - grp * G * cur.nt;
+    const int rank = in / G, h = grp * G + in - rank * G;
+#else
     const int r = x - cur.first, h = r / cur.nt, rank = r - h * cur.nt;
+#endif
     v[0] = cur.b, v[1] = h, v[2] = (a.p.causal ? cur.nt - 1 - rank : rank) * BM, v[7] = 0;
 }
 
