@@ -1,12 +1,18 @@
 /*
- * sm90_kernel.cuh — the Hopper forward kernel (sm90.cu includes it after sm90_steps.cuh): where a tile
- * and a work item are, the persistent walk, fa_sm90_forward_kernel (producer and consumers) and the
- * split tiles' merge kernel. The algorithm and layouts are described at the top of sm90.cu.
+ * sm90_kernel.cuh — the Hopper forward kernel (sm90.cu includes it after sm90_steps.cuh). The
+ * algorithm and layouts are described at the top of sm90.cu. In order:
+ *   Tiles and work items   tile_pos, item_pos, cta_tile (the persistent walk), walk_item
+ *   Packed sequences       the walk over the sequences' query tiles: packed_find (the producer's
+ *                          cursor), packed_put / packed_take (its ring to the consumers), packed_item;
+ *                          any_item, the item either walk gives
+ *   The kernel             fa_sm90_forward_kernel: prologue and barriers, the producer's loads, the
+ *                          consumers' block loop, the epilogue (lse, O through TMA or row stores)
+ *   The merge              fa_sm90_merge_kernel, for a split last round
  */
 #ifndef FA_SM90_KERNEL_CUH
 #define FA_SM90_KERNEL_CUH
 
-/* ---- Kernel -------------------------------------------------------------------------------- */
+/* ---- Tiles and work items ------------------------------------------------------------------ */
 
 /* Grid: 1-D, one CTA per tile or one per SM (sm90_persistent); block: the producer and
  * C::CONSUMERS warpgroups. */
@@ -104,6 +110,8 @@ __device__ __forceinline__ sm90_item walk_item(const A &a, int64_t item, const f
     }
     return w;
 }
+
+/* ---- Packed sequences ---------------------------------------------------------------------- */
 
 /* Packed sequences (the PACKED kernels): the query tiles that exist, sequence after sequence, each
  * head's tiles together (they share its K and V in L2), causal heaviest first. Item x is query
@@ -217,6 +225,8 @@ __device__ __forceinline__ sm90_item any_item(const A &a, int64_t item, const in
         return walk_item<C, SPLIT, VAR>(a, item, seq, keys, VAR ? seq.Nq : (int)a.p.Nq, VAR ? seq.Nk : (int)a.p.Nk,
                                         kr);
 }
+
+/* ---- The kernel ---------------------------------------------------------------------------- */
 
 /* PACKED (VAR only): a packed call's kernel, walking the items of packed_find. */
 template <typename T, class C, bool SPLIT, int VAR, bool PACKED>
@@ -677,6 +687,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     }
 #endif /* FA_SM90_DEVICE */
 }
+
+/* ---- The merge ----------------------------------------------------------------------------- */
 
 /* The split tiles' parts merged, one warp per row of a tail tile, MERGE_ROWS rows per CTA (grid
  * n_split / parts · BM / MERGE_ROWS): O = Σ_q w_q O_q / Σ_q w_q, w_q = exp2(lse_q − M),
