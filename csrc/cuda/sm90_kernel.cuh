@@ -113,10 +113,12 @@ __device__ __forceinline__ sm90_item walk_item(const A &a, int64_t item, const f
 
 /* ---- Packed sequences ---------------------------------------------------------------------- */
 
-/* Packed sequences (the PACKED kernels): the query tiles that exist, sequence after sequence, each
- * head's tiles together (they share its K and V in L2), causal heaviest first. Item x is query
- * tile `rank` of head h of sequence b, x = P_b + h · nt_b + rank, with nt_b = ceil(Nq_b / BM) and
- * P_b the items of the sequences before b. The host does not know the lengths (cu_seqlens stay on
+/* Packed sequences (the PACKED kernels): the query tiles that exist, sequence after sequence.
+ * Non-causal, each head's tiles together (they share its K and V in L2): item x is query tile
+ * `rank` of head h of sequence b, x = P_b + h · nt_b + rank, with nt_b = ceil(Nq_b / BM) and P_b
+ * the items of the sequences before b. Causal, the sequence's tiles rank by rank over all its
+ * heads, heaviest first: x = P_b + rank · Hq + h, the tile rank from the end (bench/LOG.md,
+ * 2026-12-04, tenth session: 0.973 → 0.997× FA3's varlen, causal). The host does not know the lengths (cu_seqlens stay on
  * the GPU), so the producer finds each item in cu_seqlens with a cursor that only moves forward:
  * a CTA's items only grow. CTA c takes item c, then, with a counter (a.tile_counter, zeroed before
  * the launch), tile_stride + the counter's old value, fetched as its current item's last block is
@@ -159,14 +161,10 @@ __device__ __forceinline__ void packed_find(const sm90_var_args &a, int x, sm90_
         cur.b++;
         cur.nt = -1;
     }
-#if FA_SM90_PACKED_HEADS > 1
-    const int G = p.Hq % FA_SM90_PACKED_HEADS == 0 ? FA_SM90_PACKED_HEADS : 1;
-    const int r = x - cur.first, grp = r / (G * cur.nt), in = r - grp * G * cur.nt;
-    const int rank = in / G, h = grp * G + in - rank * G;
-#else
-    const int r = x - cur.first, h = r / cur.nt, rank = r - h * cur.nt;
-#endif
-    v[0] = cur.b, v[1] = h, v[2] = (a.p.causal ? cur.nt - 1 - rank : rank) * BM, v[7] = 0;
+    /* Causal: rank-major (x = P_b + rank · Hq + h); else head-major (x = P_b + h · nt_b + rank). */
+    const int r = x - cur.first, n = p.causal ? (int)p.Hq : cur.nt, major = r / n, minor = r - major * n;
+    const int h = p.causal ? minor : major, rank = p.causal ? major : minor;
+    v[0] = cur.b, v[1] = h, v[2] = (p.causal ? cur.nt - 1 - rank : rank) * BM, v[7] = 0;
 }
 
 #ifdef FA_SM90_DEVICE

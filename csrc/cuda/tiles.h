@@ -137,13 +137,6 @@ struct sm90_tile_mask : C {
 #define FA_SM90_STORE_DEFER 1
 #endif
 
-/* Packed sequences (packed_find): the query tiles of each group of FA_SM90_PACKED_HEADS heads of a
- * sequence walked rank by rank (causal: the group's heaviest tiles first), where Hq divides into
- * such groups; 1: each head's tiles together. A tool's switch (bench/LOG.md 2026-12-04-packed-dynamic). */
-#ifndef FA_SM90_PACKED_HEADS
-#define FA_SM90_PACKED_HEADS 1
-#endif
-
 /* ---- Split-KV decode (decode.cu) ------------------------------------------------------------- */
 
 /* D: compiled head-dim width (d padded up to it); STAGES: buffers in each warp's K and V ring;
