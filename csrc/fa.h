@@ -181,6 +181,8 @@ typedef struct {
                                 choice of kernels */
     int split_kv;            /* attention calls on the split-KV kernel (decode.cu): 1 never, 2 wherever
                                 it runs the call (the automatic rule: plan.h) */
+    int sm90_heads;          /* causal Hopper calls: tiles walked in sections of n heads, rank by rank
+                                (n > 0: the largest divisor of B · Hq up to n; 1: head by head) */
 } fa_overrides;
 
 /* Private to tests and tuning tools: sets the process-wide overrides (every later call reads them;

@@ -167,6 +167,32 @@ def test_sm90_both_grids(grid, causal, d, forced, fa_overrides):
 
 
 @sm90
+@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_sm90_causal_sections(grid, d, forced, fa_overrides):
+    """Causal tiles walked in sections of G heads rank by rank (sm90_heads; automatic: on one CTA
+    per tile, sections of K and V within 32 MB): 30 heads (B = 3, Hq = 10 on 5 KV heads) in
+    sections of 1, 2, 3, 5 (G = 4 and 7 round down to divisors of 30), all 30 and the automatic
+    choice give the same bits, within the accuracy rule; a window and sinks (the variant kernel)
+    the same bits in every section too."""
+    torch.manual_seed(d)
+    q = randn(3, 10, 1100, d, dtype=torch.bfloat16, device="cuda")
+    k = randn(3, 5, 1100, d, dtype=torch.bfloat16, device="cuda")
+    v = randn(3, 5, 1100, d, dtype=torch.bfloat16, device="cuda")
+    sinks = torch.randn(10, device="cuda")
+    runs = {}
+    for heads in (1, 0, 2, 3, 4, 5, 7, 30):
+        fa_overrides(sm90_grid=grid, sm90_heads=heads)
+        runs[heads] = (torch_flashattn.attention_lse(q, k, v, causal=True),
+                       torch_flashattn.attention(q, k, v, causal=True, window=(300, 0), sinks=sinks))
+    (out, lse), var = runs[1]
+    assert_accurate(out, q, k, v, True, what=f"sm90 causal sections d={d} {grid}")
+    for heads, ((o, l), w) in runs.items():
+        assert torch.equal(o, out) and torch.equal(l, lse), f"sections of {heads} heads: other bits"
+        assert torch.equal(w, var), f"sections of {heads} heads, window and sinks: other bits"
+
+
+@sm90
 def test_sm90_many_heads_and_scale_zero(forced):
     """More CTAs than one launch row of work, and scale 0 (uniform weights)."""
     q = randn(64, 32, 130, 64, dtype=torch.bfloat16, device="cuda")

@@ -28,6 +28,7 @@ FIELDS = {
     "decode_combine": ("auto", "elem", "wide"),
     "device_cc": None,        # 0 the GPU's own; 70, 72, 75, 80, 86-89: plan as that older GPU would (tests)
     "split_kv": ("auto", "off", "on"),   # attention calls on the split-KV kernel
+    "sm90_heads": None,       # causal Hopper walk: 0 automatic, n sections of n heads (1: head by head)
 }
 FAMILIES = FIELDS["family"]
 

@@ -56,6 +56,32 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
     return !p->causal || (keys < p->Nk ? keys : p->Nk) <= 4096;
 }
 
+/* The tile order's sections. One CTA per tile, the hardware starts the CTAs in order as SMs come
+ * free. Head by head, causal, each head's heaviest tile starts only once the heads before it are
+ * out, and the last heads' heaviest tiles run on while most SMs have nothing left. A section of
+ * heads walked rank by rank, heaviest first, starts the heavy tiles of all its heads together and
+ * ends on light ones; sections of K and V within FA_SM90_SECTION_BYTES (32 MB) keep what a section
+ * reads in L2. bf16 H200, FlashAttention's grid, against head by head: 8k keys +3.6 % (d = 64),
+ * +4.5 % (d = 128), +9.5 % (d = 256); 16k keys +3 % at d = 64, even at d = 128 and 256; larger
+ * sections lose at d = 256 (all 16 heads of 8k keys, 128 MB: −2 % against 2 heads). On the
+ * persistent grid's snake sections lost (4 heads: −1 to −37 %). bench/LOG.md, 2026-12-04-sections. */
+int64_t fa_plan_sm90_heads(const fa_params *p, const fa_overrides *o, int persistent)
+{
+    const int64_t bh = p->B * p->Hq;
+    int64_t g = 1;
+    if (o->sm90_heads > 0) {
+        g = o->sm90_heads;
+    } else if (!persistent) {                       /* K and V of one query head: shared by its group */
+        const double head = 2.0 * 2.0 * (double)p->Nk * (double)p->d / (double)(p->Hq / p->Hkv);
+        g = (int64_t)((double)FA_SM90_SECTION_BYTES / head);
+    }
+    if (!p->causal || g < 1)
+        g = 1;
+    for (g = g < bh ? g : bh; g > 1 && bh % g != 0; g--)
+        ;
+    return g;
+}
+
 /* Items CTA c of a static walk over `grid` CTAs (items c, c + grid, ...) takes below item x. */
 static int64_t walk_items_below(int64_t c, int64_t grid, int64_t x)
 {

@@ -63,6 +63,14 @@ typedef struct {
  * one query row sees (p->Nk, or fewer under a window). */
 int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys);
 
+/* Causal calls on one CTA per tile walk their tiles in sections of heads whose K and V take at most
+ * this many bytes (fa_plan_sm90_heads). */
+#define FA_SM90_SECTION_BYTES (32 << 20)
+
+/* The heads of a section of the tile order (sm90_args.div_heads): a divisor of B · Hq; 1 (head by
+ * head) but for causal calls on one CTA per tile (persistent = 0) or under fa_overrides.sm90_heads. */
+int64_t fa_plan_sm90_heads(const fa_params *p, const fa_overrides *o, int persistent);
+
 /* Rounds (tile times) a static walk of grid CTAs takes over n1 items of cost 1, then n2 of cost
  * c2, then n3 of cost c3: what its busiest CTA gets. */
 double fa_plan_walk_rounds(int64_t grid, int64_t n1, int64_t n2, double c2, int64_t n3, double c3);

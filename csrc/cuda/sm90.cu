@@ -186,6 +186,9 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         *need = 0;
         return FA_OK;
     }
+    const int64_t heads = PACKED ? 1 : fa_plan_sm90_heads(p, o, persistent);
+    a.div_heads = sm90_divisor_make((uint32_t)heads);
+    a.div_sec = sm90_divisor_make((uint32_t)(heads * a.div_full_q.d));
     const int bf16 = p->dtype == FA_BFLOAT16;
     /* Packed: maps over all rows (total_q, total_k) as one batch entry. */
     const int64_t mb = packed ? 1 : p->B, nq = packed ? v->total_q : p->Nq, nk = packed ? v->total_k : p->Nk;

@@ -38,8 +38,9 @@ __device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t ti
     const uint32_t t = (uint32_t)tile;
     uint32_t rank, bh;
     if (t < (uint32_t)a.n_full) {
-        bh = fast_div(a.div_full_q, t);
-        rank = t - bh * a.div_full_q.d;
+        const uint32_t sec = fast_div(a.div_sec, t), in = t - sec * a.div_sec.d;
+        rank = fast_div(a.div_heads, in);
+        bh = sec * a.div_heads.d + in - rank * a.div_heads.d;
     } else {                                            /* a head's last query tile, moved last */
         bh = t - (uint32_t)a.n_full;
         rank = a.div_q_tiles.d - 1;

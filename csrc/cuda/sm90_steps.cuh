@@ -40,12 +40,15 @@ typedef struct {
     float scale_log2;                    /* scale · log2(e), at least FLT_MIN */
     int64_t n_q_tiles;                   /* ceil(Nq / BM) */
     int64_t n_tiles;                     /* B · Hq · n_q_tiles, less than 2²⁹ (sm90_launch) */
-    /* Head-major order (tile_pos): tiles below n_full walk each head's query tiles in turn
-     * (div_full_q.d of them per head); the tiles past them, if any, are the heads' last query
-     * tiles, one per head, moved to the end (plan.c, fa_plan_sm90_walk). */
+    /* The order of the tiles (tile_pos): tiles below n_full walk sections of div_heads.d heads
+     * (b·Hq + h consecutive; div_sec.d = div_heads.d · div_full_q.d tiles each), a section's tiles
+     * rank by rank (div_full_q.d ranks per head; causal: heaviest first), so one head's tiles go
+     * together when div_heads.d = 1; the tiles past them, if any, are the heads' last query tiles,
+     * one per head, moved to the end (plan.c, fa_plan_sm90_walk). */
     int64_t n_full;
     sm90_divisor div_q_tiles, div_full_q, div_bh, div_hq, div_q_per_kv;  /* n_q_tiles, n_full_q,
                                                                              B · Hq, Hq, Hq / Hkv */
+    sm90_divisor div_sec, div_heads;     /* a section's tiles, its heads */
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
     int snake;                           /* every other pass of the grid runs backwards: cta_tile */
     /* Work items (item_pos): items below n_whole are whole tiles; the n_split items past them are
