@@ -61,10 +61,11 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * out, and the last heads' heaviest tiles run on while most SMs have nothing left. A section of
  * heads walked rank by rank, heaviest first, starts the heavy tiles of all its heads together and
  * ends on light ones; sections of K and V within FA_SM90_SECTION_BYTES (32 MB) keep what a section
- * reads in L2. bf16 H200, FlashAttention's grid, against head by head: 8k keys +3.6 % (d = 64),
- * +4.5 % (d = 128), +9.5 % (d = 256); 16k keys +3 % at d = 64, even at d = 128 and 256; larger
- * sections lose at d = 256 (all 16 heads of 8k keys, 128 MB: −2 % against 2 heads). On the
- * persistent grid's snake sections lost (4 heads: −1 to −37 %). bench/LOG.md, 2026-12-04-sections. */
+ * reads in L2. H200, FlashAttention's grid, in turn against head by head: 8k keys +4.0 % (d = 64),
+ * +4.1 % (d = 128), +9.0 % (d = 256) in bf16, the same in fp16; 16k keys +3 % at d = 64, even at
+ * d = 128 and 256; larger sections lose at d = 256 (all 16 heads of 8k keys, 128 MB: −2 % against
+ * 2 heads). On the persistent grid's snake sections lost (4 heads: −0.1 to −37 %). bench/LOG.md,
+ * 2026-12-04-sections. */
 int64_t fa_plan_sm90_heads(const fa_params *p, const fa_overrides *o, int persistent)
 {
     const int64_t bh = p->B * p->Hq;
