@@ -82,34 +82,35 @@ static void test_sm90_grid(void)
 
 static void test_sm90_heads(void)
 {
-    fa_overrides o;
-    memset(&o, 0, sizeof o);
     /* K and V of a head: 4 · Nk · d bytes (2 MB at 8k keys, d = 64); 32 MB per section. */
-    fa_params p = shape(2, 32, 8192, 8192, 64, 1);
-    check(fa_plan_sm90_heads(&p, &o, 0) == 16, "sm90 sections: d = 64, 8k keys, one CTA per tile: 16 heads");
-    check(fa_plan_sm90_heads(&p, &o, 1) == 1, "sm90 sections: the persistent grid walks head by head");
-    p = shape(2, 16, 8192, 8192, 128, 1);
-    check(fa_plan_sm90_heads(&p, &o, 0) == 8, "sm90 sections: d = 128, 8k keys: 8 heads");
-    p = shape(1, 8, 16384, 16384, 256, 1);
-    check(fa_plan_sm90_heads(&p, &o, 0) == 2, "sm90 sections: d = 256, 16k keys: 2 heads");
-    p = shape(1, 16, 65536, 65536, 256, 1);
-    check(fa_plan_sm90_heads(&p, &o, 0) == 1, "sm90 sections: a head past 32 MB walks alone");
-    p = shape(3, 5, 8192, 8192, 64, 1);
-    check(fa_plan_sm90_heads(&p, &o, 0) == 15, "sm90 sections: at most B · Hq heads");
-    p = shape(1, 14, 8192, 8192, 128, 1);
-    check(fa_plan_sm90_heads(&p, &o, 0) == 7, "sm90 sections: a divisor of B · Hq (8 -> 7 of 14)");
-    p = shape(2, 32, 8192, 8192, 128, 1);
-    p.Hkv = 8;
-    check(fa_plan_sm90_heads(&p, &o, 0) == 32, "sm90 sections: GQA, a kv head's K and V shared by its 4 heads");
-    p = shape(2, 16, 8192, 8192, 128, 0);
-    check(fa_plan_sm90_heads(&p, &o, 0) == 1, "sm90 sections: non-causal walks head by head");
-    o.sm90_heads = 4;
-    check(fa_plan_sm90_heads(&p, &o, 0) == 1, "sm90 sections: sm90_heads leaves non-causal calls head by head");
-    p = shape(2, 16, 2048, 2048, 128, 1);
-    check(fa_plan_sm90_heads(&p, &o, 1) == 4, "sm90 sections: sm90_heads = 4 on the persistent grid");
-    o.sm90_heads = 1;
-    p = shape(2, 32, 8192, 8192, 64, 1);
-    check(fa_plan_sm90_heads(&p, &o, 0) == 1, "sm90 sections: sm90_heads = 1 walks head by head");
+    static const struct {
+        int64_t B, Hq, Hkv, N, d;
+        int causal, persistent, heads, want;
+        const char *what;
+    } cases[] = {
+        {2, 32, 32, 8192, 64, 1, 0, 0, 16, "d = 64, 8k keys, one CTA per tile: 16 heads"},
+        {2, 32, 32, 8192, 64, 1, 1, 0, 1, "the persistent grid walks head by head"},
+        {2, 16, 16, 8192, 128, 1, 0, 0, 8, "d = 128, 8k keys: 8 heads"},
+        {1, 8, 8, 16384, 256, 1, 0, 0, 2, "d = 256, 16k keys: 2 heads"},
+        {1, 16, 16, 65536, 256, 1, 0, 0, 1, "a head past 32 MB walks alone"},
+        {3, 5, 5, 8192, 64, 1, 0, 0, 15, "at most B · Hq heads"},
+        {1, 14, 14, 8192, 128, 1, 0, 0, 7, "a divisor of B · Hq (8 -> 7 of 14)"},
+        {2, 32, 8, 8192, 128, 1, 0, 0, 32, "GQA, a kv head's K and V shared by its 4 heads"},
+        {2, 16, 16, 8192, 128, 0, 0, 0, 1, "non-causal walks head by head"},
+        {2, 16, 16, 8192, 128, 0, 0, 4, 1, "sm90_heads leaves non-causal calls head by head"},
+        {2, 16, 16, 2048, 128, 1, 1, 4, 4, "sm90_heads = 4 on the persistent grid"},
+        {2, 32, 32, 8192, 64, 1, 0, 1, 1, "sm90_heads = 1 walks head by head"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fa_overrides o;
+        memset(&o, 0, sizeof o);
+        o.sm90_heads = cases[i].heads;
+        fa_params p = shape(cases[i].B, cases[i].Hq, cases[i].N, cases[i].N, cases[i].d, cases[i].causal);
+        p.Hkv = cases[i].Hkv;
+        char what[128];
+        snprintf(what, sizeof what, "sm90 sections: %s", cases[i].what);
+        check(fa_plan_sm90_heads(&p, &o, cases[i].persistent) == cases[i].want, what);
+    }
 }
 
 static void test_sm90_walk(void)
