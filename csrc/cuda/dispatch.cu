@@ -41,6 +41,24 @@ static fa_kvcache_params as_kvcache(const fa_params *p)
     return kp;
 }
 
+/* The Hopper kernel's scratch for a call (v NULL: plain), where that kernel would run it (fp16/bf16
+ * under the automatic choice or sm90, compute capability 9.0); *bytes stays as it is elsewhere and
+ * is 0 for a call the kernel declines. */
+static int sm90_scratch_bytes(const fa_params *p, const fa_variants *v, const fa_overrides *o, size_t *bytes)
+{
+    if (p->dtype == FA_FLOAT32 || (o->family != FA_FAMILY_AUTO && o->family != FA_FAMILY_SM90))
+        return FA_OK;
+    int dev;
+    fa_device info;
+    const int st = fa_device_current(&dev, &info);
+    if (st != FA_OK)
+        return st;
+    if (info.major == 9 && info.minor == 0
+        && (v ? fa_sm90_variants_scratch_bytes(p, v, o, bytes) : fa_sm90_scratch_bytes(p, o, bytes)) != FA_OK)
+        *bytes = 0;
+    return FA_OK;
+}
+
 /* Scratch of the split-KV route, or of the Hopper kernel's split last round (fp16/bf16 under the
  * automatic choice or sm90, on compute capability 9.0). */
 extern "C" int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes)
@@ -62,15 +80,7 @@ extern "C" int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes)
             return FA_OK;
         *bytes = 0;                                 /* a shape the split-KV kernel does not take */
     }
-    if (p->dtype == FA_FLOAT32 || (o.family != FA_FAMILY_AUTO && o.family != FA_FAMILY_SM90))
-        return FA_OK;
-    int dev;
-    fa_device info;
-    if ((st = fa_device_current(&dev, &info)) != FA_OK)
-        return st;
-    if (info.major == 9 && info.minor == 0 && fa_sm90_scratch_bytes(p, &o, bytes) != FA_OK)
-        *bytes = 0;
-    return FA_OK;
+    return sm90_scratch_bytes(p, NULL, &o, bytes);
 }
 
 extern "C" int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream)
@@ -144,7 +154,7 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
 extern "C" int fa_forward_variants_scratch_bytes(const fa_params *p, const fa_variants *v, size_t *bytes)
 {
     *bytes = 0;
-    int st = fa_check_variants(p, v);
+    const int st = fa_check_variants(p, v);
     if (st != FA_OK)
         return st;
     if (!fa_has_variants(v))
@@ -159,15 +169,7 @@ extern "C" int fa_forward_variants_scratch_bytes(const fa_params *p, const fa_va
             return FA_OK;
         *bytes = 0;                                 /* a shape the split-KV kernel does not take */
     }
-    if (p->dtype == FA_FLOAT32 || (o.family != FA_FAMILY_AUTO && o.family != FA_FAMILY_SM90))
-        return FA_OK;
-    int dev;
-    fa_device info;
-    if ((st = fa_device_current(&dev, &info)) != FA_OK)
-        return st;
-    if (info.major == 9 && info.minor == 0 && fa_sm90_variants_scratch_bytes(p, v, &o, bytes) != FA_OK)
-        *bytes = 0;
-    return FA_OK;
+    return sm90_scratch_bytes(p, v, &o, bytes);
 }
 
 extern "C" int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CUstream_st *stream)
