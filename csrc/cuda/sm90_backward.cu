@@ -28,6 +28,9 @@
  *     dQ part → shared memory, where warp 1 of the producer's warpgroup adds it into the workspace's
  *                                             accumulator, laid out in 64 × 64 parts (bwd_acc_at), with
  *                                             one cp.reduce.async.bulk (fp32) of 16 KB
+ *   at the end dK (scaled) and dV through K's and V's buffers (stmatrix), each consumer warp's 16 rows
+ *              stored by TMA: the CTA's tail is shorter than with 4-byte global stores from the
+ *              fragments (+2–13 % at 512–2k keys, −1 to +3.5 % from 4k; bench/LOG.md, 2026-12-04-bwd-tma-store)
  *
  * A step's products overlap: Pᵀ is computed while dPᵀ runs, dV while both consumers meet, dQ
  * beside dV, and dK while the dQ part is stored.
@@ -83,6 +86,7 @@ struct bwd90_smem {
 
 typedef struct {
     CUtensorMap tm_q, tm_k, tm_v, tm_do;    /* boxes: Q and dO 64 × BM, K and V 64 × 128 */
+    CUtensorMap tm_dk, tm_dv;               /* boxes 64 × 16: a consumer warp's rows of dK and dV */
     bwd_args b;
 } bwd90_args;
 
@@ -453,24 +457,41 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
             mbar_arrive(&s.empty[st]);
     }
 
-    /* dK (scaled) and dV: this thread's rows key_r[r], columns 8j + 2t (+1), straight from registers. */
-    const int d = (int)p.d;
-    uint16_t *g_dk = (uint16_t *)bp.dk + (int64_t)b * bp.dk_batch_stride + (int64_t)hk * bp.dk_head_stride;
-    uint16_t *g_dv = (uint16_t *)bp.dv + (int64_t)b * bp.dv_batch_stride + (int64_t)hk * bp.dv_head_stride;
+    /* dK (scaled) and dV through K's and V's buffers, each warp's 16 rows stored by TMA as soon as the
+     * warp has written them (rows past Nk and columns past d dropped; with a barrier over the
+     * consumer and one thread storing all 64 rows, ptxas rematerialised the dQ stores' addresses in
+     * the main loop, 67 instructions a step, d = 128 1–5 % slower from 4k keys). Barrier (both
+     * consumers): the other consumer's last dQ has read all of K. A 16-column group goes in with
+     * one stmatrix, addressed as dSᵀ's above (keys are rows here too). */
+    consumers_bar();
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        if (key_r[r] >= Nk)
-            continue;
-        uint16_t *rk = g_dk + (int64_t)key_r[r] * bp.dk_row_stride, *rv = g_dv + (int64_t)key_r[r] * bp.dv_row_stride;
+    for (int i = 0; i < D / 2; i++)
+        r_dk[i] *= ba.scale;
+    {
+        uint32_t f_dk[D / 16][4], f_dv[D / 16][4];
+        pack_frags<T, D>(f_dk, r_dk);
+        pack_frags<T, D>(f_dv, r_dv);
+        const int r = lane % 8, m = lane / 8;
+        const uint32_t row = (64 * cw + 16 * warp + r + 8 * (m % 2)) * 128;
 #pragma unroll
-        for (int j = 0; j < D / 8; j++) {
-            const int col = 8 * j + 2 * t;
-            if (col < d) {        /* d is even (16-byte aligned rows of 2-byte elements: a multiple of 8) */
-                *reinterpret_cast<uint32_t *>(rk + col) = pack2<T>(r_dk[4 * j + 2 * r] * ba.scale,
-                                                                   r_dk[4 * j + 2 * r + 1] * ba.scale);
-                *reinterpret_cast<uint32_t *>(rv + col) = pack2<T>(r_dv[4 * j + 2 * r], r_dv[4 * j + 2 * r + 1]);
-            }
+        for (int kk = 0; kk < D / 16; kk++) {
+            const uint32_t off = row + (kk / 4) * (BN * 128) + (((2 * (kk % 4) + m / 2) ^ r) * 16);
+            stsm_x4(s_k + off, f_dk[kk][0], f_dk[kk][1], f_dk[kk][2], f_dk[kk][3]);
+            stsm_x4(s_v + off, f_dv[kk][0], f_dv[kk][1], f_dv[kk][2], f_dv[kk][3]);
         }
+    }
+    /* The TMA engine reads what the generic proxy wrote: fence, then the warp's lanes meet. */
+    fence_async_smem();
+    __syncwarp();
+    const int row0 = key_w + 16 * warp;
+    if (lane == 0 && row0 < Nk) {
+#pragma unroll
+        for (int pn = 0; pn < PANELS; pn++) {
+            tma_store(&a.tm_dk, &s.k[pn][64 * cw + 16 * warp][0], 64 * pn, row0, hk, b);
+            tma_store(&a.tm_dv, &s.v[pn][64 * cw + 16 * warp][0], 64 * pn, row0, hk, b);
+        }
+        bulk_commit();
+        bulk_wait<true>();                                  /* shared memory outlives the reads */
     }
 #endif
 }
@@ -519,7 +540,11 @@ static int bwd90_launch(bwd90_args *a, cudaStream_t stream)
         || make_map(&a->tm_k, bf16, p->k, p->B, p->Hkv, p->Nk, p->d, p->k_batch_stride, p->k_head_stride,
                     p->k_row_stride, C::BN)
         || make_map(&a->tm_v, bf16, p->v, p->B, p->Hkv, p->Nk, p->d, p->v_batch_stride, p->v_head_stride,
-                    p->v_row_stride, C::BN))
+                    p->v_row_stride, C::BN)
+        || make_map(&a->tm_dk, bf16, bp->dk, p->B, p->Hkv, p->Nk, p->d, bp->dk_batch_stride, bp->dk_head_stride,
+                    bp->dk_row_stride, 16)
+        || make_map(&a->tm_dv, bf16, bp->dv, p->B, p->Hkv, p->Nk, p->d, bp->dv_batch_stride, bp->dv_head_stride,
+                    bp->dv_row_stride, 16))
         return FA_ERR_UNSUPPORTED;
     st = bwd_prep(ba, stream);
     if (st != FA_OK)
