@@ -133,6 +133,20 @@ __device__ __forceinline__ void stsm_x4(uint32_t addr, uint32_t r0, uint32_t r1,
                  :: "r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3) : "memory");
 }
 
+/* A consumer warp's 16 rows (row16..row16 + 15) of N columns, held as A fragments (pack_frags), into
+ * 64-column panels of 128-byte rows, PANEL bytes apart, in TMA's 128-byte swizzle: one stmatrix per
+ * 16 columns. Lane L gives a row address of matrix L / 8, row L % 8 of it; matrices 1 and 3 are
+ * 8 rows down, 2 and 3 8 columns on (a fragment's a0..a3). */
+template <int N, int PANEL>
+__device__ __forceinline__ void stsm_rows(uint32_t s, const uint32_t (&f)[N / 16][4], int row16, int lane)
+{
+    const int r = lane % 8, m = lane / 8;
+    const uint32_t base = s + (row16 + r + 8 * (m % 2)) * 128;
+#pragma unroll
+    for (int kk = 0; kk < N / 16; kk++)
+        stsm_x4(base + (kk / 4) * PANEL + (((2 * (kk % 4) + m / 2) ^ r) * 16), f[kk][0], f[kk][1], f[kk][2], f[kk][3]);
+}
+
 __device__ __forceinline__ void st_shared_f2(uint32_t addr, float x, float y)
 {
     asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" :: "r"(addr), "f"(x), "f"(y) : "memory");
@@ -380,18 +394,9 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         pack_frags<T, BM>(r_ds, r_dp);
 
         /* dSᵀ into buffer it & 1 (row 64cw + 16·warp + g (+ 8) = key, column = query, swizzled) with
-         * one stmatrix per 16 queries (+0.7–1.7 % over 32-bit stores): lane L gives a row address of
-         * matrix L / 8, row L % 8 of it; matrices 1 and 3 are 8 keys down, 2 and 3 8 queries on (a
-         * fragment's a0..a3). */
+         * one stmatrix per 16 queries (+0.7–1.7 % over 32-bit stores). */
         const uint32_t s_ds = smem_u32(s.ds[st]);
-        {
-            const int r = lane % 8, m = lane / 8;
-            const uint32_t base = s_ds + (64 * cw + 16 * warp + r + 8 * (m % 2)) * 128;
-#pragma unroll
-            for (int kk = 0; kk < BM / 16; kk++)
-                stsm_x4(base + (kk / 4) * (BN * 128) + (((2 * (kk % 4) + m / 2) ^ r) * 16),
-                        r_ds[kk][0], r_ds[kk][1], r_ds[kk][2], r_ds[kk][3]);
-        }
+        stsm_rows<BM, BN * 128>(s_ds, r_ds, 64 * cw + 16 * warp, lane);
         fence_async_smem();
 
         /* dV += Pᵀ dO: BM/16 k-steps of 16 queries (2 KB of each panel). Issued with Pᵀ before dSᵀ
@@ -461,8 +466,8 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
      * warp has written them (rows past Nk and columns past d dropped; with a barrier over the
      * consumer and one thread storing all 64 rows, ptxas rematerialised the dQ stores' addresses in
      * the main loop, 67 instructions a step, d = 128 1–5 % slower from 4k keys). Barrier (both
-     * consumers): the other consumer's last dQ has read all of K. A 16-column group goes in with
-     * one stmatrix, addressed as dSᵀ's above (keys are rows here too). */
+     * consumers): the other consumer's last dQ has read all of K. Written as dSᵀ is (keys are rows
+     * here too). */
     consumers_bar();
 #pragma unroll
     for (int i = 0; i < D / 2; i++)
@@ -471,14 +476,8 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         uint32_t f_dk[D / 16][4], f_dv[D / 16][4];
         pack_frags<T, D>(f_dk, r_dk);
         pack_frags<T, D>(f_dv, r_dv);
-        const int r = lane % 8, m = lane / 8;
-        const uint32_t row = (64 * cw + 16 * warp + r + 8 * (m % 2)) * 128;
-#pragma unroll
-        for (int kk = 0; kk < D / 16; kk++) {
-            const uint32_t off = row + (kk / 4) * (BN * 128) + (((2 * (kk % 4) + m / 2) ^ r) * 16);
-            stsm_x4(s_k + off, f_dk[kk][0], f_dk[kk][1], f_dk[kk][2], f_dk[kk][3]);
-            stsm_x4(s_v + off, f_dv[kk][0], f_dv[kk][1], f_dv[kk][2], f_dv[kk][3]);
-        }
+        stsm_rows<D, BN * 128>(s_k, f_dk, 64 * cw + 16 * warp, lane);
+        stsm_rows<D, BN * 128>(s_v, f_dv, 64 * cw + 16 * warp, lane);
     }
     /* The TMA engine reads what the generic proxy wrote: fence, then the warp's lanes meet. */
     fence_async_smem();
