@@ -277,9 +277,11 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         r_dk[i] = 0.f, r_dv[i] = 0.f;
     /* lse₂ and D (−D where dPᵀ accumulates onto it) of a step's BM rows reach shared memory through
      * the consumers: thread ct of the 256 reads one (ct < BM: lse₂, else D) from the workspace
-     * during the step before and stores it before the step's barrier. (Written there by TMA with the Q tile instead, compute-sanitizer's
-     * racecheck reported each TMA write against the consumers' reads of the stage before it, though
-     * the mbarrier release orders them; this way a named barrier orders them, which it checks.) */
+     * during the step before and stores it before the step's barrier. (Written there by TMA with the
+     * Q tile instead, compute-sanitizer's racecheck reported each TMA write against the consumers'
+     * reads of the stage before it, though the mbarrier release orders them, and still did with a
+     * proxy fence before each release; d = 128 also ran 1–7 % slower that way. Here a named barrier
+     * orders them, which racecheck checks.) */
     const int ct = threadIdx.x - 128;
     int64_t stat_row = ((int64_t)b * p.Hq + hk * G) * ba.nq_pad + qb_lo * BM + ct % BM;   /* step 0's */
     auto stat_at = [&](int64_t row) -> float {
