@@ -1,8 +1,10 @@
-"""Summarises an Nsight Compute source page (SASS, CSV) of the Hopper kernel: where the warp
-stall samples fall, by instruction and by opcode, and the consumer loop's share.
+"""Summarises an Nsight Compute source page (SASS, CSV) of a Hopper kernel: where the warp
+stall samples fall, by instruction and by opcode; with --segments, also by stretch of code between
+landmarks (mbarrier waits and arrivals, wgmma fences and waits, named barriers, the first wgmma of
+a group, branches back), in address order, so that two kernels' steps can be laid side by side.
 
     ncu -i report.ncu-rep --page source --csv --print-source sass > sass.csv
-    python3 -m tools.sm90.ncu_source sass.csv
+    python3 -m tools.sm90.ncu_source [--segments] sass.csv
 """
 import argparse
 import csv
@@ -10,7 +12,47 @@ import re
 from collections import Counter
 
 
-def main(path):
+def opcode(src):
+    m = re.match(r"(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]*)?", src)
+    return (m.group(2), m.group(3) or "") if m else (src[:12], "")
+
+
+REASONS = ("barrier", "wait", "long_sb", "short_sb", "selected", "mio", "math")
+
+
+def segments(rows, num, key, min_share=0.3):
+    """Rows (address order) cut at landmarks; prints each stretch holding >= min_share % of the samples,
+    in thousands of samples (comparable between two kernels' pages of the same shape) and by stall reason."""
+    cuts, last_hgmma = [], -100
+    for i, r in enumerate(rows):
+        op, sub = opcode(r.get("Source", "").strip())
+        src = r.get("Source", "")
+        if op in ("SYNCS", "WARPGROUP", "BAR", "EXIT"):
+            cuts.append(i)
+        elif op == "BRA" and "0x" in src and int(src.split("0x")[-1].split()[0].rstrip(";"), 16) < int(str(r.get("Address", "0")), 16):
+            cuts.append(i + 1)                              # a branch back ends a loop's stretch
+        if op == "HGMMA":
+            if i - last_hgmma > 12:
+                cuts.append(i)
+            last_hgmma = i
+    cuts = sorted(set([0] + cuts)) + [len(rows)]
+    total = sum(num(r, key) for r in rows) or 1.0
+    reasons = [x for x in REASONS if "stall_" + x in rows[0]]
+    print(f"\nstretches between landmarks holding >= {min_share} % of the samples (address order; k = 1000 samples):")
+    print("  share      k     n  execs(M) " + " ".join(f"{x[:8]:>8}" for x in reasons) + "  HGMMA MUFU LDS STS  first instruction")
+    for a, b in zip(cuts, cuts[1:]):
+        seg = rows[a:b]
+        n = sum(num(r, key) for r in seg)
+        if 100 * n / total < min_share:
+            continue
+        ops = Counter(opcode(r.get("Source", "").strip())[0] for r in seg)
+        execs = max(num(r, "Instructions Executed") for r in seg) / 1e6
+        by = " ".join(f"{sum(num(r, 'stall_' + x) for r in seg) / 1e3:8.1f}" for x in reasons)
+        print(f"  {100 * n / total:5.1f} % {n / 1e3:6.1f} {len(seg):5d} {execs:8.2f}  {by}  {ops['HGMMA']:5d} {ops['MUFU']:4d}"
+              f" {ops['LDS']:3d} {ops['STS']:3d}  {str(seg[0].get('Address', ''))[-6:]:>6} {seg[0].get('Source', '').strip()[:60]}")
+
+
+def main(path, with_segments=False):
     with open(path, newline="") as f:
         text = f.read()
     lines = text.splitlines()
@@ -37,9 +79,7 @@ def main(path):
     print(f"\n{key}: {total:.0f} samples over {len(rows)} instructions")
     by_op = Counter()
     for r in rows:
-        src = r.get("Source", "").strip()
-        m = re.match(r"(@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)(\.[A-Z0-9_.]*)?", src)
-        by_op[m.group(2) if m else src[:12]] += num(r, key)
+        by_op[opcode(r.get("Source", "").strip())[0]] += num(r, key)
     print("\nby opcode (share of samples):")
     for op, n in by_op.most_common(20):
         print(f"  {op:12s} {100 * n / total:5.1f} %")
@@ -48,10 +88,14 @@ def main(path):
     for r in sorted(rows, key=lambda r: -num(r, key))[:45]:
         ex = " ".join(f"{num(r, c):7.0f}" for c in extra)
         print(f"  {100 * num(r, key) / total:5.1f} % {ex} {r.get('Address', ''):>6} {r.get('Source', '').strip()[:90]}")
+    if with_segments:
+        segments(rows, num, key)
 
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(prog="python3 -m tools.sm90.ncu_source",
                                  description="where an Nsight Compute source page's stall samples fall")
+    ap.add_argument("--segments", action="store_true", help="also the samples by stretch between landmarks")
     ap.add_argument("csv", help="ncu -i report.ncu-rep --page source --csv --print-source sass > sass.csv")
-    main(ap.parse_args().csv)
+    args = ap.parse_args()
+    main(args.csv, args.segments)
