@@ -4,10 +4,11 @@ landmarks (mbarrier waits and arrivals, wgmma fences and waits, named barriers, 
 a group, branches back), in address order, so that two kernels' steps can be laid side by side.
 
     ncu -i report.ncu-rep --page source --csv --print-source sass > sass.csv
-    python3 -m tools.sm90.ncu_source [--segments] sass.csv
+    python3 -m tools.sm90.ncu_source [--segments] sass.csv     (or sass.csv.gz)
 """
 import argparse
 import csv
+import gzip
 import re
 from collections import Counter
 
@@ -20,9 +21,23 @@ def opcode(src):
 REASONS = ("barrier", "wait", "long_sb", "short_sb", "selected", "mio", "math")
 
 
-def segments(rows, num, key, min_share=0.3):
-    """Rows (address order) cut at landmarks; prints each stretch holding >= min_share % of the samples,
-    in thousands of samples (comparable between two kernels' pages of the same shape) and by stall reason."""
+def read_page(path):
+    """The source table's rows (address order), or None when the file holds none."""
+    with (gzip.open(path, "rt", newline="") if path.endswith(".gz") else open(path, newline="")) as f:
+        lines = f.read().splitlines()
+    start = next((i for i, l in enumerate(lines) if "Source" in l and "Address" in l), None)
+    return None if start is None else list(csv.DictReader(lines[start:]))
+
+
+def num(r, c):
+    try:
+        return float(str(r.get(c, "0")).replace(",", "") or 0)
+    except ValueError:
+        return 0.0
+
+
+def stretches(rows):
+    """(first, end) row ranges that cover rows, cut at the landmarks."""
     cuts, last_hgmma = [], -100
     for i, r in enumerate(rows):
         op, sub = opcode(r.get("Source", "").strip())
@@ -36,11 +51,17 @@ def segments(rows, num, key, min_share=0.3):
                 cuts.append(i)
             last_hgmma = i
     cuts = sorted(set([0] + cuts)) + [len(rows)]
+    return list(zip(cuts, cuts[1:]))
+
+
+def segments(rows, key, min_share=0.3):
+    """Prints each stretch holding >= min_share % of the samples, in thousands of samples (comparable
+    between two kernels' pages of the same shape) and by stall reason."""
     total = sum(num(r, key) for r in rows) or 1.0
     reasons = [x for x in REASONS if "stall_" + x in rows[0]]
     print(f"\nstretches between landmarks holding >= {min_share} % of the samples (address order; k = 1000 samples):")
     print("  share      k     n  execs(M) " + " ".join(f"{x[:8]:>8}" for x in reasons) + "  HGMMA MUFU LDS STS  first instruction")
-    for a, b in zip(cuts, cuts[1:]):
+    for a, b in stretches(rows):
         seg = rows[a:b]
         n = sum(num(r, key) for r in seg)
         if 100 * n / total < min_share:
@@ -53,28 +74,16 @@ def segments(rows, num, key, min_share=0.3):
 
 
 def main(path, with_segments=False):
-    with open(path, newline="") as f:
-        text = f.read()
-    lines = text.splitlines()
-    start = next((i for i, l in enumerate(lines) if "Source" in l and "Address" in l), None)
-    if start is None:
+    rows = read_page(path)
+    if not rows:
         print("no source table in", path)
-        print("\n".join(lines[:20]))
         return
-    rows = list(csv.DictReader(lines[start:]))
     cols = list(rows[0].keys())
     samp = [c for c in cols if "Sampl" in c]
     print("columns:", ", ".join(cols))
     if not samp:
         return
     key = samp[0]
-
-    def num(r, c):
-        try:
-            return float(str(r.get(c, "0")).replace(",", "") or 0)
-        except ValueError:
-            return 0.0
-
     total = sum(num(r, key) for r in rows) or 1.0
     print(f"\n{key}: {total:.0f} samples over {len(rows)} instructions")
     by_op = Counter()
@@ -89,7 +98,7 @@ def main(path, with_segments=False):
         ex = " ".join(f"{num(r, c):7.0f}" for c in extra)
         print(f"  {100 * num(r, key) / total:5.1f} % {ex} {r.get('Address', ''):>6} {r.get('Source', '').strip()[:90]}")
     if with_segments:
-        segments(rows, num, key)
+        segments(rows, key)
 
 
 if __name__ == "__main__":
