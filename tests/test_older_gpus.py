@@ -114,6 +114,32 @@ def test_every_op_at_cc75(dtype):
         check_grads(q, k, v, {"causal": True}, use_lse=False, what="gradients at 7.5")
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", ["causal", "key_mask_softcap"])
+def test_gradients_at_cc86(dtype, case):
+    """On an 8.6 GPU (99 KB of shared memory per block) the sm_80 backward takes d = 64 on its smaller
+    tile (sm80_backward.cu's bwd_tile_d64_small) and computes d = 128 exactly, counted."""
+    if torch.cuda.get_device_capability() < (8, 6):
+        pytest.skip("plans as an 8.6 GPU only on 8.6 and newer")
+    torch.manual_seed(86 + len(case))
+    B, Hq, Hkv, Nq, Nk = 2, 4, 2, 150, 203
+    variants = {"causal": True}
+    if case == "key_mask_softcap":
+        km = torch.rand(B, Nk, device="cuda") > 0.3
+        km[:, 0] = True
+        variants = {"key_mask": km, "softcap": 20.0, "window": (60, 10)}
+    for d, kernel in ((64, True), (128, False)):
+        q = randn(B, Hq, Nq, d, dtype=dtype, device="cuda")
+        k = randn(B, Hkv, Nk, d, dtype=dtype, device="cuda")
+        v = randn(B, Hkv, Nk, d, dtype=dtype, device="cuda")
+        with torch_flashattn._testing.overrides(device_cc=86):
+            before = torch_flashattn.stats()["exact"]
+            check_grads(q, k, v, variants, use_lse=False, what=f"gradients at 8.6, d = {d}, {case}")
+            moved = torch_flashattn.stats()["exact"] > before
+        assert moved != kernel, f"d = {d}: expected the {'kernel' if kernel else 'exact path'}"
+
+
 @pytest.mark.parametrize("cc", [60, 76, 90])
 def test_device_cc_is_checked(cc):
     """Only compute capabilities below Hopper that GPUs have (fa_set_overrides); nothing changes."""

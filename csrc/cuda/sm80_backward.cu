@@ -13,11 +13,11 @@
  *                 dQ += dS K                                        fp32 atomics into the accumulator
  *   dq        dQ = scale · accumulator, rounded to the output
  *
- * Each of the WARPS = BN / 16 warps owns 16 keys: its Sᵀ and dPᵀ (16 keys × BM queries) are C
- * fragments whose registers are already the A fragments of Pᵀ and dSᵀ for dV and dK (as sm80.cu's
- * P for P V). dSᵀ goes through shared memory for dQ, where each warp takes 16 queries and
- * D · (BM / 16) / WARPS columns. Q and dO blocks are double-buffered through cp.async: block
- * it + 1 lands while block it is computed. Shared tiles are swizzled as in sm80.cu.
+ * The 8 warps split each product in two dimensions (bwd_tile): Sᵀ and dPᵀ as 4 groups of 32 keys
+ * × 2 of 32 queries, so that each warp reads a quarter of K's and Q's tiles, not all of Q; Pᵀ and
+ * dSᵀ then go through shared memory, from which dV, dK (4 × 32 keys by 2 column halves) and dQ
+ * (2 × 32 queries by 4 column quarters) read them. Q and dO blocks are double-buffered through
+ * cp.async: block it + 1 lands while block it is computed. Shared tiles are swizzled as in sm80.cu.
  *
  * Variants: the alignment, the window (causal is a window with right = 0), softcap, ALiBi,
  * key_mask, sinks and packed sequences; an attn_mask tensor is FA_ERR_UNSUPPORTED. With a softcap,
@@ -41,21 +41,35 @@
 #include "variants.cuh"
 #include "backward_rows.cuh"
 
-/* A tile shape: D the compiled head-dim width; BN keys per CTA, 16 per warp; BM queries per step;
- * dQ = dS K is split over the warps as BM / 16 query groups × the rest of the warps over D. */
-template <int D_, int BN_, int BM_, int MIN_CTAS_>
+/* A tile shape: D the compiled head-dim width; BN = 128 keys per CTA and 8 warps; BM queries per
+ * step. Sᵀ and dPᵀ are split over the warps as KG = BN / KW groups of KW keys (warp % KG) × the
+ * rest over the step's queries (warp / KG, QW each); dK and dV as the same key groups × column
+ * groups of DKV_COLS; dQ = dS K as QG query groups (warp / (8 / QG)) × column groups of DQ_COLS.
+ * KW = 16 (one group of queries): a warp's Pᵀ and dSᵀ C fragments are already the A fragments of
+ * dV and dK, which stay in registers (as sm80.cu's P for P V), and only dSᵀ goes through shared
+ * memory, for dQ. KW = 32: a warp reads a quarter of K's and Q's tiles for Sᵀ instead of all of
+ * Q, and Pᵀ and dSᵀ go through shared memory, from which dV and dK read them (P_SMEM). */
+template <int D_, int BM_, int KW_, int QG_, int MIN_CTAS_>
 struct bwd_tile {
-    static constexpr int D = D_, BN = BN_, BM = BM_, WARPS = BN_ / 16, THREADS = 32 * WARPS, MIN_CTAS = MIN_CTAS_;
-    static constexpr int QG = BM / 16, DQ_COLS = D * QG / WARPS;
-    static_assert(D % 64 == 0 && BN % 16 == 0 && BM % 64 == 0 && WARPS % QG == 0 && DQ_COLS % 16 == 0, "tile shape");
+    static constexpr int D = D_, BN = 128, BM = BM_, KW = KW_, QG = QG_, WARPS = 8, THREADS = 32 * WARPS;
+    static constexpr int MIN_CTAS = MIN_CTAS_;
+    static constexpr int KG = BN / KW, SQG = WARPS / KG, QW = BM / SQG, MT = KW / 16, NQ = QW / 8;
+    static constexpr int DKV_COLS = D / SQG, DQ_ROWS = BM / QG, DQ_COLS = D * QG / WARPS;
+    static constexpr bool P_SMEM = SQG > 1;
+    static_assert((KW == 16 || KW == 32) && QW % 16 == 0 && DKV_COLS % 16 == 0 && DQ_ROWS % 16 == 0
+                  && DQ_COLS % 16 == 0 && D % 64 == 0, "tile shape");
 };
 
-/* 128 keys (8 warps) per CTA: 64-key blocks at 2 CTAs per SM were 9 % slower at d = 128, 16k (twice the
- * dQ reductions; bench/LOG.md 2026-12-02-backward). Shared memory: (2·BN + 4·BM) · D · 2 + BN · BM · 2
- * bytes (+ 1 KB): 80 KB at d = 64, 144 KB at d = 128 (sm_80 and sm_90 opt in to 163 and 227 KB; 8.6/8.9's
- * 99 KB take d = 64 only, and d = 128 there is computed exactly). */
-typedef bwd_tile< 64, 128, 64, 1> bwd_tile_d64;
-typedef bwd_tile<128, 128, 64, 1> bwd_tile_d128;
+/* 128 keys per CTA: 64-key blocks at 2 CTAs per SM were 9 % slower at d = 128, 16k (twice the dQ
+ * reductions; bench/LOG.md 2026-12-02-backward). Shared memory: (2·BN + 4·BM) · D · 2 + (1 + P_SMEM) ·
+ * BN · BM · 2 bytes + 16 · BM: 162 KB at d = 64 and 128 (sm_80 and sm_90 opt in to 163 and 227 KB);
+ * GPUs with less (8.6, 8.9: 99 KB) take d = 64 on bwd_tile_d64_small (81 KB), and d = 128 there is
+ * computed exactly. H200, bf16, forced, same call against the 16-key warps of 13ea6b2 (bench/LOG.md
+ * 2026-12-04-sm80-bwd-layout): d = 128 on 32-key warps +4 to +9 %; d = 64 on 32-key warps with
+ * 64-row steps −2 %, with 128-row steps +4 to +5 %. */
+typedef bwd_tile<64, 128, 32, 4, 1> bwd_tile_d64;
+typedef bwd_tile<64, 64, 16, 4, 1> bwd_tile_d64_small;
+typedef bwd_tile<128, 64, 32, 2, 1> bwd_tile_d128;
 
 /* Adds a warp's dQ C fragments (16 rows × 8·N columns at acc, row stride ld floats; this lane's
  * rows g, g + 8, columns 2t, 2t + 1 of each 8) into device memory: one red.v2 per pair on sm_90
@@ -85,55 +99,103 @@ struct bwd_smem {
     T v[C::BN][C::D];                /* V block; at the end, dV */
     T q[2][C::BM][C::D];             /* Q blocks, double-buffered */
     T dO[2][C::BM][C::D];            /* dO blocks, same stage as Q */
-    T ds[C::BN][C::BM];              /* dSᵀ of the current step, swizzled BM columns wide */
+    T p[C::P_SMEM ? C::BN : 1][C::BM];   /* P_SMEM: Pᵀ of the current step, swizzled BM columns wide */
+    T ds[C::BN][C::BM];              /* dSᵀ of the current step, the same layout */
     float lse2[2][C::BM];
     float dd[2][C::BM];
 };
 
 /* ---- Kernels ------------------------------------------------------------------------------- */
 
-/* acc += X Rᵀ over columns 16kk..16kk + 15, for the 16 rows x_row.. of X (the warp's keys of K or V,
- * swizzled at s_x) against the BM rows of R (Q or dO at s_rows), whose rows are the n index. */
-template <typename T, int D, int BM>
-__device__ __forceinline__ void keys_by_cols_step(float (&acc)[BM / 8][4], uint32_t s_x, uint32_t s_rows, int x_row,
-                                                  int kk, uint32_t lane_off, uint32_t lane_off_n)
+/* acc += A B for one warp: MT 16-row tiles of A from row m0 and NT 8-column tiles of B from column
+ * n0, over KSTEPS 16-wide steps of k from 0 (fewer where kk_end says so: the keys past Nk). A is a
+ * swizzled tile WA elements wide stored M × K (A_KM false) or K × M (true: ldmatrix.trans gives A's
+ * fragments); B likewise, WB wide, stored N × K (B_KN false) or K × N (true). One ldmatrix.x4 brings
+ * an A tile or two B tiles. */
+template <typename T, int MT, int NT, int KSTEPS, int WA, bool A_KM, int WB, bool B_KN>
+__device__ __forceinline__ void warp_gemm(float (&acc)[MT][NT][4], uint32_t s_a, int m0, uint32_t s_b, int n0,
+                                          int kk_end = KSTEPS)
 {
-    uint32_t r_a[4], r_b[4];
-    ldsm_x4(r_a, frag_addr<D>(s_x, lane_off, x_row, 2 * kk));
+    static_assert(NT % 2 == 0, "B tiles come in pairs");
+    const int lane = threadIdx.x % 32;
+    const uint32_t off_rows = swz<WA>(lane % 16, lane / 16);                    /* rows are M: A; K: B */
+    const uint32_t off_cols = swz<WA>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2); /* rows are K: A */
+    const uint32_t off_bn = swz<WB>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);   /* rows are N: B */
+    const uint32_t off_bk = swz<WB>(lane % 16, lane / 16);                      /* rows are K: B */
 #pragma unroll
-    for (int np = 0; np < BM / 16; np++) {
-        ldsm_x4(r_b, frag_addr<D>(s_rows, lane_off_n, 16 * np, 2 * kk));
-        mma16816<T>(acc[2 * np], r_a, r_b[0], r_b[1]);
-        mma16816<T>(acc[2 * np + 1], r_a, r_b[2], r_b[3]);
+    for (int kk = 0; kk < KSTEPS; kk++) {
+        if (kk >= kk_end)
+            break;
+        uint32_t r_a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            if (A_KM)
+                ldsm_x4_trans(r_a[mt], frag_addr<WA>(s_a, off_cols, 16 * kk, (m0 + 16 * mt) / 8));
+            else
+                ldsm_x4(r_a[mt], frag_addr<WA>(s_a, off_rows, m0 + 16 * mt, 2 * kk));
+        }
+#pragma unroll
+        for (int np = 0; np < NT / 2; np++) {
+            uint32_t r_b[4];
+            if (B_KN)
+                ldsm_x4_trans(r_b, frag_addr<WB>(s_b, off_bk, 16 * kk, (n0 + 16 * np) / 8));
+            else
+                ldsm_x4(r_b, frag_addr<WB>(s_b, off_bn, n0 + 16 * np, 2 * kk));
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                mma16816<T>(acc[mt][2 * np], r_a[mt], r_b[0], r_b[1]);
+                mma16816<T>(acc[mt][2 * np + 1], r_a[mt], r_b[2], r_b[3]);
+            }
+        }
     }
 }
 
-/* acc += Xᵀ R for this warp's 16 keys: X's C fragments x (16 keys × BM queries: Pᵀ or dSᵀ) are, two
- * n-tiles at a time, the A fragments of queries 16kk..; R (BM rows × D, the swizzled tile at s_rows)
- * has its rows as the k index (ldmatrix.trans). STORE: X's packed rows also go to the BM-wide swizzled
- * tile at s_x (this lane's rows row and row + 8, columns 2t, 2t + 1 of each 8), for dQ. */
-template <typename T, int D, int BM, bool STORE>
-__device__ __forceinline__ void keys_by_rows(float (&acc)[D / 8][4], const float (&x)[BM / 8][4], uint32_t s_rows,
-                                             uint32_t lane_off, uint32_t s_x, int row, int t)
+/* acc += X R for one warp's MT 16-key tiles: X's C fragments x (16·MT keys × NQ·8 queries: Pᵀ or
+ * dSᵀ) are, two query tiles at a time, the A fragments of queries 16kk..; R (the step's BM rows × D,
+ * swizzled at s_r) has its rows as the k index (ldmatrix.trans), columns c0.. of it as NT tiles. */
+template <typename T, int MT, int NQ, int NT, int D>
+__device__ __forceinline__ void warp_gemm_frags(float (&acc)[MT][NT][4], const float (&x)[MT][NQ][4], uint32_t s_r,
+                                                int c0)
 {
+    const int lane = threadIdx.x % 32;
+    const uint32_t off = swz<D>(lane % 16, lane / 16);
 #pragma unroll
-    for (int kk = 0; kk < BM / 16; kk++) {
-        const uint32_t r_a[4] = {pack2<T>(x[2 * kk][0], x[2 * kk][1]), pack2<T>(x[2 * kk][2], x[2 * kk][3]),
-                                 pack2<T>(x[2 * kk + 1][0], x[2 * kk + 1][1]), pack2<T>(x[2 * kk + 1][2], x[2 * kk + 1][3])};
-        if (STORE) {
-            st_shared_u32(s_x + swz<BM>(row, 2 * kk) + 4 * t, r_a[0]);
-            st_shared_u32(s_x + swz<BM>(row + 8, 2 * kk) + 4 * t, r_a[1]);
-            st_shared_u32(s_x + swz<BM>(row, 2 * kk + 1) + 4 * t, r_a[2]);
-            st_shared_u32(s_x + swz<BM>(row + 8, 2 * kk + 1) + 4 * t, r_a[3]);
+    for (int kk = 0; kk < NQ / 2; kk++) {
+        uint32_t r_a[MT][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            r_a[mt][0] = pack2<T>(x[mt][2 * kk][0], x[mt][2 * kk][1]);
+            r_a[mt][1] = pack2<T>(x[mt][2 * kk][2], x[mt][2 * kk][3]);
+            r_a[mt][2] = pack2<T>(x[mt][2 * kk + 1][0], x[mt][2 * kk + 1][1]);
+            r_a[mt][3] = pack2<T>(x[mt][2 * kk + 1][2], x[mt][2 * kk + 1][3]);
         }
 #pragma unroll
-        for (int n2 = 0; n2 < D / 16; n2++) {
+        for (int np = 0; np < NT / 2; np++) {
             uint32_t r_b[4];
-            ldsm_x4_trans(r_b, frag_addr<D>(s_rows, lane_off, 16 * kk, 2 * n2));
-            mma16816<T>(acc[2 * n2], r_a, r_b[0], r_b[1]);
-            mma16816<T>(acc[2 * n2 + 1], r_a, r_b[2], r_b[3]);
+            ldsm_x4_trans(r_b, frag_addr<D>(s_r, off, 16 * kk, (c0 + 16 * np) / 8));
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++) {
+                mma16816<T>(acc[mt][2 * np], r_a[mt], r_b[0], r_b[1]);
+                mma16816<T>(acc[mt][2 * np + 1], r_a[mt], r_b[2], r_b[3]);
+            }
         }
     }
+}
+
+/* This warp's C fragments x (16·MT keys from row k0 × NQ·8 queries from column q0) packed into the
+ * BM-wide swizzled tile at s_x (Pᵀ or dSᵀ). */
+template <typename T, int MT, int NQ, int BM>
+__device__ __forceinline__ void store_frags(uint32_t s_x, const float (&x)[MT][NQ][4], int k0, int q0)
+{
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int n = 0; n < NQ; n++)
+#pragma unroll
+            for (int r = 0; r < 2; r++)
+                st_shared_u32(s_x + swz<BM>(k0 + 16 * mt + g + 8 * r, q0 / 8 + n) + 4 * t,
+                              pack2<T>(x[mt][n][2 * r], x[mt][n][2 * r + 1]));
 }
 
 /* Grid: 1-D, one CTA per (b·Hkv + kv head, key block); block: C::WARPS warps. VAR: the variants
@@ -172,18 +234,29 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
     if (VAR && n0 >= Nk)
         return;
 
-    /* key_mask: whether each of this thread's keys (C rows g, g + 8 of its warp's 16) takes part,
-     * and whether all or none of the warp's do; a CTA none of whose keys takes part has dK = dV = 0. */
-    bool kvis[2] = {true, true};
-    if (VAR && a.var.v.key_mask != NULL) {
-        const uint8_t *km = a.var.v.key_mask + b * a.var.v.key_mask_batch_stride;
+    /* This warp's keys key_w.. (KW of them; C rows g, g + 8 of each 16-key tile are this thread's);
+     * key_mask: whether each of this thread's keys takes part, and whether all or none of the warp's
+     * do; a CTA none of whose keys takes part has dK = dV = 0. */
+    constexpr int MT = C::MT, NQ = C::NQ;
+    const int wk = warp % C::KG, wq = warp / C::KG;
+    const int key_w = n0 + C::KW * wk;
+    int key_r[MT][2];
+    bool kvis[MT][2];
+    bool mine_any = false, mine_all = true;
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
         for (int r = 0; r < 2; r++) {
-            const int j = n0 + 16 * warp + g + 8 * r;
-            kvis[r] = j < Nk && km[j] != 0;
+            const int j = key_w + 16 * mt + g + 8 * r;
+            key_r[mt][r] = j;
+            kvis[mt][r] = true;
+            if (VAR && a.var.v.key_mask != NULL)
+                kvis[mt][r] = j < Nk && a.var.v.key_mask[b * a.var.v.key_mask_batch_stride + j] != 0;
+            mine_any = mine_any || kvis[mt][r];
+            mine_all = mine_all && kvis[mt][r];
         }
-    }
-    const bool warp_any = !VAR || __any_sync(0xffffffffu, kvis[0] || kvis[1]);
-    const bool warp_all = !VAR || __all_sync(0xffffffffu, kvis[0] && kvis[1]);
+    const bool warp_any = !VAR || __any_sync(0xffffffffu, mine_any);
+    const bool warp_all = !VAR || __all_sync(0xffffffffu, mine_all);
     /* Barrier (__syncthreads_or): every warp's answer is in. */
     const bool cta_any = !VAR || __syncthreads_or(warp_any);
 
@@ -229,22 +302,17 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
         load_step(0, 0);
     cp_async_commit();
 
-    /* ldmatrix lane offsets (sm80.cu): A fragments and trans B fragments from row-major tiles;
-     * B fragments from rows that are the n index; A fragments of dS from dSᵀ (trans). */
-    const uint32_t lane_off = swz<D>(lane % 16, lane / 16);
-    const uint32_t lane_off_n = swz<D>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
-    const uint32_t lane_off_ds = swz<BM>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
-    const uint32_t s_k = smem_u32(s.k), s_v = smem_u32(s.v), s_ds = smem_u32(s.ds);
-    const int key_w = n0 + 16 * warp;                   /* this warp's first key */
-    const int key_r[2] = {key_w + g, key_w + g + 8};    /* this thread's keys: C rows g, g + 8 */
+    const uint32_t s_k = smem_u32(s.k), s_v = smem_u32(s.v), s_p = smem_u32(s.p), s_ds = smem_u32(s.ds);
+    const int cd = C::DKV_COLS * wq;                    /* dK, dV: this warp's columns cd.. of its keys */
+    const int qg = warp / (C::WARPS / C::QG), cq = C::DQ_COLS * (warp % (C::WARPS / C::QG));  /* dQ */
 
-    float r_dk[D / 8][4] = {}, r_dv[D / 8][4] = {};     /* this warp's 16 keys × D, C layout */
+    float r_dk[MT][C::DKV_COLS / 8][4] = {}, r_dv[MT][C::DKV_COLS / 8][4] = {};  /* C layout */
 
     for (int it = 0; it < n_it; it++) {
         const int st = it & 1;
         cp_async_wait<0>();
         /* Barrier: step it's tiles (and K, V) are visible; every warp has finished step it − 1,
-         * whose stage the loads below overwrite and whose dSᵀ this step overwrites. */
+         * whose stage the loads below overwrite and whose Pᵀ and dSᵀ this step overwrites. */
         __syncthreads();
         if (it + 1 < n_it)
             load_step(st ^ 1, it + 1);
@@ -254,159 +322,160 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
         const int i0 = (qb_lo + it % n_qb) * BM;
         const uint32_t s_q = smem_u32(s.q[st]), s_do = smem_u32(s.dO[st]);
 
-        /* This warp's keys against the step's queries: all hidden, all visible, or mixed (each
-         * pair checked: the window, key_mask, j < Nk and, packed, i < Nq; unpacked query rows
-         * past Nq have lse₂ = +inf, so their P is 0). */
-        const int key_last = key_w + 15, i_last = i0 + BM - 1;
-        const bool none = !warp_any || key_w >= Nk || key_last < i0 + delta - left || key_w > i_last + delta + right;
-        const bool full = warp_all && key_last < Nk && (!VAR || i_last < Nq) && key_w >= i_last + delta - left
-                       && key_last <= i0 + delta + right;
+        /* This warp's keys against its queries q_first..: all hidden, all visible, or mixed (each
+         * pair checked: the window, key_mask, j < Nk and, packed, i < Nq; unpacked query rows past
+         * Nq have lse₂ = +inf, so their P is 0). */
+        const int key_last = key_w + C::KW - 1, q_first = i0 + C::QW * wq, q_last = q_first + C::QW - 1;
+        const bool none = !warp_any || key_w >= Nk || q_first >= Nq || key_last < q_first + delta - left
+                       || key_w > q_last + delta + right;
+        const bool full = warp_all && key_last < Nk && (!VAR || q_last < Nq) && key_w >= q_last + delta - left
+                       && key_last <= q_first + delta + right;
         if (!none) {
-            /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ: 16 keys × BM queries; Q and dO rows are the n index. */
-            float r_s[BM / 8][4] = {}, r_dp[BM / 8][4] = {};
-#pragma unroll
-            for (int kk = 0; kk < D / 16; kk++) {
-                keys_by_cols_step<T, D, BM>(r_s, s_k, s_q, 16 * warp, kk, lane_off, lane_off_n);
-                keys_by_cols_step<T, D, BM>(r_dp, s_v, s_do, 16 * warp, kk, lane_off, lane_off_n);
-            }
+            /* Sᵀ = K Qᵀ and dPᵀ = V dOᵀ: KW keys × QW queries; Q and dO rows are the n index. */
+            float r_s[MT][NQ][4] = {}, r_dp[MT][NQ][4] = {};
+            warp_gemm<T, MT, NQ, D / 16, D, false, D, false>(r_s, s_k, C::KW * wk, s_q, C::QW * wq);
+            warp_gemm<T, MT, NQ, D / 16, D, false, D, false>(r_dp, s_v, C::KW * wk, s_do, C::QW * wq);
 
             /* Pᵀ = exp2(score − lse₂) on visible pairs, else 0, the score in log2 units as the
              * forward has it: scale · q·k, or softcap · tanh(scale · q·k / softcap), less ALiBi's
-             * slope · |i + δ − j|. Element e of n-tile n is key key_r[e / 2], query
-             * i0 + 8n + 2t + e % 2. Each variant is its own pass over the scores: a branch per
+             * slope · |i + δ − j|. Element e of tile (mt, n) is key key_r[mt][e / 2], query
+             * q_first + 8n + 2t + e % 2. Each variant is its own pass over the scores: a branch per
              * element would cut the passes' independent work into small blocks (2 warps per
              * scheduler hide MUFU latency only with it). */
             const float slope2 = VAR ? fa_alibi_slope2(&a.var.v, b, h) : 0.f;
             const bool cap = VAR && a.cap_in != 0.f;
-            const float dist0[2] = {(float)(i0 + 2 * t + delta - key_r[0]), (float)(i0 + 2 * t + delta - key_r[1])};
+            float dist0[MT][2];
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int r = 0; r < 2; r++)
+                    dist0[mt][r] = (float)(q_first + 2 * t + delta - key_r[mt][r]);
             if (VAR) {
-                if (cap) {
 #pragma unroll
-                    for (int n = 0; n < BM / 8; n++)
+                for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            r_s[n][e] = a.cap2 * var_tanh(r_s[n][e] * a.cap_in);
-                } else {
-#pragma unroll
-                    for (int n = 0; n < BM / 8; n++)
+                    for (int n = 0; n < NQ; n++)
 #pragma unroll
                         for (int e = 0; e < 4; e++)
-                            r_s[n][e] *= a.scale_log2;
-                }
+                            r_s[mt][n][e] = cap ? a.cap2 * var_tanh(r_s[mt][n][e] * a.cap_in)
+                                                : r_s[mt][n][e] * a.scale_log2;
                 if (slope2 != 0.f) {
 #pragma unroll
-                    for (int n = 0; n < BM / 8; n++)
+                    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            r_s[n][e] -= slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2));
+                        for (int n = 0; n < NQ; n++)
+#pragma unroll
+                            for (int e = 0; e < 4; e++)
+                                r_s[mt][n][e] -= slope2 * fabsf(dist0[mt][e / 2] + (float)(8 * n + e % 2));
                 }
             }
 #pragma unroll
-            for (int n = 0; n < BM / 8; n++) {
-                const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * n + 2 * t]);
+            for (int n = 0; n < NQ; n++) {
+                const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][C::QW * wq + 8 * n + 2 * t]);
 #pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    float x = VAR ? ex2(r_s[n][e] - (e % 2 ? l2.y : l2.x))
-                                  : ex2(fmaf(r_s[n][e], a.scale_log2, -(e % 2 ? l2.y : l2.x)));
-                    if (!full) {
-                        const int i = i0 + 8 * n + 2 * t + e % 2, j = key_r[e / 2];
-                        bool vis = j < Nk && j >= i + delta - left && j <= i + delta + right;
-                        if (VAR)
-                            vis = vis && kvis[e / 2] && i < Nq;
-                        if (!vis)
-                            x = 0.f;
+                for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        float x = VAR ? ex2(r_s[mt][n][e] - (e % 2 ? l2.y : l2.x))
+                                      : ex2(fmaf(r_s[mt][n][e], a.scale_log2, -(e % 2 ? l2.y : l2.x)));
+                        if (!full) {
+                            const int i = q_first + 8 * n + 2 * t + e % 2, j = key_r[mt][e / 2];
+                            bool vis = j < Nk && j >= i + delta - left && j <= i + delta + right;
+                            if (VAR)
+                                vis = vis && kvis[mt][e / 2] && i < Nq;
+                            if (!vis)
+                                x = 0.f;
+                        }
+                        r_s[mt][n][e] = x;
                     }
-                    r_s[n][e] = x;
-                }
             }
 
-            /* dV += Pᵀ dO. */
-            keys_by_rows<T, D, BM, false>(r_dv, r_s, s_do, lane_off, 0, 0, 0);
+            /* dV += Pᵀ dO from the fragments, or Pᵀ to shared memory for it (P_SMEM). */
+            if constexpr (C::P_SMEM)
+                store_frags<T, MT, NQ, BM>(s_p, r_s, C::KW * wk, C::QW * wq);
+            else
+                warp_gemm_frags<T, MT, NQ, C::DKV_COLS / 8, D>(r_dv, r_s, s_do, cd);
 
-            /* dSᵀ = Pᵀ ∘ (dPᵀ − D), into r_s; with a softcap, times 1 − tanh², where
+            /* dSᵀ = Pᵀ ∘ (dPᵀ − D), into r_dp; with a softcap, times 1 − tanh², where
              * softcap · log2 e · tanh = log2 P + lse₂ + ALiBi's term, for P > 0 (P = 0, a hidden
              * pair or a padding row whose lse₂ is +inf, has dS = 0: the factor, then inf or NaN,
              * is not used). */
-            if (cap) {
 #pragma unroll
-                for (int n = 0; n < BM / 8; n++) {
-                    const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * n + 2 * t]);
-                    const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][8 * n + 2 * t]);
+            for (int n = 0; n < NQ; n++) {
+                const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][C::QW * wq + 8 * n + 2 * t]);
+                const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][C::QW * wq + 8 * n + 2 * t]);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++)
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        const float z = __log2f(r_s[n][e]) + (e % 2 ? l2.y : l2.x)
-                                      + slope2 * fabsf(dist0[e / 2] + (float)(8 * n + e % 2));
-                        const float th = z / a.cap2;
-                        const float dtanh = r_s[n][e] > 0.f ? 1.f - th * th : 0.f;
-                        r_s[n][e] *= (r_dp[n][e] - (e % 2 ? dd.y : dd.x)) * dtanh;
+                        float f = r_dp[mt][n][e] - (e % 2 ? dd.y : dd.x);
+                        if (cap) {
+                            const float z = __log2f(r_s[mt][n][e]) + (e % 2 ? l2.y : l2.x)
+                                          + slope2 * fabsf(dist0[mt][e / 2] + (float)(8 * n + e % 2));
+                            const float th = z / a.cap2;
+                            f *= r_s[mt][n][e] > 0.f ? 1.f - th * th : 0.f;
+                        }
+                        r_dp[mt][n][e] = r_s[mt][n][e] * f;
                     }
-                }
-            } else {
-#pragma unroll
-                for (int n = 0; n < BM / 8; n++) {
-                    const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][8 * n + 2 * t]);
-#pragma unroll
-                    for (int e = 0; e < 4; e++)
-                        r_s[n][e] *= r_dp[n][e] - (e % 2 ? dd.y : dd.x);
-                }
             }
 
-            /* dK += dSᵀ Q (scale applied at the end); dSᵀ to shared memory for dQ. */
-            keys_by_rows<T, D, BM, true>(r_dk, r_s, s_q, lane_off, s_ds, 16 * warp + g, t);
+            /* dSᵀ to shared memory (for dQ, and P_SMEM for dK); else dK += dSᵀ Q from the
+             * fragments (scale applied at the end). */
+            store_frags<T, MT, NQ, BM>(s_ds, r_dp, C::KW * wk, C::QW * wq);
+            if constexpr (!C::P_SMEM)
+                warp_gemm_frags<T, MT, NQ, C::DKV_COLS / 8, D>(r_dk, r_dp, s_q, cd);
         } else {
-#pragma unroll
-            for (int c = 0; c < BM / 8; c++) {
-                st_shared_u32(s_ds + swz<BM>(16 * warp + g, c) + 4 * t, 0u);
-                st_shared_u32(s_ds + swz<BM>(16 * warp + g + 8, c) + 4 * t, 0u);
-            }
+            const float zero[MT][NQ][4] = {};
+            if constexpr (C::P_SMEM)
+                store_frags<T, MT, NQ, BM>(s_p, zero, C::KW * wk, C::QW * wq);
+            store_frags<T, MT, NQ, BM>(s_ds, zero, C::KW * wk, C::QW * wq);
         }
-        /* Barrier: every warp's dSᵀ rows are visible. */
+        /* Barrier: every warp's dSᵀ (and Pᵀ) rows are visible. */
         __syncthreads();
 
-        /* dQ += dS K: queries 16·qg.. × columns c0..c0 + DQ_COLS − 1 per warp; dS's A fragments
-         * from dSᵀ (ldmatrix.trans), K rows are the k index (trans). */
-        const int qg = warp % C::QG, c0 = C::DQ_COLS * (warp / C::QG);
-        if (i0 + 16 * qg < Nq) {
-            float r_dq[C::DQ_COLS / 8][4] = {};
-            const int kk_end = (n1 - n0 + 15) / 16;      /* key sub-blocks with a key < Nk */
+        /* P_SMEM: dV += Pᵀ dO, dK += dSᵀ Q for this warp's keys and columns cd..; dO and Q rows
+         * are the k index (trans). */
+        if constexpr (C::P_SMEM) {
+            warp_gemm<T, MT, C::DKV_COLS / 8, BM / 16, BM, false, D, true>(r_dv, s_p, C::KW * wk, s_do, cd);
+            warp_gemm<T, MT, C::DKV_COLS / 8, BM / 16, BM, false, D, true>(r_dk, s_ds, C::KW * wk, s_q, cd);
+        }
+
+        /* dQ += dS K: queries DQ_ROWS · qg.. × columns cq..; dS's A fragments from dSᵀ (trans), K
+         * rows are the k index (trans); key sub-blocks with no key < Nk skipped. */
+        const int dq_first = i0 + C::DQ_ROWS * qg;
+        if (dq_first < Nq) {
+            float r_dq[C::DQ_ROWS / 16][C::DQ_COLS / 8][4] = {};
+            warp_gemm<T, C::DQ_ROWS / 16, C::DQ_COLS / 8, BN / 16, BM, true, D, true>(
+                r_dq, s_ds, C::DQ_ROWS * qg, s_k, cq, (n1 - n0 + 15) / 16);
 #pragma unroll
-            for (int kk = 0; kk < BN / 16; kk++) {
-                if (kk >= kk_end)
-                    break;
-                uint32_t r_a[4];
-                ldsm_x4_trans(r_a, frag_addr<BM>(s_ds, lane_off_ds, 16 * kk, 2 * qg));
-#pragma unroll
-                for (int n2 = 0; n2 < C::DQ_COLS / 16; n2++) {
-                    uint32_t r_b[4];
-                    ldsm_x4_trans(r_b, frag_addr<D>(s_k, lane_off, 16 * kk, c0 / 8 + 2 * n2));
-                    mma16816<T>(r_dq[2 * n2], r_a, r_b[0], r_b[1]);
-                    mma16816<T>(r_dq[2 * n2 + 1], r_a, r_b[2], r_b[3]);
-                }
-            }
-            red_add_dq(a.dq_acc + bwd_row<VAR>(a, sq, b, h, i0 + 16 * qg) * a.D + c0, a.D, r_dq, g, t);
+            for (int mq = 0; mq < C::DQ_ROWS / 16; mq++)
+                if (dq_first + 16 * mq < Nq)
+                    red_add_dq(a.dq_acc + bwd_row<VAR>(a, sq, b, h, dq_first + 16 * mq) * a.D + cq, a.D, r_dq[mq], g, t);
         }
     }
 
     /* Barrier: every warp is done with K and V (dQ reads all of K) and no copy into them is in
-     * flight; each warp stages its dK (scaled) and dV rows in its own rows of them, then stores
-     * rows < Nk. */
+     * flight; each warp stages its part of dK (scaled) and dV in them. */
     cp_async_wait<0>();
     __syncthreads();
-    const uint32_t s_wk = s_k + 16 * warp * D * 2, s_wv = s_v + 16 * warp * D * 2;
 #pragma unroll
-    for (int n = 0; n < D / 8; n++)
+    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            st_shared_u32(s_wk + swz<D>(g + 8 * r, n) + 4 * t,
-                          pack2<T>(r_dk[n][2 * r] * a.scale, r_dk[n][2 * r + 1] * a.scale));
-            st_shared_u32(s_wv + swz<D>(g + 8 * r, n) + 4 * t, pack2<T>(r_dv[n][2 * r], r_dv[n][2 * r + 1]));
-        }
-    __syncwarp();
-    const int64_t krow = sq.k0 + key_w;
+        for (int n = 0; n < C::DKV_COLS / 8; n++)
+#pragma unroll
+            for (int r = 0; r < 2; r++) {
+                const uint32_t at = swz<D>(C::KW * wk + 16 * mt + g + 8 * r, cd / 8 + n) + 4 * t;
+                st_shared_u32(s_k + at, pack2<T>(r_dk[mt][n][2 * r] * a.scale, r_dk[mt][n][2 * r + 1] * a.scale));
+                st_shared_u32(s_v + at, pack2<T>(r_dv[mt][n][2 * r], r_dv[mt][n][2 * r + 1]));
+            }
+    /* Barrier: the staged rows are visible; warp w stores rows 16w.. below Nk. */
+    __syncthreads();
+    const int row_w = n0 + 16 * warp;
+    const int64_t krow = sq.k0 + row_w;
     uint16_t *g_dk = (uint16_t *)bp.dk + b * bp.dk_batch_stride + hk * bp.dk_head_stride + krow * bp.dk_row_stride;
     uint16_t *g_dv = (uint16_t *)bp.dv + b * bp.dv_batch_stride + hk * bp.dv_head_stride + krow * bp.dv_row_stride;
-    store_o_rows<D, 16>(s_wk, g_dk, 0, Nk - key_w, d, bp.dk_row_stride, a.vec_dk);
-    store_o_rows<D, 16>(s_wv, g_dv, 0, Nk - key_w, d, bp.dv_row_stride, a.vec_dv);
+    store_o_rows<D, 16>(s_k + 16 * warp * D * 2, g_dk, 0, Nk - row_w, d, bp.dk_row_stride, a.vec_dk);
+    store_o_rows<D, 16>(s_v + 16 * warp * D * 2, g_dv, 0, Nk - row_w, d, bp.dv_row_stride, a.vec_dv);
 }
 
 /* ---- Host ---------------------------------------------------------------------------------- */
@@ -567,6 +636,18 @@ extern "C" int fa_sm80_backward(const fa_backward_params *bp, const fa_variants 
     const int bf16 = bp->p.dtype == FA_BFLOAT16;
     const bool var = a.cap_in != 0.f || a.var.v.alibi_slopes != NULL || a.var.v.key_mask != NULL || a.packed;
     if (a.D == 64) {
+        int dev;
+        fa_device info;
+        const int sd = fa_device_current(&dev, &info);
+        if (sd != FA_OK)
+            return sd;
+        if ((size_t)info.smem_optin < sizeof(bwd_smem<__half, bwd_tile_d64>)) {
+            if (var)
+                return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d64_small, true>(&a, stream)
+                            : bwd_launch<__half, bwd_tile_d64_small, true>(&a, stream);
+            return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d64_small, false>(&a, stream)
+                        : bwd_launch<__half, bwd_tile_d64_small, false>(&a, stream);
+        }
         if (var)
             return bf16 ? bwd_launch<__nv_bfloat16, bwd_tile_d64, true>(&a, stream)
                         : bwd_launch<__half, bwd_tile_d64, true>(&a, stream);
