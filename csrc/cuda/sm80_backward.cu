@@ -48,11 +48,14 @@
  * KW = 16 (one group of queries): a warp's Pᵀ and dSᵀ C fragments are already the A fragments of
  * dV and dK, which stay in registers (as sm80.cu's P for P V), and only dSᵀ goes through shared
  * memory, for dQ. KW = 32: a warp reads a quarter of K's and Q's tiles for Sᵀ instead of all of
- * Q, and Pᵀ and dSᵀ go through shared memory, from which dV and dK read them (P_SMEM). */
-template <int D_, int BM_, int KW_, int QG_, int MIN_CTAS_>
+ * Q, and Pᵀ and dSᵀ go through shared memory, from which dV and dK read them (P_SMEM). PAIRS: the
+ * order of those stores, which moves ptxas's register allocation (below). */
+template <int D_, int BM_, int KW_, int QG_, bool PAIRS_, int MIN_CTAS_>
 struct bwd_tile {
     static constexpr int D = D_, BN = 128, BM = BM_, KW = KW_, QG = QG_, WARPS = 8, THREADS = 32 * WARPS;
     static constexpr int MIN_CTAS = MIN_CTAS_;
+    static constexpr bool PAIRS = PAIRS_;   /* P_SMEM: each Pᵀ pair stored beside its dSᵀ pair, not all
+                                              * of Pᵀ before dSᵀ is computed */
     static constexpr int KG = BN / KW, SQG = WARPS / KG, QW = BM / SQG, MT = KW / 16, NQ = QW / 8;
     static constexpr int DKV_COLS = D / SQG, DQ_ROWS = BM / QG, DQ_COLS = D * QG / WARPS;
     static constexpr bool P_SMEM = SQG > 1;
@@ -64,12 +67,13 @@ struct bwd_tile {
  * reductions; bench/LOG.md 2026-12-02-backward). Shared memory: (2·BN + 4·BM) · D · 2 + (1 + P_SMEM) ·
  * BN · BM · 2 bytes + 16 · BM: 162 KB at d = 64 and 128 (sm_80 and sm_90 opt in to 163 and 227 KB);
  * GPUs with less (8.6, 8.9: 99 KB) take d = 64 on bwd_tile_d64_small (81 KB), and d = 128 there is
- * computed exactly. H200, bf16, forced, same call against the 16-key warps of 13ea6b2 (bench/LOG.md
- * 2026-12-04-sm80-bwd-layout): d = 128 on 32-key warps +4 to +9 %; d = 64 on 32-key warps with
- * 64-row steps −2 %, with 128-row steps +4 to +5 %. */
-typedef bwd_tile<64, 128, 32, 4, 1> bwd_tile_d64;
-typedef bwd_tile<64, 64, 16, 4, 1> bwd_tile_d64_small;
-typedef bwd_tile<128, 64, 32, 2, 1> bwd_tile_d128;
+ * computed exactly. H200, bf16, forced, same call against the 16-key warps of 5927357 (bench/LOG.md
+ * 2026-12-04-sm80-bwd-layout), SDPA flash's backward as the yardstick: d = 128 on 32-key warps +7.2 %
+ * with PAIRS, +3.4 % without; d = 64 on 32-key warps and 64-row steps −2 %, on 128-row steps +4.2 %
+ * without PAIRS (8-32 bytes spilled with it: +1.2 %). */
+typedef bwd_tile<64, 128, 32, 4, false, 1> bwd_tile_d64;
+typedef bwd_tile<64, 64, 16, 4, false, 1> bwd_tile_d64_small;
+typedef bwd_tile<128, 64, 32, 2, true, 1> bwd_tile_d128;
 
 /* Adds a warp's dQ C fragments (16 rows × 8·N columns at acc, row stride ld floats; this lane's
  * rows g, g + 8, columns 2t, 2t + 1 of each 8) into device memory: one red.v2 per pair on sm_90
@@ -390,16 +394,17 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
                     }
             }
 
-            /* dV += Pᵀ dO from the fragments, or Pᵀ to shared memory for it (P_SMEM). */
-            if constexpr (C::P_SMEM)
-                store_frags<T, MT, NQ, BM>(s_p, r_s, C::KW * wk, C::QW * wq);
-            else
+            /* 16-key warps: dV += Pᵀ dO from the fragments; else Pᵀ to shared memory (here, or
+             * pair by pair below). */
+            if constexpr (!C::P_SMEM)
                 warp_gemm_frags<T, MT, NQ, C::DKV_COLS / 8, D>(r_dv, r_s, s_do, cd);
+            else if constexpr (!C::PAIRS)
+                store_frags<T, MT, NQ, BM>(s_p, r_s, C::KW * wk, C::QW * wq);
 
             /* dSᵀ = Pᵀ ∘ (dPᵀ − D), into r_dp; with a softcap, times 1 − tanh², where
              * softcap · log2 e · tanh = log2 P + lse₂ + ALiBi's term, for P > 0 (P = 0, a hidden
              * pair or a padding row whose lse₂ is +inf, has dS = 0: the factor, then inf or NaN,
-             * is not used). */
+             * is not used). PAIRS: each pair of Pᵀ and of dSᵀ to shared memory as it is done. */
 #pragma unroll
             for (int n = 0; n < NQ; n++) {
                 const float2 dd = *reinterpret_cast<const float2 *>(&s.dd[st][C::QW * wq + 8 * n + 2 * t]);
@@ -407,21 +412,30 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
 #pragma unroll
                 for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        float f = r_dp[mt][n][e] - (e % 2 ? dd.y : dd.x);
-                        if (cap) {
-                            const float z = __log2f(r_s[mt][n][e]) + (e % 2 ? l2.y : l2.x)
-                                          + slope2 * fabsf(dist0[mt][e / 2] + (float)(8 * n + e % 2));
-                            const float th = z / a.cap2;
-                            f *= r_s[mt][n][e] > 0.f ? 1.f - th * th : 0.f;
+                    for (int r = 0; r < 2; r++) {
+#pragma unroll
+                        for (int e = 2 * r; e < 2 * r + 2; e++) {
+                            float f = r_dp[mt][n][e] - (e % 2 ? dd.y : dd.x);
+                            if (cap) {
+                                const float z = __log2f(r_s[mt][n][e]) + (e % 2 ? l2.y : l2.x)
+                                              + slope2 * fabsf(dist0[mt][e / 2] + (float)(8 * n + e % 2));
+                                const float th = z / a.cap2;
+                                f *= r_s[mt][n][e] > 0.f ? 1.f - th * th : 0.f;
+                            }
+                            r_dp[mt][n][e] = r_s[mt][n][e] * f;
                         }
-                        r_dp[mt][n][e] = r_s[mt][n][e] * f;
+                        if constexpr (C::P_SMEM && C::PAIRS) {
+                            const uint32_t at = swz<BM>(C::KW * wk + 16 * mt + g + 8 * r, (C::QW * wq) / 8 + n) + 4 * t;
+                            st_shared_u32(s_p + at, pack2<T>(r_s[mt][n][2 * r], r_s[mt][n][2 * r + 1]));
+                            st_shared_u32(s_ds + at, pack2<T>(r_dp[mt][n][2 * r], r_dp[mt][n][2 * r + 1]));
+                        }
                     }
             }
 
-            /* dSᵀ to shared memory (for dQ, and P_SMEM for dK); else dK += dSᵀ Q from the
-             * fragments (scale applied at the end). */
-            store_frags<T, MT, NQ, BM>(s_ds, r_dp, C::KW * wk, C::QW * wq);
+            /* dSᵀ to shared memory for dQ (but PAIRS: done above); 16-key warps: dK += dSᵀ Q from
+             * the fragments (scale applied at the end). */
+            if constexpr (!C::P_SMEM || !C::PAIRS)
+                store_frags<T, MT, NQ, BM>(s_ds, r_dp, C::KW * wk, C::QW * wq);
             if constexpr (!C::P_SMEM)
                 warp_gemm_frags<T, MT, NQ, C::DKV_COLS / 8, D>(r_dk, r_dp, s_q, cd);
         } else {
