@@ -36,8 +36,8 @@ typedef struct {
     int64_t n_k_blocks;      /* ceil(Nk / BN) */
     int64_t rows;            /* rows of the workspace: B·Hq·nq_pad, or Hq·head_rows packed */
     int64_t nq_pad;          /* Nq rounded up to BWD_ROWS_PAD: rows per (b, h) (not packed) */
-    int64_t head_rows;       /* packed: total_q + 64 rounded up to 32, rows per head (row h·head_rows
-                                + q0 + i is query i of the sequence at packed row q0) */
+    int64_t head_rows;       /* packed: total_q + BWD_ROWS_PAD rounded up to 32, rows per head (row
+                                h·head_rows + q0 + i is query i of the sequence at packed row q0) */
     int64_t first_block;     /* index of this launch's first CTA in the flattened grid */
     int64_t n_blocks;        /* CTAs of the whole grid */
     int D;                   /* the tile's head-dim width: columns of the dQ accumulator */
@@ -63,8 +63,9 @@ __device__ __forceinline__ int64_t bwd_acc_at(const bwd_args &a, int64_t row, in
     return ((row / 64) * (a.D / 64) + col / 64) * 4096 + r * 64 + (((c / 8) ^ (r % 8)) * 8) + c % 8;
 }
 
-/* Rows per (b, h) of the workspace are a multiple of this: every kernel's query block (64 or 128
- * rows) stays inside its head's rows. */
+/* Rows per (b, h) of the workspace are a multiple of this, and a packed head has this many rows of
+ * slack past its last sequence: every kernel's query block (64 or 128 rows) stays inside its head's
+ * rows. */
 #define BWD_ROWS_PAD 128
 
 /* Host steps shared by the backward kernels (sm80_backward.cu):

@@ -61,6 +61,7 @@ struct bwd_tile {
     static constexpr bool P_SMEM = SQG > 1;
     static_assert((KW == 16 || KW == 32) && QW % 16 == 0 && DKV_COLS % 16 == 0 && DQ_ROWS % 16 == 0
                   && DQ_COLS % 16 == 0 && D % 64 == 0, "tile shape");
+    static_assert(BM <= BWD_ROWS_PAD, "a step's rows stay inside its head's rows of the workspace");
 };
 
 /* 128 keys per CTA: 64-key blocks at 2 CTAs per SM were 9 % slower at d = 128, 16k (twice the dQ
@@ -526,7 +527,7 @@ int bwd_prepare(const fa_backward_params *bp, const fa_variants *v_in, bwd_args 
     a->D = bwd_width(p->d);
     a->packed = v.cu_seqlens_q != NULL;
     a->nq_pad = (p->Nq + BWD_ROWS_PAD - 1) / BWD_ROWS_PAD * BWD_ROWS_PAD;
-    a->head_rows = (v.total_q + 64 + 31) / 32 * 32;
+    a->head_rows = (v.total_q + BWD_ROWS_PAD + 31) / 32 * 32;
     a->rows = a->packed ? p->Hq * a->head_rows : p->B * p->Hq * a->nq_pad;
     /* var_resolve's −1 (unbounded) as a side wider than any sequence. */
     const int far = (int)(p->Nq + p->Nk);
