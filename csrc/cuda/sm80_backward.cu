@@ -66,12 +66,12 @@ struct bwd_tile {
 
 /* 128 keys per CTA: 64-key blocks at 2 CTAs per SM were 9 % slower at d = 128, 16k (twice the dQ
  * reductions; bench/LOG.md 2026-12-02-backward). Shared memory: (2·BN + 4·BM) · D · 2 + (1 + P_SMEM) ·
- * BN · BM · 2 bytes + 16 · BM: 162 KB at d = 64 and 128 (sm_80 and sm_90 opt in to 163 and 227 KB);
+ * BN · BM · 2 bytes + 16 · BM: 161 KB at d = 128, 162 KB at d = 64 (sm_80 and sm_90 opt in to 163 and 227 KB);
  * GPUs with less (8.6, 8.9: 99 KB) take d = 64 on bwd_tile_d64_small (81 KB), and d = 128 there is
  * computed exactly. H200, bf16, forced, same call against the 16-key warps of 5927357 (bench/LOG.md
  * 2026-12-04-sm80-bwd-layout), SDPA flash's backward as the yardstick: d = 128 on 32-key warps +7.2 %
  * with PAIRS, +3.4 % without; d = 64 on 32-key warps and 64-row steps −2 %, on 128-row steps +4.2 %
- * without PAIRS (8-32 bytes spilled with it: +1.2 %). */
+ * without PAIRS (with it, 8-32 bytes spilled: +1.2 %). */
 typedef bwd_tile<64, 128, 32, 4, false, 1> bwd_tile_d64;
 typedef bwd_tile<64, 64, 16, 4, false, 1> bwd_tile_d64_small;
 typedef bwd_tile<128, 64, 32, 2, true, 1> bwd_tile_d128;
@@ -465,7 +465,8 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
 #pragma unroll
             for (int mq = 0; mq < C::DQ_ROWS / 16; mq++)
                 if (dq_first + 16 * mq < Nq)
-                    red_add_dq(a.dq_acc + bwd_row<VAR>(a, sq, b, h, dq_first + 16 * mq) * a.D + cq, a.D, r_dq[mq], g, t);
+                    red_add_dq(a.dq_acc + bwd_row<VAR>(a, sq, b, h, dq_first + 16 * mq) * a.D + cq, a.D, r_dq[mq],
+                               g, t);
         }
     }
 
