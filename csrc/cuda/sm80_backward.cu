@@ -66,9 +66,9 @@ struct bwd_tile {
 
 /* 128 keys per CTA: 64-key blocks at 2 CTAs per SM were 9 % slower at d = 128, 16k (twice the dQ
  * reductions; bench/LOG.md 2026-12-02-backward). Shared memory: (2·BN + 4·BM) · D · 2 + (1 + P_SMEM) ·
- * BN · BM · 2 bytes + 16 · BM: 161 KB at d = 128, 162 KB at d = 64 (sm_80 and sm_90 opt in to 163 and 227 KB);
- * GPUs with less (8.6, 8.9: 99 KB) take d = 64 on bwd_tile_d64_small (81 KB), and d = 128 there is
- * computed exactly. H200, bf16, forced, same call against the 16-key warps of 5927357 (bench/LOG.md
+ * BN · BM · 2 bytes + 16 · BM: 161 KB at d = 128, 162 KB at d = 64 (sm_80 and sm_90 opt in to 163 and
+ * 227 KB); GPUs with less (8.6, 8.9: 99 KB) take d = 64 on bwd_tile_d64_small (81 KB), and d = 128
+ * there is computed exactly. H200, bf16, forced, same call against the 16-key warps of 5927357 (bench/LOG.md
  * 2026-12-04-sm80-bwd-layout), SDPA flash's backward as the yardstick: d = 128 on 32-key warps +7.2 %
  * with PAIRS, +3.4 % without; d = 64 on 32-key warps and 64-row steps −2 %, on 128-row steps +4.2 %
  * without PAIRS (with it, 8-32 bytes spilled: +1.2 %). */
@@ -123,10 +123,10 @@ __device__ __forceinline__ void warp_gemm(float (&acc)[MT][NT][4], uint32_t s_a,
 {
     static_assert(NT % 2 == 0, "B tiles come in pairs");
     const int lane = threadIdx.x % 32;
-    const uint32_t off_rows = swz<WA>(lane % 16, lane / 16);                    /* rows are M: A; K: B */
-    const uint32_t off_cols = swz<WA>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2); /* rows are K: A */
-    const uint32_t off_bn = swz<WB>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);   /* rows are N: B */
-    const uint32_t off_bk = swz<WB>(lane % 16, lane / 16);                      /* rows are K: B */
+    const uint32_t off_rows = swz<WA>(lane % 16, lane / 16);                    /* A stored M × K */
+    const uint32_t off_cols = swz<WA>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2); /* A stored K × M */
+    const uint32_t off_bn = swz<WB>(lane % 8 + 8 * (lane / 16), (lane / 8) % 2);   /* B stored N × K */
+    const uint32_t off_bk = swz<WB>(lane % 16, lane / 16);                      /* B stored K × N */
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; kk++) {
         if (kk >= kk_end)
