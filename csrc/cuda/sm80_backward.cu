@@ -33,6 +33,7 @@
 #include <float.h>
 #include <stdint.h>
 #include <string.h>
+#include <type_traits>
 
 #include "families.h"
 #include "dtype.cuh"
@@ -71,7 +72,9 @@ struct bwd_tile {
  * there is computed exactly. H200, bf16, forced, same call against the 16-key warps of 5927357 (bench/LOG.md
  * 2026-12-04-sm80-bwd-layout), SDPA flash's backward as the yardstick: d = 128 on 32-key warps +7.2 %
  * with PAIRS, +3.4 % without; d = 64 on 32-key warps and 64-row steps −2 %, on 128-row steps +4.2 %
- * without PAIRS (with it, 8-32 bytes spilled: +1.2 %). */
+ * without PAIRS (with it, 8-32 bytes spilled: +1.2 %). A step's bookkeeping trimmed (the mask's pass
+ * branched to, the step counted, the dQ rows by one pointer; 2026-12-04-sm80-bwd-issue): +3.9 % at
+ * d = 128, +6.8 % at d = 64; dQ's product and reductions before dK's rather than after: −0.8 %. */
 typedef bwd_tile<64, 128, 32, 4, false, 1> bwd_tile_d64;
 typedef bwd_tile<64, 64, 16, 4, false, 1> bwd_tile_d64_small;
 typedef bwd_tile<128, 64, 32, 2, true, 1> bwd_tile_d128;
@@ -113,13 +116,11 @@ struct bwd_smem {
 /* ---- Kernels ------------------------------------------------------------------------------- */
 
 /* acc += A B for one warp: MT 16-row tiles of A from row m0 and NT 8-column tiles of B from column
- * n0, over KSTEPS 16-wide steps of k from 0 (fewer where kk_end says so: the keys past Nk). A is a
- * swizzled tile WA elements wide stored M × K (A_KM false) or K × M (true: ldmatrix.trans gives A's
- * fragments); B likewise, WB wide, stored N × K (B_KN false) or K × N (true). One ldmatrix.x4 brings
- * an A tile or two B tiles. */
+ * n0, over KSTEPS 16-wide steps of k from 0. A is a swizzled tile WA elements wide stored M × K
+ * (A_KM false) or K × M (true: ldmatrix.trans gives A's fragments); B likewise, WB wide, stored N × K
+ * (B_KN false) or K × N (true). One ldmatrix.x4 brings an A tile or two B tiles. */
 template <typename T, int MT, int NT, int KSTEPS, int WA, bool A_KM, int WB, bool B_KN>
-__device__ __forceinline__ void warp_gemm(float (&acc)[MT][NT][4], uint32_t s_a, int m0, uint32_t s_b, int n0,
-                                          int kk_end = KSTEPS)
+__device__ __forceinline__ void warp_gemm(float (&acc)[MT][NT][4], uint32_t s_a, int m0, uint32_t s_b, int n0)
 {
     static_assert(NT % 2 == 0, "B tiles come in pairs");
     const int lane = threadIdx.x % 32;
@@ -129,8 +130,6 @@ __device__ __forceinline__ void warp_gemm(float (&acc)[MT][NT][4], uint32_t s_a,
     const uint32_t off_bk = swz<WB>(lane % 16, lane / 16);                      /* B stored K × N */
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; kk++) {
-        if (kk >= kk_end)
-            break;
         uint32_t r_a[MT][4];
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
@@ -280,11 +279,12 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
         load_tile<BN, D, THREADS, true>(smem_u32(s.v), g_v, p.v_row_stride, Nk - n0, d, a.vec_load);
     }
 
-    /* Issues the loads of step it into stage st: Q and dO rows i0.., their lse₂ and D (packed
-     * rows of the workspace need not be 16-byte aligned: one float per copy). */
-    auto load_step = [&](int st, int it) {
-        const int64_t h = hk * G + it / n_qb;
-        const int i0 = (qb_lo + it % n_qb) * BM;
+    /* Issues the loads of the step on head hk·G + hi, query block qb_lo + qi into stage st: Q and
+     * dO rows i0.., their lse₂ and D (packed rows of the workspace need not be 16-byte aligned:
+     * one float per copy). */
+    auto load_step = [&](int st, int hi, int qi) {
+        const int64_t h = hk * G + hi;
+        const int i0 = (qb_lo + qi) * BM;
         const int64_t qrow = sq.q0 + i0;
         const uint16_t *g_q = (const uint16_t *)p.q + b * p.q_batch_stride + h * p.q_head_stride + qrow * p.q_row_stride;
         const uint16_t *g_do = (const uint16_t *)bp.dout + b * bp.do_batch_stride + h * bp.do_head_stride
@@ -304,7 +304,7 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
         }
     };
     if (n_it > 0)
-        load_step(0, 0);
+        load_step(0, 0, 0);
     cp_async_commit();
 
     const uint32_t s_k = smem_u32(s.k), s_v = smem_u32(s.v), s_p = smem_u32(s.p), s_ds = smem_u32(s.ds);
@@ -313,18 +313,24 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
 
     float r_dk[MT][C::DKV_COLS / 8][4] = {}, r_dv[MT][C::DKV_COLS / 8][4] = {};  /* C layout */
 
-    for (int it = 0; it < n_it; it++) {
+    /* Step it is head hk·G + hi, query block qb_lo + qi (it = hi · n_qb + qi), counted rather
+     * than divided: two integer divisions a step were 60 instructions of a warp's 1450. */
+    for (int it = 0, hi = 0, qi = 0; it < n_it; it++) {
         const int st = it & 1;
+        const bool head_next = qi + 1 == n_qb;
+        const int hi_next = head_next ? hi + 1 : hi, qi_next = head_next ? 0 : qi + 1;
         cp_async_wait<0>();
         /* Barrier: step it's tiles (and K, V) are visible; every warp has finished step it − 1,
          * whose stage the loads below overwrite and whose Pᵀ and dSᵀ this step overwrites. */
         __syncthreads();
         if (it + 1 < n_it)
-            load_step(st ^ 1, it + 1);
+            load_step(st ^ 1, hi_next, qi_next);
         cp_async_commit();
 
-        const int64_t h = hk * G + it / n_qb;
-        const int i0 = (qb_lo + it % n_qb) * BM;
+        const int64_t h = hk * G + hi;
+        const int i0 = (qb_lo + qi) * BM;
+        hi = hi_next;
+        qi = qi_next;
         const uint32_t s_q = smem_u32(s.q[st]), s_do = smem_u32(s.dO[st]);
 
         /* This warp's keys against its queries q_first..: all hidden, all visible, or mixed (each
@@ -374,26 +380,35 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
                                 r_s[mt][n][e] -= slope2 * fabsf(dist0[mt][e / 2] + (float)(8 * n + e % 2));
                 }
             }
+            /* Two copies of the pass, chosen once: with the mask's test inside one loop, ptxas
+             * predicated it rather than branching, and a full warp still issued its 200
+             * instructions a step. */
+            auto exponentials = [&](auto masked) {
 #pragma unroll
-            for (int n = 0; n < NQ; n++) {
-                const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][C::QW * wq + 8 * n + 2 * t]);
+                for (int n = 0; n < NQ; n++) {
+                    const float2 l2 = *reinterpret_cast<const float2 *>(&s.lse2[st][C::QW * wq + 8 * n + 2 * t]);
 #pragma unroll
-                for (int mt = 0; mt < MT; mt++)
+                    for (int mt = 0; mt < MT; mt++)
 #pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        float x = VAR ? ex2(r_s[mt][n][e] - (e % 2 ? l2.y : l2.x))
-                                      : ex2(fmaf(r_s[mt][n][e], a.scale_log2, -(e % 2 ? l2.y : l2.x)));
-                        if (!full) {
-                            const int i = q_first + 8 * n + 2 * t + e % 2, j = key_r[mt][e / 2];
-                            bool vis = j < Nk && j >= i + delta - left && j <= i + delta + right;
-                            if (VAR)
-                                vis = vis && kvis[mt][e / 2] && i < Nq;
-                            if (!vis)
-                                x = 0.f;
+                        for (int e = 0; e < 4; e++) {
+                            float x = VAR ? ex2(r_s[mt][n][e] - (e % 2 ? l2.y : l2.x))
+                                          : ex2(fmaf(r_s[mt][n][e], a.scale_log2, -(e % 2 ? l2.y : l2.x)));
+                            if constexpr (decltype(masked)::value) {
+                                const int i = q_first + 8 * n + 2 * t + e % 2, j = key_r[mt][e / 2];
+                                /* & rather than &&: no branch per element */
+                                bool vis = (j < Nk) & (j >= i + delta - left) & (j <= i + delta + right);
+                                if (VAR)
+                                    vis = vis & kvis[mt][e / 2] & (i < Nq);
+                                x = vis ? x : 0.f;
+                            }
+                            r_s[mt][n][e] = x;
                         }
-                        r_s[mt][n][e] = x;
-                    }
-            }
+                }
+            };
+            if (full)
+                exponentials(std::false_type{});
+            else
+                exponentials(std::true_type{});
 
             /* 16-key warps: dV += Pᵀ dO from the fragments; else Pᵀ to shared memory (here, or
              * pair by pair below). */
@@ -456,17 +471,19 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
         }
 
         /* dQ += dS K: queries DQ_ROWS · qg.. × columns cq..; dS's A fragments from dSᵀ (trans), K
-         * rows are the k index (trans); key sub-blocks with no key < Nk skipped. */
+         * rows are the k index (trans). Over all BN keys: past Nk, K's rows are zero-filled and
+         * dSᵀ's are 0. The accumulator's rows are D (= a.D) floats wide and a head's rows
+         * consecutive, so one pointer and immediate offsets reach all of the warp's rows. */
         const int dq_first = i0 + C::DQ_ROWS * qg;
         if (dq_first < Nq) {
             float r_dq[C::DQ_ROWS / 16][C::DQ_COLS / 8][4] = {};
-            warp_gemm<T, C::DQ_ROWS / 16, C::DQ_COLS / 8, BN / 16, BM, true, D, true>(
-                r_dq, s_ds, C::DQ_ROWS * qg, s_k, cq, (n1 - n0 + 15) / 16);
+            warp_gemm<T, C::DQ_ROWS / 16, C::DQ_COLS / 8, BN / 16, BM, true, D, true>(r_dq, s_ds, C::DQ_ROWS * qg,
+                                                                                     s_k, cq);
+            float *acc = a.dq_acc + bwd_row<VAR>(a, sq, b, h, dq_first) * D + cq;
 #pragma unroll
             for (int mq = 0; mq < C::DQ_ROWS / 16; mq++)
                 if (dq_first + 16 * mq < Nq)
-                    red_add_dq(a.dq_acc + bwd_row<VAR>(a, sq, b, h, dq_first + 16 * mq) * a.D + cq, a.D, r_dq[mq],
-                               g, t);
+                    red_add_dq(acc + 16 * mq * D, D, r_dq[mq], g, t);
         }
     }
 
