@@ -22,8 +22,8 @@
  * Variants: the alignment, the window (causal is a window with right = 0), softcap, ALiBi,
  * key_mask, sinks and packed sequences; an attn_mask tensor is FA_ERR_UNSUPPORTED. With a softcap,
  * dSᵀ also takes the cap's derivative 1 − tanh², tanh recovered from P itself (below). Packed
- * sequences take the grid of the longest; the workspace holds each head's packed rows plus BM
- * rows of slack, so a sequence's last query block stays inside its head. Reached through
+ * sequences take the grid of the longest; the workspace holds each head's packed rows plus
+ * BWD_ROWS_PAD rows of slack, so a sequence's last query block stays inside its head. Reached through
  * fa_backward_cuda() (dispatch.cu). D reads the output rounded to its dtype, as
  * FlashAttention-2/3 do (tests/test_backward.py's bound says what that costs).
  */
@@ -186,20 +186,27 @@ __device__ __forceinline__ void warp_gemm_frags(float (&acc)[MT][NT][4], const f
     }
 }
 
+/* Byte offset, in a W-wide swizzled tile, of this lane's pair r (row g + 8r, columns 2t, 2t + 1) of
+ * the C fragment of 16-row tile mt from row r0 and 8-column tile n from column c0. */
+template <int W>
+__device__ __forceinline__ uint32_t frag_pair_at(int r0, int c0, int mt, int n, int r)
+{
+    const int lane = threadIdx.x % 32;
+    return swz<W>(r0 + 16 * mt + lane / 4 + 8 * r, c0 / 8 + n) + 4 * (lane % 4);
+}
+
 /* This warp's C fragments x (16·MT keys from row k0 × NQ·8 queries from column q0) packed into the
  * BM-wide swizzled tile at s_x (Pᵀ or dSᵀ). */
 template <typename T, int MT, int NQ, int BM>
 __device__ __forceinline__ void store_frags(uint32_t s_x, const float (&x)[MT][NQ][4], int k0, int q0)
 {
-    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
 #pragma unroll
         for (int n = 0; n < NQ; n++)
 #pragma unroll
             for (int r = 0; r < 2; r++)
-                st_shared_u32(s_x + swz<BM>(k0 + 16 * mt + g + 8 * r, q0 / 8 + n) + 4 * t,
-                              pack2<T>(x[mt][n][2 * r], x[mt][n][2 * r + 1]));
+                st_shared_u32(s_x + frag_pair_at<BM>(k0, q0, mt, n, r), pack2<T>(x[mt][n][2 * r], x[mt][n][2 * r + 1]));
 }
 
 /* Grid: 1-D, one CTA per (b·Hkv + kv head, key block); block: C::WARPS warps. VAR: the variants
@@ -441,7 +448,7 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
                             r_dp[mt][n][e] = r_s[mt][n][e] * f;
                         }
                         if constexpr (C::P_SMEM && C::PAIRS) {
-                            const uint32_t at = swz<BM>(C::KW * wk + 16 * mt + g + 8 * r, (C::QW * wq) / 8 + n) + 4 * t;
+                            const uint32_t at = frag_pair_at<BM>(C::KW * wk, C::QW * wq, mt, n, r);
                             st_shared_u32(s_p + at, pack2<T>(r_s[mt][n][2 * r], r_s[mt][n][2 * r + 1]));
                             st_shared_u32(s_ds + at, pack2<T>(r_dp[mt][n][2 * r], r_dp[mt][n][2 * r + 1]));
                         }
@@ -497,7 +504,7 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
         for (int n = 0; n < C::DKV_COLS / 8; n++)
 #pragma unroll
             for (int r = 0; r < 2; r++) {
-                const uint32_t at = swz<D>(C::KW * wk + 16 * mt + g + 8 * r, cd / 8 + n) + 4 * t;
+                const uint32_t at = frag_pair_at<D>(C::KW * wk, cd, mt, n, r);
                 st_shared_u32(s_k + at, pack2<T>(r_dk[mt][n][2 * r] * a.scale, r_dk[mt][n][2 * r + 1] * a.scale));
                 st_shared_u32(s_v + at, pack2<T>(r_dv[mt][n][2 * r], r_dv[mt][n][2 * r + 1]));
             }
