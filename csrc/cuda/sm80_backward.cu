@@ -65,16 +65,17 @@ struct bwd_tile {
     static_assert(BM <= BWD_ROWS_PAD, "a step's rows stay inside its head's rows of the workspace");
 };
 
-/* 128 keys per CTA: 64-key blocks at 2 CTAs per SM were 9 % slower at d = 128, 16k (twice the dQ
- * reductions; bench/LOG.md 2026-12-02-backward). Shared memory: (2·BN + 4·BM) · D · 2 + (1 + P_SMEM) ·
- * BN · BM · 2 bytes + 16 · BM: 161 KB at d = 128, 162 KB at d = 64 (sm_80 and sm_90 opt in to 163 and
- * 227 KB); GPUs with less (8.6, 8.9: 99 KB) take d = 64 on bwd_tile_d64_small (81 KB), and d = 128
- * there is computed exactly. H200, bf16, forced, same call against the 16-key warps of 5927357 (bench/LOG.md
- * 2026-12-04-sm80-bwd-layout), SDPA flash's backward as the yardstick: d = 128 on 32-key warps +7.2 %
- * with PAIRS, +3.4 % without; d = 64 on 32-key warps and 64-row steps −2 %, on 128-row steps +4.2 %
- * without PAIRS (with it, 8-32 bytes spilled: +1.2 %). A step's bookkeeping trimmed (the mask's pass
- * branched to, the step counted, the dQ rows by one pointer; 2026-12-04-sm80-bwd-issue): +3.9 % at
- * d = 128, +6.8 % at d = 64; dQ's product and reductions before dK's rather than after: −0.8 %. */
+/* Shared memory: (2·BN + 4·BM) · D · 2 + (1 + P_SMEM) · BN · BM · 2 + 16 · BM bytes: 161 KB at
+ * d = 128, 162 KB at d = 64 (sm_80 and sm_90 opt in to 163 and 227 KB); GPUs with 99 KB (8.6, 8.9)
+ * take d = 64 on bwd_tile_d64_small and compute d = 128 exactly. Measured reasons (H200, bf16, forced,
+ * SDPA flash's backward as the yardstick; bench/LOG.md):
+ *   - 128 keys per CTA: 64-key blocks at 2 CTAs per SM were 9 % slower at d = 128, 16k
+ *     (#2026-12-02-backward)
+ *   - d = 128 on 32-key warps with PAIRS: +7.2 % over 16-key warps, without PAIRS +3.4 %; d = 64 on
+ *     128-row steps without PAIRS +4.2 %, on 64-row steps −2 %, with PAIRS (it spills) +1.2 %
+ *     (#2026-12-04-sm80-bwd-layout)
+ *   - the step's bookkeeping trimmed: d = 128 +3.9 %, d = 64 +6.8 %; dQ's product before dK's −0.8 %
+ *     (#2026-12-04-sm80-bwd-issue) */
 typedef bwd_tile<64, 128, 32, 4, false, 1> bwd_tile_d64;
 typedef bwd_tile<64, 64, 16, 4, false, 1> bwd_tile_d64_small;
 typedef bwd_tile<128, 64, 32, 2, true, 1> bwd_tile_d128;
