@@ -179,6 +179,11 @@ def test_patch_sdpa_scoped():
         with torch_flashattn.patch_sdpa():
             raise KeyError("inside")
     assert F.scaled_dot_product_attention is original
+    with torch_flashattn.patch_sdpa():          # blocks nest: the inner one's exit keeps the outer one's
+        with torch_flashattn.patch_sdpa():
+            pass
+        assert F.scaled_dot_product_attention is torch_flashattn.scaled_dot_product_attention
+    assert F.scaled_dot_product_attention is original
 
 
 # ---- Hugging Face transformers ---------------------------------------------------------------

@@ -212,11 +212,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 @contextlib.contextmanager
 def patch_sdpa():
     """Inside the block, ``torch.nn.functional.scaled_dot_product_attention`` is this module's
-    function; the original is restored on exit, also on an exception. Code that imported the
-    function by name before the block (``from torch.nn.functional import ...``) keeps its own
-    reference and is not affected."""
+    function; what was there before the block is restored on exit, also on an exception, so that
+    blocks nest. Code that imported the function by name before the block (``from
+    torch.nn.functional import ...``) keeps its own reference and is not affected."""
+    before = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = scaled_dot_product_attention
     try:
         yield
     finally:
-        F.scaled_dot_product_attention = _torch_sdpa
+        F.scaled_dot_product_attention = before
