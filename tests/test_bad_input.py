@@ -91,6 +91,36 @@ def test_different_devices_meta():
         torch_flashattn.attention(q, k.to("meta"), v)
 
 
+def test_auxiliary_tensor_on_another_device_meta():
+    """A meta tensor beside CPU ones sends the call to the fake kernel, which must raise (it once
+    returned uninitialised memory): every tensor argument of every op, named in the message."""
+    q, k, v = qkv(Nq=5, Nk=7)
+    B, Hq, Nq, d = q.shape
+    Hkv, Nk = k.shape[1], k.shape[2]
+    meta = lambda t: t.to("meta")
+    cases = [("alibi_slopes", dict(alibi_slopes=torch.rand(Hq))), ("sinks", dict(sinks=torch.rand(Hq))),
+             ("key_mask", dict(key_mask=torch.ones(B, Nk, dtype=torch.bool))),
+             ("attn_mask", dict(attn_mask=torch.zeros(Nq, Nk)))]
+    for name, kw in cases:
+        with pytest.raises(RuntimeError, match=f"{name} must be on q's device cpu, got meta"):
+            torch_flashattn.attention(q, k, v, **{n: meta(t) for n, t in kw.items()})
+    qp, kp, vp = (t[0].transpose(0, 1).contiguous() for t in (q, k, v))        # (N, H, d), one sequence
+    cu_q, cu_k = torch.tensor([0, Nq], dtype=torch.int32), torch.tensor([0, Nk], dtype=torch.int32)
+    for name, (cq, ck) in (("cu_seqlens_q", (meta(cu_q), cu_k)), ("cu_seqlens_k", (cu_q, meta(cu_k)))):
+        with pytest.raises(RuntimeError, match=f"{name} must be on q's device cpu, got meta"):
+            torch_flashattn.attention_varlen(qp, kp, vp, cq, ck, Nq, Nk)
+    kc, vc = torch.zeros(B, Hkv, 16, d), torch.zeros(B, Hkv, 16, d)
+    kn, vn = torch.randn(B, Hkv, 2, d), torch.randn(B, Hkv, 2, d)
+    lens = torch.full((B,), 3, dtype=torch.int32)
+    for name, kw in (("cache_seqlens", dict(cache_seqlens=meta(lens))), ("k_new", dict(k_new=meta(kn), v_new=vn)),
+                     ("v_new", dict(k_new=kn, v_new=meta(vn)))):
+        full = dict(cache_seqlens=lens, k_new=kn, v_new=vn)
+        full.update(kw)
+        with pytest.raises(RuntimeError, match=f"{name} must be on q's device cpu, got meta"):
+            torch_flashattn.attention_kvcache(q[:, :, :1], kc, vc, **full)
+        assert kc.abs().sum() == 0 and vc.abs().sum() == 0, f"{name}: the caches were written"
+
+
 def test_unknown_kernel_family():
     """A bad FA_KERNEL fails the import with the values it takes; a bad override is refused and
     changes nothing."""
