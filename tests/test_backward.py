@@ -174,6 +174,27 @@ def test_no_gradient_for_masks_and_slopes():
 
 
 @pytest.mark.parametrize("device", VDEVICES)
+def test_double_backward_raises(device):
+    """A second derivative is not computed: it raises (autograd once took the gradients for constants
+    and returned zeros). A first derivative with create_graph=True still works."""
+    device = use_vdevice(device)
+    g = torch.Generator().manual_seed(14)
+    q, k, v = (leaf(t) for t in make_qkv(g, 1, 2, 1, 6, 9, 16, torch.float32, device))
+    for what, fn in (("fa.backward", lambda: torch_flashattn.attention(q, k, v, causal=True)),
+                     ("fa.backward", lambda: torch_flashattn.attention(q, k, v, window=(1, 1))),
+                     ("fa.backward", lambda: torch.ops.fa.forward(q, k, v, None, False)),
+                     ("fa.backward_varlen", lambda: torch_flashattn.attention_varlen(
+                         q[0].transpose(0, 1), k[0].transpose(0, 1), v[0].transpose(0, 1),
+                         torch.tensor([0, 2, 6], dtype=torch.int32, device=device),
+                         torch.tensor([0, 4, 9], dtype=torch.int32, device=device), 4, 5))):
+        (gq,) = torch.autograd.grad(fn().sum(), q, create_graph=True)
+        assert gq.grad_fn is not None
+        with pytest.raises(RuntimeError, match=f"{what}: a gradient of the gradients \\(double backward\\) "
+                                               "is not implemented"):
+            torch.autograd.grad((gq ** 2).sum(), k)
+
+
+@pytest.mark.parametrize("device", VDEVICES)
 def test_opcheck_autograd(device):
     """opcheck's autograd_registration and aot_dispatch tests over the three registered ops."""
     device = use_vdevice(device)

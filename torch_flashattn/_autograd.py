@@ -6,7 +6,9 @@ torch_flashattn.attention calls fa::forward_lse instead when a gradient is neede
 fa::forward_variants and fa::forward_varlen save their lse. On CUDA fa::backward runs the tensor-core
 backward kernel (csrc/cuda/sm80_backward.cu) where it takes the call, else PyTorch's computation.
 Gradients flow to q, k, v and sinks; a float attn_mask or ALiBi slopes that require grad raise when
-the forward runs (no gradient is computed for them, and a silent zero would be wrong).
+the forward runs (no gradient is computed for them, and a silent zero would be wrong). The gradient
+ops have an autograd formula too, which raises: a second derivative (double backward) is not
+computed, and without it autograd took their results for constants and gave zeros.
 """
 import torch
 
@@ -20,7 +22,7 @@ def _setup_forward(ctx, inputs, output):
 def _backward_forward(ctx, dout):
     q, k, v, out = ctx.saved_tensors
     lse = torch.ops.fa.forward_lse(q, k, v, ctx.scale, ctx.causal)[1]
-    dq, dk, dv, _ = torch.ops.fa.backward(dout.contiguous(), q, k, v, out, lse, None, ctx.scale, ctx.causal)
+    dq, dk, dv, _ = call(torch.ops.fa.backward, dout.contiguous(), q, k, v, out, lse, None, ctx.scale, ctx.causal)
     return dq, dk, dv, None, None
 
 
@@ -33,7 +35,7 @@ def _setup_forward_lse(ctx, inputs, output):
 def _backward_forward_lse(ctx, dout, dlse):
     q, k, v, out, lse = ctx.saved_tensors
     dout = torch.zeros_like(out) if dout is None else dout.contiguous()
-    dq, dk, dv, _ = torch.ops.fa.backward(dout, q, k, v, out, lse, dlse, ctx.scale, ctx.causal)
+    dq, dk, dv, _ = call(torch.ops.fa.backward, dout, q, k, v, out, lse, dlse, ctx.scale, ctx.causal)
     return dq, dk, dv, None, None
 
 
@@ -55,8 +57,8 @@ def _backward_variants(ctx, dout, dlse):
     it = iter(saved)
     alibi_slopes, sinks, key_mask, attn_mask = (next(it) if h else None for h in ctx.has)
     dout = torch.zeros_like(out) if dout is None else dout.contiguous()
-    dq, dk, dv, dsinks = torch.ops.fa.backward(dout, q, k, v, out, lse, dlse, *ctx.args, alibi_slopes, sinks,
-                                               key_mask, attn_mask)
+    dq, dk, dv, dsinks = call(torch.ops.fa.backward, dout, q, k, v, out, lse, dlse, *ctx.args, alibi_slopes,
+                               sinks, key_mask, attn_mask)
     return dq, dk, dv, None, None, None, None, None, None, None, dsinks if sinks is not None else None, None, None
 
 
@@ -75,8 +77,8 @@ def _backward_varlen(ctx, dout, dlse):
     alibi_slopes, sinks = (next(it) if h else None for h in ctx.has)
     dout = torch.zeros_like(out) if dout is None else dout.contiguous()
     max_q, max_k, *rest = ctx.args
-    dq, dk, dv, dsinks = torch.ops.fa.backward_varlen(dout, q, k, v, out, lse, dlse, cu_q, cu_k, max_q, max_k, *rest,
-                                                      alibi_slopes, sinks)
+    dq, dk, dv, dsinks = call(torch.ops.fa.backward_varlen, dout, q, k, v, out, lse, dlse, cu_q, cu_k, max_q, max_k,
+                               *rest, alibi_slopes, sinks)
     return (dq, dk, dv) + (None,) * 11 + (dsinks if sinks is not None else None,)
 
 
@@ -84,6 +86,22 @@ torch.library.register_autograd("fa::forward", _backward_forward, setup_context=
 torch.library.register_autograd("fa::forward_lse", _backward_forward_lse, setup_context=_setup_forward_lse)
 torch.library.register_autograd("fa::forward_variants", _backward_variants, setup_context=_setup_variants)
 torch.library.register_autograd("fa::forward_varlen", _backward_varlen, setup_context=_setup_varlen)
+
+
+def _no_double_backward(op):
+    def backward(ctx, *grads):
+        raise RuntimeError(f"{op}: a gradient of the gradients (double backward) is not implemented; for a "
+                           "second derivative use F.scaled_dot_product_attention with the math backend")
+    return backward
+
+
+def _setup_nothing(ctx, inputs, output):
+    pass
+
+
+torch.library.register_autograd("fa::backward", _no_double_backward("fa.backward"), setup_context=_setup_nothing)
+torch.library.register_autograd("fa::backward_varlen", _no_double_backward("fa.backward_varlen"),
+                                setup_context=_setup_nothing)
 
 _BELOW_AUTOGRAD = getattr(torch._C, "_AutoDispatchBelowAutograd", None)
 
