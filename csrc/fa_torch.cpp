@@ -34,6 +34,7 @@
 #include <Python.h>
 
 #include <ATen/ATen.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
 #include <torch/library.h>
 
@@ -1032,10 +1033,27 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
         for (const at::Tensor *t : {&kn, &vn}) {
             FA_CHECK(t->dim() == 4 && t->size(0) == B && t->size(1) == Hkv && t->size(3) == d &&
                          t->size(2) == kn.size(2) && t->scalar_type() == q.scalar_type() && t->device() == q.device(),
-                     "%s: k_new and v_new must both be (B, Hkv, Nnew, d) = (%lld, %lld, Nnew, %lld) of q's dtype and "
-                     "device, got k_new %s, v_new %s", op, (long long)B, (long long)Hkv, (long long)d,
-                     shape(kn).c_str(), shape(vn).c_str());
+                     "%s: k_new and v_new must both be (B, Hkv, Nnew, d) = (%lld, %lld, Nnew, %lld) of q's dtype %s "
+                     "and device %s, got k_new %s %s on %s, v_new %s %s on %s", op, (long long)B, (long long)Hkv,
+                     (long long)d, dtype_name(q), q.device().str().c_str(), dtype_name(kn), shape(kn).c_str(),
+                     kn.device().str().c_str(), dtype_name(vn), shape(vn).c_str(), vn.device().str().c_str());
         }
+        // Written in place: every cache element its own memory (not an expanded view), the caches
+        // apart from each other and from the rows written into them, as PyTorch's in-place ops ask.
+        for (const auto &[name, t] : {std::pair<const char *, const at::Tensor *>{"k_cache", &k_cache},
+                                      {"v_cache", &v_cache}})
+            FA_CHECK(at::has_internal_overlap(*t) != at::MemOverlap::Yes,
+                     "%s: %s is written in place (k_new, v_new given) and must not have elements that share memory "
+                     "(an expanded view, a stride of 0); pass %s.clone()", op, name, name);
+        const std::pair<const char *, const at::Tensor *> all[] = {
+            {"k_cache", &k_cache}, {"v_cache", &v_cache}, {"k_new", &kn}, {"v_new", &vn}};
+        for (int a = 0; a < 2; a++)
+            for (int b = a + 1; b < 4; b++) {
+                const at::MemOverlapStatus lap = at::get_overlap_status(*all[a].second, *all[b].second);
+                FA_CHECK(lap != at::MemOverlapStatus::Full && lap != at::MemOverlapStatus::Partial,
+                         "%s: %s is written in place and must not share memory with %s", op, all[a].first,
+                         all[b].first);
+            }
     }
 
     Call c = prepare(op, q, k_cache, v_cache, scale, causal, false);

@@ -168,7 +168,34 @@ def test_kvcache_bad_input_writes_nothing(device):
         torch_flashattn.attention_kvcache(q, k_cache, v_cache, k_new=k_new, v_new=v_new[:, :, :2])
     with pytest.raises(RuntimeError, match="contiguous last dimension"):
         torch_flashattn.attention_kvcache(q, randn(2, 2, 10, 32)[..., ::2], v_cache)
-    assert torch.equal(k_cache, before)
+    with pytest.raises(RuntimeError, match=r"k_new and v_new must both be .* of q's dtype Float and device "
+                                           r"\S+, got k_new Half \(2, 2, 3, 16\)"):
+        torch_flashattn.attention_kvcache(q, k_cache, v_cache, k_new=k_new.half(), v_new=v_new)
+    # Written in place: an expanded cache (its batches would overwrite each other), caches that share
+    # memory with each other or with the rows written into them.
+    shared = k_cache[:1].expand(2, -1, -1, -1)
+    shared_before = shared.clone()
+    with pytest.raises(RuntimeError, match=r"k_cache is written in place .* must not have elements that share "
+                                           r"memory .*; pass k_cache.clone\(\)"):
+        torch_flashattn.attention_kvcache(q, shared, v_cache, k_new=k_new, v_new=v_new)
+    with pytest.raises(RuntimeError, match="v_cache is written in place"):
+        torch_flashattn.attention_kvcache(q, k_cache, v_cache[:1].expand(2, -1, -1, -1), k_new=k_new, v_new=v_new)
+    with pytest.raises(RuntimeError, match="k_cache is written in place and must not share memory with v_cache"):
+        torch_flashattn.attention_kvcache(q, k_cache, k_cache, k_new=k_new, v_new=v_new)
+    k3, v3 = randn(2, 2, 3, 16), randn(2, 2, 3, 16)     # caches of exactly Nnew rows
+    with pytest.raises(RuntimeError, match="k_cache is written in place and must not share memory with k_new"):
+        torch_flashattn.attention_kvcache(q, k3, v3, k_new=k3, v_new=v_new)
+    with pytest.raises(RuntimeError, match="v_cache is written in place and must not share memory with k_new"):
+        torch_flashattn.attention_kvcache(q, k3, v3, k_new=v3, v_new=v_new)
+    assert torch.equal(k_cache, before) and torch.equal(shared, shared_before)
+    # Read-only calls may take an expanded cache, and interleaved K/V caches are not overlapping.
+    torch.testing.assert_close(torch_flashattn.attention_kvcache(q, shared, v_cache),
+                               torch_flashattn.attention_kvcache(q, shared.clone(), v_cache))
+    kv = randn(2, 2, 10, 2, 16)
+    torch_flashattn.attention_kvcache(q, kv[:, :, :, 0], kv[:, :, :, 1], cache_seqlens=seqlens(2, 5), k_new=k_new,
+                                      v_new=v_new)
+    for b, at in ((0, 2), (1, 5)):
+        assert torch.equal(kv[b, :, at:at + 3, 0], k_new[b]) and torch.equal(kv[b, :, at:at + 3, 1], v_new[b])
 
 
 @pytest.mark.parametrize("device", DEVICES)
