@@ -293,7 +293,7 @@ fa_variants to_fa_variants(const Variants &va, at::ScalarType q_dtype)
         p.key_mask = static_cast<const uint8_t *>(va.key_mask.data_ptr());
         p.key_mask_batch_stride = va.key_mask.stride(0);
     }
-    if (va.mask.defined()) {
+    if (va.mask.defined() && va.mask.numel() > 0) {   // an empty one (B, Hq, Nq or Nk = 0) has nothing to add
         const at::Tensor &m = va.mask;
         p.mask = m.data_ptr();
         p.mask_kind = m.scalar_type() == at::kBool ? FA_MASK_BOOL

@@ -617,6 +617,26 @@ def test_no_keys_at_all(device):
     torch.testing.assert_close(lse, sinks[None, :, None].expand(2, 4, 7), atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("device", VDEVICES)
+@pytest.mark.parametrize("mask_dtype", [torch.bool, torch.float32])
+@pytest.mark.parametrize("empty", ["B", "Nq", "Nk"])
+def test_attn_mask_of_an_empty_problem(device, mask_dtype, empty):
+    """An attn_mask beside B, Nq or Nk = 0 (it broadcasts to an empty shape): what SDPA gives, an
+    empty output or zeros with lse −inf, and gradients of the inputs' shapes (an error before)."""
+    device = use_vdevice(device)
+    B, Nq, Nk = (0 if empty == "B" else 2), (0 if empty == "Nq" else 5), (0 if empty == "Nk" else 6)
+    q = torch.randn(B, 4, Nq, 16, device=device, requires_grad=True)
+    k, v = (torch.randn(B, 2, Nk, 16, device=device, requires_grad=True) for _ in range(2))
+    mask = (torch.rand(B, 1, Nq, Nk, device=device) < 0.7) if mask_dtype == torch.bool \
+        else torch.randn(B, 1, Nq, Nk, device=device)
+    out, lse = torch_flashattn.attention_lse(q, k, v, attn_mask=mask)
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    assert out.shape == expected.shape == (B, 4, Nq, 16) and lse.shape == (B, 4, Nq)
+    assert (out == 0).all() and (lse == NEG_INF).all()
+    out.sum().backward()
+    assert q.grad.shape == q.shape and k.grad.shape == k.shape and (q.grad == 0).all()
+
+
 # ---- varlen ------------------------------------------------------------------------------------
 
 def cu(lengths, device):
