@@ -632,6 +632,13 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
         check_host_cu_seqlens(op, cq, ck, B, max_q, max_k, total_q, total_k);
     const Variants va = check_variants(op, q_in, B, Hq, max_q, max_k, align, window_left, window_right, softcap,
                                        alibi_slopes, sinks, std::nullopt, std::nullopt);
+    // No packed query: nothing to compute. No packed key: every sequence is keyless (the CPU checked
+    // it above; on CUDA one that claims keys breaks the rule lengths <= max_seqlen_k and gives NaN).
+    // Either way an empty tensor has no data pointer to hand to fa.h.
+    if (total_q == 0)
+        return {at::empty({0, Hq, d}, q_in.options()), at::empty({Hq, 0}, q_in.options().dtype(at::kFloat))};
+    if (total_k == 0)
+        max_k = 0;
     const at::Tensor q = q_in.stride(2) == 1 ? q_in : q_in.contiguous();
     const at::Tensor k = k_in.stride(2) == 1 ? k_in : k_in.contiguous();
     const at::Tensor v = v_in.stride(2) == 1 ? v_in : v_in.contiguous();
@@ -664,6 +671,12 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
         return {pd.back(op_, true, NAN), pd.back_lse(lp, NAN)};
     }
     check_status(op, fa_forward_variants_cpu(&p, &fv));
+    // Rows past the last sequence belong to none: NaN, as the exact path gives them.
+    const int64_t end = cq.data_ptr<int32_t>()[B];
+    if (end < total_q) {
+        o.narrow(0, end, total_q - end).fill_(NAN);
+        lse.narrow(1, end, total_q - end).fill_(NAN);
+    }
     return {o, lse};
 }
 
@@ -916,6 +929,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
     const Variants va = check_variants(op, q_in, B, Hq, max_q, max_k, align, window_left, window_right, softcap,
                                        alibi_slopes, sinks, std::nullopt, std::nullopt);
     const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
+    if (total_q == 0) {                         // as forward_varlen: no row, no gradient, no data pointer
+        const auto f32 = q_in.options().dtype(at::kFloat);
+        return {at::zeros_like(q_in), at::zeros_like(k_in), at::zeros_like(v_in),
+                va.sinks.defined() ? at::zeros({Hq}, f32) : at::empty({0}, f32)};
+    }
+    if (total_k == 0)
+        max_k = 0;
     const at::Tensor cq = cu_q.contiguous(), ck = cu_k.contiguous(), lse = lse_in.contiguous();
     const at::Tensor dlse = dlse_in.has_value() ? dlse_in->contiguous() : at::Tensor();
     auto unit_last = [](const at::Tensor &t) { return t.stride(2) == 1 ? t : t.contiguous(); };   // (total, H, d)

@@ -748,6 +748,42 @@ def test_varlen_lse(kernel, dtype, fa_overrides):
     assert torch.equal(out, run_varlen(q, k, v, lens_q, lens_k, **variants))
 
 
+@pytest.mark.parametrize("kernel", VKERNELS)
+def test_varlen_empty_packed_tensors(kernel, fa_overrides):
+    """No packed query or no packed key, whatever max_seqlen says: an empty output, or zeros with lse
+    −inf (the sink with sinks), and gradients (an error about a NULL pointer before)."""
+    device = use_vkernel(kernel, torch.float32, fa_overrides)
+    g = torch.Generator().manual_seed(19)
+    sinks = rand(g, 2, device=device)
+    for tq, tk, cq, ck in ((0, 5, [0, 0, 0], [0, 2, 5]), (4, 0, [0, 1, 4], [0, 0, 0])):
+        q = rand(g, tq, 2, 16, device=device).requires_grad_()
+        k, v = (rand(g, tk, 1, 16, device=device).requires_grad_() for _ in range(2))
+        cu_q, cu_k = (torch.tensor(c, dtype=torch.int32, device=device) for c in (cq, ck))
+        for sk in (None, sinks):
+            out, lse = torch_flashattn.attention_varlen(q, k, v, cu_q, cu_k, 4, 4, sinks=sk, return_lse=True)
+            assert out.shape == q.shape and lse.shape == (2, tq) and (out == 0).all()
+            expected = torch.full((2, tq), NEG_INF, device=device) if sk is None else sk[:, None].expand(2, tq)
+            torch.testing.assert_close(lse, expected)
+            (out.sum() + lse.clamp(min=-1e4).sum()).backward()
+            assert q.grad.shape == q.shape and k.grad.shape == k.shape and (q.grad == 0).all()
+
+
+@pytest.mark.parametrize("kernel", ["cpu", "cpu-exact", pytest.param("cuda-exact", marks=pytest.mark.gpu)])
+def test_varlen_rows_past_the_last_sequence(kernel, fa_overrides):
+    """Rows of q past cu_seqlens_q[B] belong to no sequence: NaN in out and lse, zero gradients (the
+    CPU left them uninitialised). The CUDA kernels leave them unwritten (README Limits)."""
+    device = use_vkernel(kernel, torch.float32, fa_overrides)
+    g = torch.Generator().manual_seed(20)
+    q = rand(g, 9, 2, 16, device=device).requires_grad_()
+    k, v = (rand(g, 7, 2, 16, device=device) for _ in range(2))
+    cu_q, cu_k = (torch.tensor(c, dtype=torch.int32, device=device) for c in ([0, 3, 6], [0, 4, 7]))
+    out, lse = torch_flashattn.attention_varlen(q, k, v, cu_q, cu_k, 3, 4, return_lse=True)
+    assert out[6:].isnan().all() and lse[:, 6:].isnan().all()
+    assert not out[:6].isnan().any() and not lse[:, :6].isnan().any()
+    out[:6].sum().backward()
+    assert (q.grad[6:] == 0).all()
+
+
 # ---- kvcache -----------------------------------------------------------------------------------
 
 def kvcache_reference(q, k_cache, v_cache, lengths, as_pytorch=False, **variants):

@@ -138,7 +138,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
 
     On the CPU, cu_seqlens that do not start at 0, decrease, exceed max_seqlen or the rows of the
     tensors raise. On CUDA they are never read on the host (no synchronisation): such a call
-    returns NaN everywhere. Rows of q past the last sequence are NaN on CUDA.
+    returns NaN everywhere. Rows of q past the last sequence belong to none: NaN on the CPU
+    and on the exact path, left unwritten by the CUDA kernels (fp16/bf16).
 
     Returns:
         (total_q, Hq, d), or ``(out, lse)`` with ``return_lse``.
