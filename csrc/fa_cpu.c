@@ -394,7 +394,7 @@ static void apply_variants(const fa_params *p, const fa_variants *v, const seq_v
                 }
                 *s = fa_score_mod(*s, c2, slope2, i + s_h->delta - j);
                 if (v->mask != NULL)
-                    *s += mask_value(v, p->dtype, s_h->b, s_h->h, i, j) * FA_VARIANT_LOG2E;
+                    *s += fa_mask_log2(mask_value(v, p->dtype, s_h->b, s_h->h, i, j));
             }
         }
     }
@@ -860,9 +860,14 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     for (int64_t x = nb * BM; x < nb8 * BM; x++)    /* the micro-kernel's rows past the range */
         t->st[x] = -INFINITY, t->dpt[x] = 0.0f;
 
-    /* lse₂ from the scores (and the sink) when they are all of the row's keys: each query's max m
-     * and Σ_j 2^(s − m), the terms in fp32 (exp2_neg), their sum in double, across queries in whole
-     * vectors as in the forward. */
+    /* P = 2^(s − shift) · mul. With a given delta (a ring step) shift = lse₂ and mul = 1. Else from
+     * the scores (and the sink), all of the row's keys: each query's max m and l = Σ_j 2^(s − m), the
+     * terms in fp32 (exp2_neg), their sum in double, across queries in whole vectors as in the
+     * forward; shift = m and mul = 1 / l, rather than the forward's lse₂ = m + log2 l, which loses
+     * log2 l where |m| is huge (a float mask of −3.4e38 on a whole row). */
+    float shift[BM] __attribute__((aligned(64))), mul[BM] __attribute__((aligned(64)));
+    for (int r = 0; r < BM; r++)
+        shift[r] = lse2[r], mul[r] = 1.0f;
     if (bp->delta == NULL) {
         v16f m[QV];
         for (int g = 0; g < QV; g++)
@@ -884,26 +889,26 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
         for (int r = 0; r < bm; r++) {
             const double l = lf[r] + (has_sink ? exp2((double)sink2 - mf[r]) : 0.0);
             if (lse2[r] != INFINITY && l > 0.0)        /* else the row sees nothing */
-                lse2[r] = mf[r] + (float)log2(l);
+                shift[r] = mf[r], mul[r] = (float)(1.0 / l);
         }
     }
 
-    /* Pᵀ = exp2(Sᵀ − lse₂); D = Σ_j P dP (or the given delta) − dlse. */
-    const v16f *l2 = (const v16f *)lse2;
+    /* Pᵀ = exp2(Sᵀ − shift) · mul; D = Σ_j P dP (or the given delta) − dlse. */
+    const v16f *sh = (const v16f *)shift, *mu = (const v16f *)mul;
     v16f dsum[QV] = {{0}};
     for (int64_t k = 0; k < nb8; k++) {
         v16f *pt = (v16f *)(t->st + k * BM);
         const v16f *dp_k = (const v16f *)(t->dpt + k * BM);
         for (int g = 0; g < QV; g++) {
-            pt[g] = exp2_neg(pt[g] - l2[g]);
+            pt[g] = exp2_neg(pt[g] - sh[g]) * mu[g];
             dsum[g] += pt[g] * dp_k[g];
         }
     }
     float dd[BM] __attribute__((aligned(64)));
     for (int r = 0; r < BM; r++) {
         dd[r] = (bp->delta != NULL ? given[r] : ((const float *)dsum)[r]) - dlse[r];
-        if (has_sink && dsinks != NULL && r < bm && lse2[r] != INFINITY)
-            dsinks[h] -= exp2((double)sink2 - lse2[r]) * dd[r];
+        if (has_sink && dsinks != NULL && r < bm && shift[r] != INFINITY)
+            dsinks[h] -= exp2((double)sink2 - shift[r]) * mul[r] * dd[r];
     }
 
     /* dV += Pᵀ dO, per key block (rows past the range have P = 0). */

@@ -396,12 +396,20 @@ std::tuple<at::Tensor, at::Tensor> exact_attention(const at::Tensor &q, const at
         at::Tensor visible;
         at::Tensor sc = exact_scores(qc, k32, scale, causal, va, i, k_len, r0, &visible, nullptr);
         sc = at::where(visible, sc, -INFINITY);
-        // lse over the visible scores and the sink; weights exp(s − lse).
-        at::Tensor l = at::logsumexp(sc, {3}, true);
-        if (va.sinks.defined())
-            l = at::logaddexp(l, va.sinks.view({1, Hq, 1, 1}).expand_as(l));
-        const at::Tensor none = l.isneginf();
-        const at::Tensor w = at::where(none, 0.0, at::exp(sc - l));
+        // Weights e / Σe with e = exp(s − m), m the row's max (and the sink's), lse = m + log Σe:
+        // not exp(s − lse), which loses log Σe where |m| is huge (a float mask of -3.4e38 on a
+        // whole row; SDPA averages v there).
+        at::Tensor m = std::get<0>(sc.max(3, true));
+        const at::Tensor sink = va.sinks.defined() ? va.sinks.view({1, Hq, 1, 1}).expand_as(m) : at::Tensor();
+        if (sink.defined())
+            m = at::maximum(m, sink);
+        m = at::where(m.isneginf(), 0.0, m);       // a row with no key and no sink: e = 0
+        const at::Tensor e = at::exp(sc - m);
+        at::Tensor den = e.sum(3, true);
+        if (sink.defined())
+            den = den + at::exp(sink - m);
+        const at::Tensor l = m + at::log(den);
+        const at::Tensor w = at::where(den == 0, 0.0, e / den);
         const at::Tensor oc = at::matmul(w.reshape({B, Hkv, G * rc, Nk}), v32).view({B, Hq, rc, d});
         out.narrow(2, r0, rc).copy_(oc);
         lse.narrow(2, r0, rc).copy_(l.squeeze(3));
@@ -774,15 +782,37 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
         const at::Tensor i = at::arange(r0, r0 + rc, i64).view({1, 1, rc, 1}) + shift;
         at::Tensor visible, t;
         const at::Tensor sc = exact_scores(qc, k32, scale, causal, va, i, k_len, r0, &visible, &t);
-        visible = visible & l.isneginf().logical_not();
-        const at::Tensor P = at::where(visible, at::exp(sc - l), 0.0);                       // (B, Hq, rc, Nk)
+        // P (B, Hq, rc, Nk) and each row's exp(sink − lse). A given delta (a ring step) comes with the
+        // whole row's lse: P = exp(s − lse). Else the forward's own weights e / Σe, e = exp(s − m),
+        // as exact_attention has them: exp(s − lse) loses log Σe where |m| is huge.
+        at::Tensor P, sink_w;
+        const at::Tensor sink = va.sinks.defined() ? va.sinks.view({1, Hq, 1, 1}) : at::Tensor();
+        if (delta.defined()) {
+            visible = visible & l.isneginf().logical_not();
+            P = at::where(visible, at::exp(sc - l), 0.0);
+            if (sink.defined())
+                sink_w = at::exp(sink - l).masked_fill(l.isneginf(), 0.0);
+        } else {
+            const at::Tensor sv = at::where(visible, sc, -INFINITY);
+            at::Tensor m = std::get<0>(sv.max(3, true));
+            if (sink.defined())
+                m = at::maximum(m, sink.expand_as(m));
+            m = at::where(m.isneginf(), 0.0, m);
+            const at::Tensor e = at::exp(sv - m);
+            at::Tensor den = e.sum(3, true);
+            if (sink.defined())
+                den = den + at::exp(sink - m);
+            P = at::where(den == 0, 0.0, e / den);
+            if (sink.defined())
+                sink_w = at::where(den == 0, 0.0, at::exp(sink - m) / den);
+        }
         const at::Tensor Pg = P.reshape({B, Hkv, G * rc, Nk}), dOg = doc.reshape({B, Hkv, G * rc, d});
         dv += at::matmul(Pg.transpose(2, 3), dOg);
         const at::Tensor dP = at::matmul(dOg, v32.transpose(2, 3)).view({B, Hq, rc, Nk});
         // D = Σ_j P dP (= rowsum(dO ∘ O), from the fp32 P rather than the rounded output), less dlse.
         const at::Tensor D = (delta.defined() ? delta.narrow(2, r0, rc).unsqueeze(3) : (P * dP).sum(3, true)) - dl;
         if (va.sinks.defined())
-            dsinks -= (at::exp(va.sinks.view({1, Hq, 1, 1}) - l).masked_fill(l.isneginf(), 0.0) * D).sum({0, 2, 3});
+            dsinks -= (sink_w * D).sum({0, 2, 3});
         at::Tensor dS = P * (dP - D);
         if (t.defined())
             dS = dS * (1.0 - t * t);

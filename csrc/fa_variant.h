@@ -55,6 +55,20 @@ FA_VARIANT_FN float fa_alibi_slope2(const fa_variants *v, int64_t b, int64_t h)
     return v->alibi_slopes != NULL ? v->alibi_slopes[b * v->alibi_batch_stride + h] * FA_VARIANT_LOG2E : 0.0f;
 }
 
+/* A float attn_mask value in log2 units. Finite values past ±FA_VARIANT_MASK_LIMIT are clamped
+ * there first, so that the product stays finite: torch.finfo(float32).min, a common padding mask,
+ * would become −inf and hide a key that SDPA, adding it to the score, keeps (a row masked so
+ * everywhere averages v there rather than giving 0). ±inf and NaN pass as they are. */
+#define FA_VARIANT_MASK_LIMIT 2.3e38f
+FA_VARIANT_FN float fa_mask_log2(float m)
+{
+    if (m < -FA_VARIANT_MASK_LIMIT && m != -INFINITY)
+        m = -FA_VARIANT_MASK_LIMIT;
+    else if (m > FA_VARIANT_MASK_LIMIT && m != INFINITY)
+        m = FA_VARIANT_MASK_LIMIT;
+    return m * FA_VARIANT_LOG2E;
+}
+
 /* A row's end with a sink (log2 units s2 = sinks[h] · log2 e): from the row's max m and sum l
  * (l = Σ 2^(s − m)), the factor that turns its accumulated O into the output, and its lse in log2
  * units. Without a sink (has_sink 0) this is 1 / l and m + log2 l; a row with no visible key

@@ -748,6 +748,37 @@ def test_varlen_lse(kernel, dtype, fa_overrides):
     assert torch.equal(out, run_varlen(q, k, v, lens_q, lens_k, **variants))
 
 
+@pytest.mark.parametrize("kernel,dtype", [
+    ("cpu", torch.float32), ("cpu", torch.bfloat16), ("cpu-exact", torch.float32),
+    pytest.param("cuda-exact", torch.float32, marks=pytest.mark.gpu),
+    pytest.param("cuda", torch.bfloat16, marks=[pytest.mark.gpu, pytest.mark.xfail(
+        strict=True, reason="the CUDA kernels still turn mask values past ±2.3e38 into ±inf (README Limits)")])])
+def test_attn_mask_of_the_float_minimum(kernel, dtype, fa_overrides):
+    """A float mask of torch.finfo(float32).min, transformers' padding value: added to the scores, as
+    SDPA does, a row masked so everywhere averages v over its keys (it once came out 0 with lse −inf,
+    the mask's product with log2 e having overflowed); other rows as without it. Gradients too: P
+    from e / Σe, not exp(s − lse), whose lse cannot hold log Σe beside −3.4e38."""
+    device = use_vkernel(kernel, dtype, fa_overrides)
+    g = torch.Generator().manual_seed(21)
+    q, k, v = (rand(g, 2, 4, n, 32, dtype=dtype, device=device).requires_grad_() for n in (6, 9, 9))
+    dout = rand(g, 2, 4, 6, 32, dtype=dtype, device=device)
+    big = torch.finfo(torch.float32).min
+    mask = torch.zeros(2, 1, 6, 9, device=device)
+    mask[0, :, 2] = big                                  # a whole row
+    mask[1, :, :, 5:] = big                              # keys of every row
+    mask[1, :, 4, :3] = -big                             # a huge positive value wins its row
+    out = torch_flashattn.attention(q, k, v, attn_mask=mask)          # fp32, as transformers builds it
+    with sdpa_kernel(SDPBackend.MATH):
+        expected = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask)
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    torch.testing.assert_close(out.float(), expected, atol=tol, rtol=0)
+    torch.testing.assert_close(out[0, :, 2].float(), v[0].float().mean(1), atol=2e-2, rtol=0)
+    grads = torch.autograd.grad(out, (q, k, v), dout)
+    expected_grads = torch.autograd.grad(expected, (q, k, v), dout.float())
+    for name, a, b in zip("qkv", grads, expected_grads):
+        torch.testing.assert_close(a.float(), b.float(), atol=5 * tol, rtol=0, msg=lambda m: f"d{name}: {m}")
+
+
 @pytest.mark.parametrize("kernel", VKERNELS)
 def test_varlen_empty_packed_tensors(kernel, fa_overrides):
     """No packed query or no packed key, whatever max_seqlen says: an empty output, or zeros with lse
