@@ -91,6 +91,13 @@ def test_different_devices_meta():
         torch_flashattn.attention(q, k.to("meta"), v)
 
 
+def test_not_a_tensor():
+    q, k, v = qkv()
+    for name, args in (("q", (None, k, v)), ("k", (q, [1.0], v)), ("v", (q, k, 3))):
+        with pytest.raises(TypeError, match=f"attention: {name} must be a torch.Tensor"):
+            torch_flashattn.attention(*args)
+
+
 def test_auxiliary_tensor_on_another_device_meta():
     """A meta tensor beside CPU ones sends the call to the fake kernel, which must raise (it once
     returned uninitialised memory): every tensor argument of every op, named in the message."""

@@ -944,10 +944,15 @@ class TestBadVariants:
 
     def test_window(self, device):
         q, k, v = qkv(device)
-        for bad in ((-2, -1), (0, -5), (-3, 4)):
-            raises("window", q, k, v, window=bad)
+        for bad in ((-2, -1), (0, -5), (-3, 4), (2 ** 63, 0)):
+            raises("window entries must be -1", q, k, v, window=bad)
             with pytest.raises((RuntimeError, ValueError), match="window"):
                 torch_flashattn.attention_kvcache(q, k.clone(), v.clone(), window=bad)
+        for bad in ((1.5, 0.5), (1.0, 0), ("1", 0), (1,), 3):     # not truncated to (1, 0): refused
+            raises(r"window must be a pair \(left, right\) of ints", q, k, v, window=bad)
+        import numpy as np
+        torch.testing.assert_close(torch_flashattn.attention(q, k, v, window=(np.int64(2), torch.tensor(1))),
+                                   torch_flashattn.attention(q, k, v, window=(2, 1)))
 
     def test_varlen_cu_seqlens_shape(self, device):
         q = torch.randn(10, 4, 16, device=device)

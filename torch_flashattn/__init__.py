@@ -9,6 +9,7 @@ backend) and CUDA tensors, and registers their fake kernels so that
     >>> q = k = v = torch.randn(1, 8, 128, 64)
     >>> out = torch_flashattn.attention(q, k, v, causal=True)
 """
+import operator
 import os
 
 import torch
@@ -46,12 +47,12 @@ def _align(causal_align):
 
 
 def _window(window):
-    try:
-        left, right = (int(w) for w in window)
+    try:                                    # operator.index: ints (and integer scalars), not 1.5
+        left, right = (operator.index(w) for w in window)
     except (TypeError, ValueError):
         raise ValueError(f"window must be a pair (left, right) of ints, got {window!r}") from None
-    if left < -1 or right < -1:
-        raise ValueError(f"window entries must be -1 (unbounded) or >= 0, got {window!r}")
+    if left < -1 or right < -1 or max(left, right) >= 2 ** 63:
+        raise ValueError(f"window entries must be -1 (unbounded) or in 0 .. 2**63 - 1, got {window!r}")
     return left, right
 
 
@@ -103,6 +104,9 @@ def attention(q, k, v, *, causal=False, scale=None, causal_align="top_left", win
     res = _variants(q, k, v, causal, scale, causal_align, window, softcap, alibi_slopes, sinks, key_mask, attn_mask)
     if res is not None:
         return res[0]
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"attention: {name} must be a torch.Tensor, got {type(t).__name__}")
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         return torch.ops.fa.forward_lse(q, k, v, scale, causal)[0]     # its lse saved for the backward
     return _autograd.call(torch.ops.fa.forward, q, k, v, scale, causal)
