@@ -35,6 +35,11 @@ extern "C" {
 #endif
 
 #define FA_MAX_HEAD_DIM 256
+/* The largest size (B, H, N) and |scale| or softcap taken: a size past 2^40 or a product of sizes past
+ * int64 is FA_ERR_BAD_SIZE; a scale or softcap whose product with log2 e overflows float is
+ * FA_ERR_SCALE / FA_ERR_VARIANT. */
+#define FA_MAX_SIZE ((int64_t)1 << 40)
+#define FA_MAX_SCALE 2.3e38f
 
 typedef enum {
     FA_FLOAT32 = 0,
@@ -45,12 +50,13 @@ typedef enum {
 typedef enum {
     FA_OK = 0,
     FA_ERR_NULL_POINTER,     /* a data pointer needed for a non-empty problem is NULL */
-    FA_ERR_BAD_SIZE,         /* a size is negative */
+    FA_ERR_BAD_SIZE,         /* a size is negative or past FA_MAX_SIZE */
     FA_ERR_HEAD_DIM,         /* d outside 1..FA_MAX_HEAD_DIM */
     FA_ERR_GQA,              /* Hkv < 1 or Hkv does not divide Hq */
-    FA_ERR_BAD_STRIDE,       /* a negative stride, or o strides that make output rows overlap */
+    FA_ERR_BAD_STRIDE,       /* a negative stride, strides whose offsets overflow int64, or output
+                                strides (o, dq, dk, dv, a written cache) that make rows overlap */
     FA_ERR_DTYPE,            /* dtype is not one of fa_dtype */
-    FA_ERR_SCALE,            /* scale is NaN or infinite */
+    FA_ERR_SCALE,            /* scale is NaN, infinite or past ±FA_MAX_SCALE */
     FA_ERR_UNSUPPORTED,      /* valid, but this backend cannot run it */
     FA_ERR_OUT_OF_MEMORY,    /* host scratch allocation failed */
     FA_ERR_NO_CUDA,          /* built without CUDA */
@@ -59,8 +65,8 @@ typedef enum {
     FA_ERR_SEQLEN,           /* a cache_seqlens entry (plus the appended keys) is outside 0..Nmax */
     FA_ERR_SCRATCH,          /* the scratch buffer is smaller than fa_kvcache_scratch_bytes says */
     FA_ERR_OVERRIDE,         /* an fa_overrides field is outside its range */
-    FA_ERR_VARIANT,          /* a variant field is out of range: align, window < −1, softcap <= 0 or
-                                not finite, mask_kind, a negative variant stride */
+    FA_ERR_VARIANT,          /* a variant field is out of range: align, window < −1, softcap <= 0,
+                                not finite or past FA_MAX_SCALE, mask_kind, a negative variant stride */
     FA_ERR_CU_SEQLENS,       /* cu_seqlens do not start at 0, decrease, pass max_seqlen or the rows
                                 of the packed tensors (checked where they are host memory) */
     FA_NUM_STATUS
@@ -86,7 +92,7 @@ typedef struct {
     float scale;             /* multiplies Q Kᵀ; usually 1/sqrt(d) */
     int causal;              /* nonzero: query i sees keys j <= i (top-left; fa_variants moves it) */
     fa_dtype dtype;          /* of q, k, v and o */
-    int num_threads;         /* CPU backend: OpenMP threads; 0 = OpenMP's default */
+    int num_threads;         /* CPU backend: OpenMP threads; 0 = OpenMP's default; at most 4 per processor */
 
 } fa_params;
 

@@ -18,12 +18,12 @@ const char *fa_strerror(int status)
     switch (status) {
     case FA_OK:                return "success";
     case FA_ERR_NULL_POINTER:  return "a data pointer is NULL";
-    case FA_ERR_BAD_SIZE:      return "a size is negative";
+    case FA_ERR_BAD_SIZE:      return "a size is negative or past 2^40";
     case FA_ERR_HEAD_DIM:      return "head dim d must be in 1..256";
     case FA_ERR_GQA:           return "Hkv must be >= 1 and divide Hq";
-    case FA_ERR_BAD_STRIDE:    return "a stride is negative, or output rows overlap";
+    case FA_ERR_BAD_STRIDE:    return "a stride is negative, an offset overflows int64, or output rows overlap";
     case FA_ERR_DTYPE:         return "unknown dtype";
-    case FA_ERR_SCALE:         return "scale must be finite";
+    case FA_ERR_SCALE:         return "scale must be finite, of magnitude at most 2.3e38";
     case FA_ERR_UNSUPPORTED:   return "not supported by this backend";
     case FA_ERR_OUT_OF_MEMORY: return "out of host memory";
     case FA_ERR_NO_CUDA:       return "built without CUDA";
@@ -85,12 +85,53 @@ int fa_record_cuda_error(const char *name, const char *text)
     return FA_ERR_CUDA;
 }
 
-/* fa_check_params; packed (varlen) sequences have no batch stride. */
-static int check_params(const fa_params *p, int packed)
+/* The largest element offset of an (n0, n1, n2, d) tensor with strides s0, s1, s2 and a unit last
+ * one (0 when it is empty), or −1 when it does not fit in int64. */
+static int64_t last_offset(int64_t n0, int64_t s0, int64_t n1, int64_t s1, int64_t n2, int64_t s2, int64_t d)
+{
+    if (n0 == 0 || n1 == 0 || n2 == 0 || d == 0)
+        return 0;
+    int64_t a, b, c, sum;
+    if (__builtin_mul_overflow(n0 - 1, s0, &a) || __builtin_mul_overflow(n1 - 1, s1, &b)
+        || __builtin_mul_overflow(n2 - 1, s2, &c) || __builtin_add_overflow(a, b, &sum)
+        || __builtin_add_overflow(sum, c, &sum) || __builtin_add_overflow(sum, d - 1, &sum))
+        return -1;
+    return sum;
+}
+
+/* Whether an output (n0, n1, n2, d) with strides s0, s1, s2 (unit last) gives every element its own
+ * memory: its dims of size > 1, in order of stride, each step past the span of the ones before. */
+static int rows_apart(int64_t n0, int64_t s0, int64_t n1, int64_t s1, int64_t n2, int64_t s2, int64_t d)
+{
+    if (n0 == 0 || n1 == 0 || n2 == 0)
+        return 1;                                   /* empty: nothing written */
+    int64_t n[3] = {n0, n1, n2}, st[3] = {s0, s1, s2};
+    for (int i = 1; i < 3; i++)                     /* sort by stride */
+        for (int j = i; j > 0 && st[j] < st[j - 1]; j--) {
+            int64_t t = st[j]; st[j] = st[j - 1]; st[j - 1] = t;
+            t = n[j]; n[j] = n[j - 1]; n[j - 1] = t;
+        }
+    int64_t span = d;                               /* elements one index of the next dim must clear */
+    for (int i = 0; i < 3; i++) {
+        if (n[i] <= 1)
+            continue;
+        if (st[i] < span)
+            return 0;
+        span = st[i] * n[i];                        /* no overflow: last_offset checked it */
+    }
+    return 1;
+}
+
+/* fa_check_params; packed (varlen) sequences have no batch stride and rows (total_q, total_k)
+ * of their own: packed_q, packed_k (−1: not packed). */
+static int check_params(const fa_params *p, int64_t packed_q, int64_t packed_k)
 {
     if (p == NULL)
         return FA_ERR_NULL_POINTER;
     if (p->B < 0 || p->Hq < 0 || p->Hkv < 0 || p->Nq < 0 || p->Nk < 0 || p->d < 0)
+        return FA_ERR_BAD_SIZE;
+    if (p->B > FA_MAX_SIZE || p->Hq > FA_MAX_SIZE || p->Hkv > FA_MAX_SIZE || p->Nq > FA_MAX_SIZE
+        || p->Nk > FA_MAX_SIZE || packed_q > FA_MAX_SIZE || packed_k > FA_MAX_SIZE)
         return FA_ERR_BAD_SIZE;
     if (p->d < 1 || p->d > FA_MAX_HEAD_DIM)
         return FA_ERR_HEAD_DIM;
@@ -98,7 +139,7 @@ static int check_params(const fa_params *p, int packed)
         return FA_ERR_GQA;
     if (p->dtype != FA_FLOAT32 && p->dtype != FA_FLOAT16 && p->dtype != FA_BFLOAT16)
         return FA_ERR_DTYPE;
-    if (!isfinite(p->scale))
+    if (!isfinite(p->scale) || fabsf(p->scale) > FA_MAX_SCALE)
         return FA_ERR_SCALE;
     const int64_t strides[12] = {
         p->q_batch_stride, p->q_head_stride, p->q_row_stride,
@@ -109,10 +150,15 @@ static int check_params(const fa_params *p, int packed)
     for (int i = 0; i < 12; i++)
         if (strides[i] < 0)
             return FA_ERR_BAD_STRIDE;
-    /* Inputs may repeat rows (stride 0, as expand() makes); output rows must not overlap, or
-     * threads would race on them. */
-    if ((p->Nq > 1 && p->o_row_stride < p->d) || (p->Hq > 1 && p->o_head_stride < p->d) ||
-        (p->B > 1 && !packed && p->o_batch_stride < p->d))
+    /* Every offset within int64; inputs may repeat rows (stride 0, as expand() makes), but output
+     * rows must not overlap, or threads would race on them. Packed: (1, H, total, d). */
+    const int packed = packed_q >= 0;
+    const int64_t bq = packed ? 1 : p->B, nq = packed ? packed_q : p->Nq, nk = packed ? packed_k : p->Nk;
+    if (last_offset(bq, p->q_batch_stride, p->Hq, p->q_head_stride, nq, p->q_row_stride, p->d) < 0
+        || last_offset(bq, p->k_batch_stride, p->Hkv, p->k_head_stride, nk, p->k_row_stride, p->d) < 0
+        || last_offset(bq, p->v_batch_stride, p->Hkv, p->v_head_stride, nk, p->v_row_stride, p->d) < 0
+        || last_offset(bq, p->o_batch_stride, p->Hq, p->o_head_stride, nq, p->o_row_stride, p->d) < 0
+        || !rows_apart(bq, p->o_batch_stride, p->Hq, p->o_head_stride, nq, p->o_row_stride, p->d))
         return FA_ERR_BAD_STRIDE;
     /* Pointers are only dereferenced when there is something to read/write. */
     const int has_output = p->B > 0 && p->Hq > 0 && p->Nq > 0;
@@ -127,7 +173,7 @@ static int check_params(const fa_params *p, int packed)
 
 int fa_check_params(const fa_params *p)
 {
-    return check_params(p, 0);
+    return check_params(p, -1, -1);
 }
 
 int fa_has_variants(const fa_variants *v)
@@ -140,14 +186,17 @@ int fa_check_variants(const fa_params *p, const fa_variants *v)
 {
     if (p == NULL)
         return FA_ERR_NULL_POINTER;
-    const int status = check_params(p, v != NULL && v->cu_seqlens_q != NULL);
+    const int packed = v != NULL && v->cu_seqlens_q != NULL;
+    if (packed && (v->total_q < 0 || v->total_k < 0))
+        return FA_ERR_BAD_SIZE;
+    const int status = check_params(p, packed ? v->total_q : -1, packed ? v->total_k : -1);
     if (status != FA_OK || v == NULL)
         return status;
     if (v->align != FA_ALIGN_TOP_LEFT && v->align != FA_ALIGN_BOTTOM_RIGHT)
         return FA_ERR_VARIANT;
     if (v->window && (v->window_left < -1 || v->window_right < -1))
         return FA_ERR_VARIANT;
-    if (v->softcap != 0.0f && !(v->softcap > 0.0f && isfinite(v->softcap)))
+    if (v->softcap != 0.0f && !(v->softcap > 0.0f && v->softcap <= FA_MAX_SCALE))
         return FA_ERR_VARIANT;
     if (v->mask_kind < FA_MASK_NONE || v->mask_kind > FA_MASK_ADD_F32 || (v->mask_kind != FA_MASK_NONE) != (v->mask != NULL))
         return FA_ERR_VARIANT;
@@ -177,10 +226,23 @@ int fa_check_backward(const fa_backward_params *bp, const fa_variants *v)
     for (int i = 0; i < 12; i++)
         if (strides[i] < 0)
             return FA_ERR_BAD_STRIDE;
+    /* dq like o; dk and dv each key row its own memory; every offset within int64. */
+    const int packed = v != NULL && v->cu_seqlens_q != NULL;
+    const int64_t bq = packed ? 1 : p->B, nq = packed ? v->total_q : p->Nq, nk = packed ? v->total_k : p->Nk;
+    if (last_offset(bq, bp->do_batch_stride, p->Hq, bp->do_head_stride, nq, bp->do_row_stride, p->d) < 0
+        || last_offset(bq, bp->dq_batch_stride, p->Hq, bp->dq_head_stride, nq, bp->dq_row_stride, p->d) < 0
+        || last_offset(bq, bp->dk_batch_stride, p->Hkv, bp->dk_head_stride, nk, bp->dk_row_stride, p->d) < 0
+        || last_offset(bq, bp->dv_batch_stride, p->Hkv, bp->dv_head_stride, nk, bp->dv_row_stride, p->d) < 0
+        || !rows_apart(bq, bp->dq_batch_stride, p->Hq, bp->dq_head_stride, nq, bp->dq_row_stride, p->d)
+        || !rows_apart(bq, bp->dk_batch_stride, p->Hkv, bp->dk_head_stride, nk, bp->dk_row_stride, p->d)
+        || !rows_apart(bq, bp->dv_batch_stride, p->Hkv, bp->dv_head_stride, nk, bp->dv_row_stride, p->d))
+        return FA_ERR_BAD_STRIDE;
     if (p->B == 0 || p->Hkv == 0 || (p->Nq == 0 && p->Nk == 0))
         return FA_OK;
-    if ((p->Nq > 0 && (bp->dout == NULL || bp->dq == NULL || p->lse == NULL || p->o == NULL))
-        || (p->Nk > 0 && (bp->dk == NULL || bp->dv == NULL)))
+    /* dk and dv are written whenever there are keys (zeros without queries), from k and v. */
+    if ((p->Nq > 0 && p->Hq > 0 && (bp->dout == NULL || bp->dq == NULL || p->lse == NULL || p->o == NULL
+                                    || p->q == NULL))
+        || (p->Nk > 0 && (bp->dk == NULL || bp->dv == NULL || p->k == NULL || p->v == NULL)))
         return FA_ERR_NULL_POINTER;
     return FA_OK;
 }
@@ -220,11 +282,25 @@ int fa_check_kvcache_params(const fa_kvcache_params *kp)
         return FA_ERR_BAD_SIZE;
     if ((kp->k_new == NULL) != (kp->v_new == NULL) || (kp->Nnew > 0 && kp->k_new == NULL))
         return FA_ERR_NULL_POINTER;
+    if (kp->Nnew > FA_MAX_SIZE)
+        return FA_ERR_BAD_SIZE;
     const int64_t strides[6] = {kp->kn_batch_stride, kp->kn_head_stride, kp->kn_row_stride,
                                 kp->vn_batch_stride, kp->vn_head_stride, kp->vn_row_stride};
     for (int i = 0; i < 6; i++)
         if (strides[i] < 0)
             return FA_ERR_BAD_STRIDE;
+    /* Appending writes the caches: each of their rows its own memory, and there they must be. */
+    const fa_params *p = &kp->p;
+    const int64_t nnew = kp->k_new != NULL ? kp->Nnew : 0;
+    if (nnew > 0 && p->B > 0 && p->Hkv > 0) {
+        if (p->k == NULL || p->v == NULL)
+            return FA_ERR_NULL_POINTER;
+        if (last_offset(p->B, kp->kn_batch_stride, p->Hkv, kp->kn_head_stride, nnew, kp->kn_row_stride, p->d) < 0
+            || last_offset(p->B, kp->vn_batch_stride, p->Hkv, kp->vn_head_stride, nnew, kp->vn_row_stride, p->d) < 0
+            || !rows_apart(p->B, p->k_batch_stride, p->Hkv, p->k_head_stride, p->Nk, p->k_row_stride, p->d)
+            || !rows_apart(p->B, p->v_batch_stride, p->Hkv, p->v_head_stride, p->Nk, p->v_row_stride, p->d))
+            return FA_ERR_BAD_STRIDE;
+    }
     return FA_OK;
 }
 

@@ -585,7 +585,9 @@ static void attend_block(const fa_params *p, const fa_variants *v, const scratch
 static int threads_for(const fa_params *p)
 {
 #ifdef _OPENMP
-    return p->num_threads > 0 ? p->num_threads : omp_get_max_threads();
+    /* At most 4 per processor: far past that, creating the team fails inside OpenMP. */
+    const int cap = 4 * omp_get_num_procs();
+    return p->num_threads <= 0 ? omp_get_max_threads() : p->num_threads < cap ? p->num_threads : cap;
 #else
     (void)p;
     return 1;
@@ -715,7 +717,7 @@ int fa_forward_kvcache_variants_cpu(const fa_kvcache_params *kp, const fa_varian
         return FA_ERR_OUT_OF_MEMORY;
     for (int64_t b = 0; b < p->B; b++) {
         const int64_t start = kp->cache_seqlens != NULL ? kp->cache_seqlens[b] : p->Nk - nnew;
-        if (start < 0 || start + nnew > p->Nk) {
+        if (start < 0 || nnew > p->Nk - start) {
             free(n_keys);
             return FA_ERR_SEQLEN;
         }
@@ -997,6 +999,23 @@ int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v_in)
         return status;
     if (p->B == 0 || p->Hkv == 0 || (p->Nq == 0 && p->Nk == 0))
         return FA_OK;
+    if (p->Hq == 0 || p->Nq == 0) {             /* no query: dK = dV = 0 and dsinks = 0, q, k, v unread */
+        const int packed = v->cu_seqlens_q != NULL;
+        const int64_t nb = packed ? 1 : p->B, nk = packed ? v->total_k : p->Nk;
+        const size_t es = dtype_size(p->dtype);
+        for (int64_t b = 0; b < nb; b++)
+            for (int64_t h = 0; h < p->Hkv; h++)
+                for (int64_t j = 0; j < nk; j++) {
+                    memset((char *)bp->dk + (b * bp->dk_batch_stride + h * bp->dk_head_stride + j * bp->dk_row_stride) * es,
+                           0, (size_t)p->d * es);
+                    memset((char *)bp->dv + (b * bp->dv_batch_stride + h * bp->dv_head_stride + j * bp->dv_row_stride) * es,
+                           0, (size_t)p->d * es);
+                }
+        if (v->sinks != NULL && bp->dsinks != NULL)
+            for (int64_t h = 0; h < p->Hq; h++)
+                bp->dsinks[h] = 0.0f;
+        return FA_OK;
+    }
     /* The sinks' gradient per (batch, query head), summed over the batch in order afterwards: the
      * same bits whatever the threads. */
     const int with_sinks = v->sinks != NULL && bp->dsinks != NULL;

@@ -127,7 +127,8 @@ void check_inputs(const char *op, const at::Tensor &q, const at::Tensor &k, cons
              op, (long long)Hq, (long long)Hkv);
     FA_CHECK(d >= 1 && d <= FA_MAX_HEAD_DIM, "%s: head dim d must be in 1..%d, got %lld", op, FA_MAX_HEAD_DIM,
              (long long)d);
-    FA_CHECK(!scale.has_value() || std::isfinite(*scale), "%s: scale must be a finite number, got %g", op,
+    FA_CHECK(!scale.has_value() || (std::isfinite(*scale) && std::fabs(*scale) <= FA_MAX_SCALE),
+             "%s: scale must be a finite number of magnitude at most %g, got %g", op, (double)FA_MAX_SCALE,
              scale.value_or(0.0));
 }
 
@@ -223,8 +224,8 @@ Variants check_variants(const char *op, const at::Tensor &q, int64_t B, int64_t 
     va.window_left = window_left;
     va.window_right = window_right;
     if (softcap.has_value()) {
-        FA_CHECK(std::isfinite(*softcap) && *softcap > 0.0 && std::isfinite(static_cast<float>(*softcap)),
-                 "%s: softcap must be a finite number > 0, got %g", op, *softcap);
+        FA_CHECK(std::isfinite(*softcap) && *softcap > 0.0 && *softcap <= FA_MAX_SCALE,
+                 "%s: softcap must be a number in (0, %g], got %g", op, (double)FA_MAX_SCALE, *softcap);
         va.softcap = *softcap;
     }
     if (alibi_slopes.has_value()) {

@@ -31,8 +31,13 @@ FA_VARIANT_FN int64_t fa_delta(const fa_variants *v, int64_t nq, int64_t nk)
 FA_VARIANT_FN void fa_key_range(const fa_variants *v, int causal, int64_t i, int64_t delta, int64_t nk, int64_t *lo,
                                 int64_t *hi)
 {
-    const int64_t left = v->window ? v->window_left : -1;
-    const int64_t right = causal ? 0 : v->window ? v->window_right : -1;
+    /* A side wider than far reaches every key: clamped there, so that i + δ ± side cannot overflow
+     * (sizes are at most FA_MAX_SIZE). */
+    const int64_t far = i + (delta < 0 ? -delta : delta) + nk + 1;
+    int64_t left = v->window ? v->window_left : -1;
+    int64_t right = causal ? 0 : v->window ? v->window_right : -1;
+    left = left > far ? far : left;
+    right = right > far ? far : right;
     int64_t a = left >= 0 ? i + delta - left : 0, e = right >= 0 ? i + delta + right + 1 : nk;
     *lo = a < 0 ? 0 : a > nk ? nk : a;
     *hi = e < 0 ? 0 : e > nk ? nk : e;

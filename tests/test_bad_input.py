@@ -71,10 +71,16 @@ class TestBadInput:
         q, k, v = (t.to(dtype) for t in qkv(device))
         raises(r"must be float32, float16 or bfloat16, got", q, k, v)
 
-    @pytest.mark.parametrize("scale", [math.nan, math.inf, -math.inf])
+    @pytest.mark.parametrize("scale", [math.nan, math.inf, -math.inf, 3e38, -1e300])
     def test_non_finite_scale(self, device, scale):
+        """Also past ±2.3e38, where scale · log2 e overflows a float (the output was NaN)."""
         q, k, v = qkv(device)
         raises(r"scale must be a finite number", q, k, v, scale=scale)
+        torch_flashattn.attention(q, k, v, scale=2e38)      # the largest ones still run
+
+    def test_huge_softcap(self, device):
+        q, k, v = qkv(device)
+        raises(r"softcap must be a number in \(0, 2.3e\+38\]", q, k, v, softcap=3e38)
 
 
 @pytest.mark.gpu

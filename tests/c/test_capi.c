@@ -261,6 +261,88 @@ static void backward_case(void)
     check(fa_backward_cuda(&bp, NULL, NULL, 0, NULL) == FA_ERR_NO_CUDA, "fa_backward_cuda without CUDA -> FA_ERR_NO_CUDA");
 }
 
+/* Hostile parameters that once passed the checks: each gets its status, and nothing is written
+ * where it is an error; the legal ones their right answer. */
+static void hostile_case(void)
+{
+    enum { d = 4 };
+    static float q[2 * 2 * d], k[8 * d], v[8 * d], o[2 * 2 * d], lse[4], dq[2 * 2 * d], dk[8 * d], dv[8 * d];
+    for (int i = 0; i < 8 * d; i++) k[i] = frand(), v[i] = (float)(i % d + 1);
+    for (int i = 0; i < 2 * 2 * d; i++) q[i] = frand();
+    fa_params p;
+    memset(&p, 0, sizeof p);
+    p.q = q; p.k = k; p.v = v; p.o = o; p.lse = lse;
+    p.B = 1; p.Hq = 1; p.Hkv = 1; p.Nq = 1; p.Nk = 1; p.d = d; p.scale = 0.5f; p.dtype = FA_FLOAT32;
+    p.q_row_stride = p.k_row_stride = p.v_row_stride = p.o_row_stride = d;
+    p.q_head_stride = p.k_head_stride = p.v_head_stride = p.o_head_stride = 2 * d;
+    p.q_batch_stride = p.k_batch_stride = p.v_batch_stride = p.o_batch_stride = 4 * d;
+
+    /* A window side of INT64_MAX is unbounded (i + δ ± side once overflowed: every row came out 0). */
+    fa_variants w;
+    memset(&w, 0, sizeof w);
+    w.window = 1; w.window_left = -1; w.window_right = INT64_MAX;
+    check(fa_forward_variants_cpu(&p, &w) == FA_OK && o[0] == 1.0f && o[3] == 4.0f, "window INT64_MAX: unbounded");
+    fa_params t = p;
+    t.Nq = 2; t.Nk = 1; w.align = FA_ALIGN_BOTTOM_RIGHT; w.window_left = INT64_MAX; w.window_right = -1;
+    check(fa_forward_variants_cpu(&t, &w) == FA_OK && o[d] == 1.0f, "bottom-right window_left INT64_MAX: unbounded");
+
+    o[0] = 12345.0f;
+    t = p; t.scale = 3e38f;  check(fa_forward_cpu(&t) == FA_ERR_SCALE, "scale 3e38 -> FA_ERR_SCALE");
+    memset(&w, 0, sizeof w); w.softcap = 3e38f;
+    check(fa_forward_variants_cpu(&p, &w) == FA_ERR_VARIANT, "softcap 3e38 -> FA_ERR_VARIANT");
+    t = p; t.Nq = INT64_MAX; check(fa_forward_cpu(&t) == FA_ERR_BAD_SIZE, "Nq INT64_MAX -> FA_ERR_BAD_SIZE");
+    t = p; t.B = 3; t.q_batch_stride = (int64_t)1 << 62;
+    check(fa_forward_cpu(&t) == FA_ERR_BAD_STRIDE, "offsets past int64 -> FA_ERR_BAD_STRIDE");
+    t = p; t.Hq = 2; t.Nq = 2; t.o_head_stride = d;          /* rows and heads on the same memory */
+    check(fa_forward_cpu(&t) == FA_ERR_BAD_STRIDE, "o heads over o rows -> FA_ERR_BAD_STRIDE");
+    int32_t cu[3] = {0, 1, 2};
+    memset(&w, 0, sizeof w);
+    w.cu_seqlens_q = w.cu_seqlens_k = cu; w.total_q = w.total_k = 2;
+    t = p; t.o_row_stride = 0;                               /* two packed rows on one */
+    check(fa_forward_variants_cpu(&t, &w) == FA_ERR_BAD_STRIDE, "packed o rows on one -> FA_ERR_BAD_STRIDE");
+    t = p; t.num_threads = 1000000;
+    check(fa_forward_cpu(&t) == FA_OK, "num_threads 1e6: clamped");
+    check(o[0] == 1.0f, "num_threads 1e6: the answer");
+
+    /* Backward: Hq = 0 (once a division by zero), Nq = 0 (dK = dV = 0, k and v needed), overlapping dq. */
+    fa_backward_params bp;
+    memset(&bp, 0, sizeof bp);
+    bp.p = p; bp.dout = q; bp.dq = dq; bp.dk = dk; bp.dv = dv;
+    bp.do_row_stride = bp.dq_row_stride = bp.dk_row_stride = bp.dv_row_stride = d;
+    bp.do_head_stride = bp.dq_head_stride = bp.dk_head_stride = bp.dv_head_stride = 2 * d;
+    bp.do_batch_stride = bp.dq_batch_stride = bp.dk_batch_stride = bp.dv_batch_stride = 4 * d;
+    fa_backward_params b2 = bp;
+    dk[0] = 7.0f;
+    b2.p.Hq = 0;
+    check(fa_backward_cpu(&b2, NULL) == FA_OK && dk[0] == 0.0f, "backward Hq = 0: dK = 0");
+    b2 = bp; b2.p.Nq = 0; b2.p.k = NULL;
+    check(fa_backward_cpu(&b2, NULL) == FA_ERR_NULL_POINTER, "backward Nq = 0, k NULL -> FA_ERR_NULL_POINTER");
+    b2 = bp; b2.p.Nq = 2; b2.dq_row_stride = 0;
+    check(fa_backward_cpu(&b2, NULL) == FA_ERR_BAD_STRIDE, "backward dq rows on one -> FA_ERR_BAD_STRIDE");
+    b2 = bp; b2.p.Hkv = 2; b2.p.Hq = 2; b2.dk_head_stride = 0;
+    check(fa_backward_cpu(&b2, NULL) == FA_ERR_BAD_STRIDE, "backward dk heads on one -> FA_ERR_BAD_STRIDE");
+    b2 = bp; b2.p.Nk = (int64_t)1 << 54; b2.p.k_row_stride = b2.p.v_row_stride = 0;
+    b2.dk_row_stride = b2.dv_row_stride = 0;
+    check(fa_backward_cpu(&b2, NULL) == FA_ERR_BAD_SIZE, "backward Nk 2^54 -> FA_ERR_BAD_SIZE");
+
+    /* KV cache: Nnew past the cache (start + Nnew once overflowed), NULL caches to append into, B 2^61. */
+    fa_kvcache_params kp;
+    memset(&kp, 0, sizeof kp);
+    kp.p = p; kp.p.Nk = 4; kp.k_new = q; kp.v_new = q; kp.Nnew = INT64_MAX;
+    int32_t start[1] = {1};
+    kp.cache_seqlens = start;
+    const float k0 = k[0];
+    check(fa_forward_kvcache_cpu(&kp) == FA_ERR_BAD_SIZE, "kvcache Nnew INT64_MAX -> FA_ERR_BAD_SIZE");
+    kp.Nnew = 4;
+    check(fa_forward_kvcache_cpu(&kp) == FA_ERR_SEQLEN, "kvcache 1 + 4 keys in 4 -> FA_ERR_SEQLEN");
+    kp.Nnew = 1; kp.p.Nq = 0; kp.p.k = kp.p.v = NULL;
+    check(fa_forward_kvcache_cpu(&kp) == FA_ERR_NULL_POINTER, "kvcache append into NULL -> FA_ERR_NULL_POINTER");
+    memset(&kp, 0, sizeof kp);
+    kp.p.d = 1; kp.p.B = (int64_t)1 << 61; kp.p.scale = 1.0f;
+    check(fa_forward_kvcache_cpu(&kp) == FA_ERR_BAD_SIZE, "kvcache B 2^61 -> FA_ERR_BAD_SIZE");
+    check(k[0] == k0, "rejected kvcache calls wrote nothing");
+}
+
 int main(void)
 {
     /* Tile edges (63, 64, 65, 128, 129), one row or key, Nq far from Nk both ways, d that the
@@ -336,5 +418,6 @@ int main(void)
     free(q); free(k); free(v); free(o); free(lse);
     kvcache_case();
     backward_case();
+    hostile_case();
     return failures != 0;
 }
