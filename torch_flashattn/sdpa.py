@@ -31,6 +31,7 @@ log = logging.getLogger("torch_flashattn")
 _torch_sdpa = F.scaled_dot_product_attention
 
 _DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_MAX_SCALE = 2.3e38             # fa.h's FA_MAX_SCALE: scale · log2 e must stay a finite float
 # Calls with at most this many queries and more keys than queries, without a causal mask, run the
 # split-KV decode kernel (fa::forward_kvcache with no append), as in a generation step.
 DECODE_MAX_QUERIES = 16
@@ -128,6 +129,8 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
         return "attn_mask"
     if dropout_p > 0.0:
         return "dropout_p > 0"
+    if scale is not None and not abs(scale) <= _MAX_SCALE:
+        return "scale past 2.3e38"              # fa.h's FA_MAX_SCALE: our ops raise, SDPA computes
     device = query.device
     if grad:
         if device.type != "cpu":
