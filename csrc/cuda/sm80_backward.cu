@@ -26,6 +26,12 @@
  * BWD_ROWS_PAD rows of slack, so a sequence's last query block stays inside its head. Reached through
  * fa_backward_cuda() (dispatch.cu). D reads the output rounded to its dtype, as
  * FlashAttention-2/3 do (tests/test_backward.py's bound says what that costs).
+ *
+ * In order: the tile shapes (bwd_tile, with their measured reasons), the dQ reduction, the shared
+ * memory struct; ---- Kernels: the warp products (warp_gemm, warp_gemm_frags), the C fragments'
+ * stores, the main kernel (its step: loads, Sᵀ and dPᵀ, the exponentials, dSᵀ, the second barrier,
+ * dV and dK, dQ); ---- Host: bwd_prepare / bwd_workspace / bwd_bind, the prep and dq launches, the
+ * main launch and the tile choice (fa_sm80_backward).
  */
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
