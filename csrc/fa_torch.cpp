@@ -359,6 +359,28 @@ at::Tensor exact_scores(const at::Tensor &qc, const at::Tensor &k32, double scal
     return sc;
 }
 
+// The softmax of scores sv (B, Hq, rows, Nk), −inf where hidden, beside an optional sink (Hq,): P = e / Σe
+// with e = exp(s − m), m the row's max (and the sink's; 0 for a row with neither), den = Σe (plus the
+// sink's term), so lse = m + log den. Not exp(s − lse): lse cannot hold log Σe where |m| is huge (a
+// float mask of −3.4e38 on a whole row, which SDPA averages).
+struct Weights {
+    at::Tensor P, m, den;
+};
+
+Weights softmax_weights(const at::Tensor &sv, const at::Tensor &sinks)
+{
+    at::Tensor m = std::get<0>(sv.max(3, true));
+    const at::Tensor sink = sinks.defined() ? sinks.view({1, sv.size(1), 1, 1}).expand_as(m) : at::Tensor();
+    if (sink.defined())
+        m = at::maximum(m, sink);
+    m = at::where(m.isneginf(), 0.0, m);
+    const at::Tensor e = at::exp(sv - m);
+    at::Tensor den = e.sum(3, true);
+    if (sink.defined())
+        den = den + at::exp(sink - m);
+    return {at::where(den == 0, 0.0, e / den), m, den};
+}
+
 // The variants computed exactly through PyTorch, in fp32: scores, the visibility of each pair and
 // the softmax written out from fa.h's semantics, a block of query rows at a time (at most 2^26
 // scores in flight). q (B, Hq, Nq, d), k, v (B, Hkv, Nk, d). q_len, k_len (B,) int64 or undefined:
@@ -396,21 +418,8 @@ std::tuple<at::Tensor, at::Tensor> exact_attention(const at::Tensor &q, const at
         const at::Tensor i = at::arange(r0, r0 + rc, i64).view({1, 1, rc, 1}) + delta;   // i + δ
         at::Tensor visible;
         at::Tensor sc = exact_scores(qc, k32, scale, causal, va, i, k_len, r0, &visible, nullptr);
-        sc = at::where(visible, sc, -INFINITY);
-        // Weights e / Σe with e = exp(s − m), m the row's max (and the sink's), lse = m + log Σe:
-        // not exp(s − lse), which loses log Σe where |m| is huge (a float mask of -3.4e38 on a
-        // whole row; SDPA averages v there).
-        at::Tensor m = std::get<0>(sc.max(3, true));
-        const at::Tensor sink = va.sinks.defined() ? va.sinks.view({1, Hq, 1, 1}).expand_as(m) : at::Tensor();
-        if (sink.defined())
-            m = at::maximum(m, sink);
-        m = at::where(m.isneginf(), 0.0, m);       // a row with no key and no sink: e = 0
-        const at::Tensor e = at::exp(sc - m);
-        at::Tensor den = e.sum(3, true);
-        if (sink.defined())
-            den = den + at::exp(sink - m);
-        const at::Tensor l = m + at::log(den);
-        const at::Tensor w = at::where(den == 0, 0.0, e / den);
+        const Weights sw = softmax_weights(at::where(visible, sc, -INFINITY), va.sinks);
+        const at::Tensor l = sw.m + at::log(sw.den), &w = sw.P;
         const at::Tensor oc = at::matmul(w.reshape({B, Hkv, G * rc, Nk}), v32).view({B, Hq, rc, d});
         out.narrow(2, r0, rc).copy_(oc);
         lse.narrow(2, r0, rc).copy_(l.squeeze(3));
@@ -794,18 +803,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> exact_backward(
             if (sink.defined())
                 sink_w = at::exp(sink - l).masked_fill(l.isneginf(), 0.0);
         } else {
-            const at::Tensor sv = at::where(visible, sc, -INFINITY);
-            at::Tensor m = std::get<0>(sv.max(3, true));
+            const Weights sw = softmax_weights(at::where(visible, sc, -INFINITY), va.sinks);
+            P = sw.P;
             if (sink.defined())
-                m = at::maximum(m, sink.expand_as(m));
-            m = at::where(m.isneginf(), 0.0, m);
-            const at::Tensor e = at::exp(sv - m);
-            at::Tensor den = e.sum(3, true);
-            if (sink.defined())
-                den = den + at::exp(sink - m);
-            P = at::where(den == 0, 0.0, e / den);
-            if (sink.defined())
-                sink_w = at::where(den == 0, 0.0, at::exp(sink - m) / den);
+                sink_w = at::where(sw.den == 0, 0.0, at::exp(sink - sw.m) / sw.den);
         }
         const at::Tensor Pg = P.reshape({B, Hkv, G * rc, Nk}), dOg = doc.reshape({B, Hkv, G * rc, d});
         dv += at::matmul(Pg.transpose(2, 3), dOg);
