@@ -962,6 +962,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
                                        alibi_slopes, sinks, std::nullopt, std::nullopt);
     const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
     if (total_q == 0) {                         // as forward_varlen: no row, no gradient, no data pointer
+        if (!q_in.is_cuda() && !exact)
+            check_host_cu_seqlens(op, cu_q.contiguous(), cu_k.contiguous(), B, max_q, max_k, total_q, total_k);
         const auto f32 = q_in.options().dtype(at::kFloat);
         return {at::zeros_like(q_in), at::zeros_like(k_in), at::zeros_like(v_in),
                 va.sinks.defined() ? at::zeros({Hq}, f32) : at::empty({0}, f32)};
