@@ -271,7 +271,8 @@ int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v);
  * choice: on 9.0 the Hopper kernel where it takes the call (no softcap, ALiBi, key_mask or packed
  * sequences; 16-byte aligned rows), else the sm_80 one. fa_overrides.family sm80 forces the sm_80
  * kernel, sm90 the Hopper one alone. Everything else answers FA_ERR_UNSUPPORTED (the caller computes
- * it another way). workspace: device memory of at least what
+ * it another way), also Hq, Nq or Nk = 0 (gradients of zeros); B, Hkv or both Nq and Nk = 0 leave
+ * nothing to write: FA_OK, no workspace. workspace: device memory of at least what
  * fa_backward_workspace_bytes says (the dQ accumulator, fp32, and two floats per query row; its
  * contents on entry are unused), else FA_ERR_SCRATCH. dsinks, when sinks are given, is overwritten.
  * dq, dk, dv must not overlap the inputs. Asynchronous, as fa_forward_cuda. */

@@ -164,6 +164,83 @@ def test_plain_ops_match_sdpa_gradients(device, causal):
         torch.testing.assert_close(x.grad.double(), y.grad, atol=2e-5, rtol=0)
 
 
+@pytest.mark.parametrize("device", VDEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", [(0, 2, 2, 8, 8), (2, 0, 0, 8, 8), (2, 0, 2, 8, 8), (2, 2, 2, 0, 8),
+                                   (2, 2, 2, 8, 0), (2, 2, 2, 0, 0)], ids=lambda s: "B{}-Hq{}-Hkv{}-Nq{}-Nk{}".format(*s))
+def test_gradients_of_empty_problems(device, dtype, shape):
+    """An empty batch, no heads (Hq = Hkv = 0, or Hq = 0 beside kv heads), no queries or no keys: SDPA
+    math's gradients (zeros where the tensor has elements; the sinks' through lse where there are
+    queries). The CUDA backward once divided by Hkv = 0 on the host, or asked for a workspace it sized
+    at 0 bytes."""
+    device = use_vdevice(device)
+    B, Hq, Hkv, Nq, Nk = shape
+    g = torch.Generator().manual_seed(15)
+    q = torch.randn(B, Hq, Nq, 64, generator=g).to(device, dtype)
+    k, v = (torch.randn(B, Hkv, Nk, 64, generator=g).to(device, dtype) for _ in range(2))
+    for kw in ({}, {"causal": True}, {"sinks": torch.randn(Hq, generator=g).to(device)}):
+        ours = [leaf(t) for t in (q, k, v)]
+        ref = [leaf(t.cpu().double()) for t in (q, k, v)]
+        kw_ours = {n: leaf(t) if n == "sinks" else t for n, t in kw.items()}
+        kw_ref = {n: leaf(t.cpu().double()) if n == "sinks" else t for n, t in kw.items()}
+        out, lse = torch_flashattn.attention_lse(*ours, **kw_ours)
+        loss = out.double().sum() + lse.double().sum()
+        sinks_ours, sinks_ref = ([kw_ours["sinks"]], [kw_ref["sinks"]]) if "sinks" in kw else ([], [])
+        got = torch.autograd.grad(loss, ours + sinks_ours, allow_unused=True)
+        out_r, lse_r = variant_reference(*ref, **kw_ref)
+        want = torch.autograd.grad(out_r.sum() + lse_r.sum(), ref + sinks_ref, allow_unused=True)
+        for name, a, r, t in zip(("dq", "dk", "dv", "dsinks"), got, want, ours + sinks_ours):
+            r = torch.zeros(t.shape, dtype=torch.float64) if r is None else r
+            assert a is not None and a.shape == t.shape, f"{shape} {kw}: {name}"
+            torch.testing.assert_close(a.cpu().double(), r, rtol=0, atol=0, msg=f"{shape} {kw}: {name}")
+
+
+@pytest.mark.parametrize("device", VDEVICES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("heads", [(0, 0), (0, 2)], ids=["Hq0-Hkv0", "Hq0-Hkv2"])
+def test_varlen_gradients_without_query_heads(device, dtype, heads):
+    """Packed sequences with no query head: an empty dq, zero dk and dv."""
+    from test_variants import cu
+    device = use_vdevice(device)
+    Hq, Hkv = heads
+    g = torch.Generator().manual_seed(16)
+    q = leaf(torch.randn(5, Hq, 64, generator=g).to(device, dtype))
+    k, v = (leaf(torch.randn(6, Hkv, 64, generator=g).to(device, dtype)) for _ in range(2))
+    out = torch_flashattn.attention_varlen(q, k, v, cu([2, 3], device), cu([4, 2], device), 3, 4)
+    dq, dk, dv = torch.autograd.grad(out.float().sum(), (q, k, v))
+    assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
+    assert (dk == 0).all() and (dv == 0).all()
+
+
+def test_forward_mode_ad_raises():
+    """No forward-mode formula: a tangent on any tensor argument raises, under torch.autograd.forward_ad
+    and under torch.func.jvp (the tangent was once dropped: a zero jvp, or none)."""
+    import torch.autograd.forward_ad as fwAD
+    from test_variants import cu
+    g = torch.Generator().manual_seed(17)
+    q, k, v = make_qkv(g, 1, 2, 1, 6, 9, 16, torch.float32, "cpu")
+    sinks = torch.randn(2, generator=g)
+    calls = {
+        "fa.forward": lambda q, s: torch_flashattn.attention(q, k, v),
+        "fa.forward_lse": lambda q, s: torch_flashattn.attention_lse(q, k, v)[0],
+        "fa.forward_variants": lambda q, s: torch_flashattn.attention(q, k, v, window=(2, 1), sinks=s),
+        "fa.forward_varlen": lambda q, s: torch_flashattn.attention_varlen(
+            q[0].transpose(0, 1), k[0].transpose(0, 1), v[0].transpose(0, 1), cu([2, 4], "cpu"), cu([4, 5], "cpu"), 4, 5,
+            sinks=s),
+        "fa.forward_kvcache": lambda q, s: torch_flashattn.attention_kvcache(q, k.clone(), v.clone(), sinks=s),
+    }
+    for op, fn in calls.items():
+        for which in ("q", "sinks"):
+            primal = q if which == "q" else sinks
+            call = (lambda x: fn(x, sinks)) if which == "q" else (lambda x: fn(q, x))
+            if op in ("fa.forward", "fa.forward_lse") and which == "sinks":
+                continue
+            with pytest.raises(RuntimeError, match=f"{op}: forward-mode AD \\(jvp\\) is not implemented; "):
+                torch.func.jvp(call, (primal,), (torch.ones_like(primal),))
+            with fwAD.dual_level(), pytest.raises(RuntimeError, match=f"{op}: forward-mode AD"):
+                call(fwAD.make_dual(primal, torch.ones_like(primal)))
+
+
 def test_no_gradient_for_masks_and_slopes():
     g = torch.Generator().manual_seed(10)
     q, k, v = (leaf(t) for t in make_qkv(g, 1, 2, 2, 8, 8, 16, torch.float32, "cpu"))

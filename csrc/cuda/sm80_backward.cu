@@ -542,7 +542,8 @@ int bwd_prepare(const fa_backward_params *bp, const fa_variants *v_in, bwd_args 
         v = *v_in;
     else
         memset(&v, 0, sizeof v);
-    if (p->dtype == FA_FLOAT32 || bwd_width(p->d) == 0 || p->Nq < 1 || p->Nk < 1 || v.mask != NULL)
+    /* No query or no key: zeros, which the caller writes. */
+    if (p->dtype == FA_FLOAT32 || bwd_width(p->d) == 0 || p->Hq < 1 || p->Nq < 1 || p->Nk < 1 || v.mask != NULL)
         return FA_ERR_UNSUPPORTED;
     /* Positions, δ and the window's bounds in 32 bits. */
     if (p->Nq + p->Nk > (1 << 29))
