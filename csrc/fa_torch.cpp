@@ -36,6 +36,8 @@
 #include <ATen/ATen.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/Parallel.h>
+#include <torch/csrc/autograd/forward_grad.h>
+#include <torch/csrc/autograd/variable.h>
 #include <torch/library.h>
 
 #include <atomic>
@@ -1069,6 +1071,15 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
     const char *op = "fa.forward_kvcache";
     const bool exact = g_force_exact.load();
     check_inputs(op, q, k_cache, v_cache, scale);
+    if (at::GradMode::is_enabled()) {           // forward only: a gradient asked for would silently be None
+        const std::pair<const char *, const std::optional<at::Tensor>> all[] = {
+            {"q", q}, {"k_cache", k_cache}, {"v_cache", v_cache}, {"k_new", k_new}, {"v_new", v_new},
+            {"alibi_slopes", alibi_slopes}, {"sinks", sinks}};
+        for (const auto &[name, t] : all)
+            FA_CHECK(!t.has_value() || !t->requires_grad(),
+                     "%s: the KV-cache op has no gradient; %s requires grad (pass %s.detach(), or run under "
+                     "torch.no_grad())", op, name, name);
+    }
     FA_CHECK(k_cache.stride(3) == 1 && v_cache.stride(3) == 1,
              "%s: k_cache and v_cache must have a contiguous last dimension (they are written in place)", op);
     const int64_t B = q.size(0), Hkv = k_cache.size(1), d = q.size(3);
@@ -1108,6 +1119,15 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
                          "%s: %s is written in place and must not share memory with %s", op, all[a].first,
                          all[b].first);
             }
+        // New rows in a cache's own storage that the test above cannot judge (strided views): copied
+        // first, so that the append never reads a row it has already overwritten.
+        for (at::Tensor *t : {&kn, &vn})
+            for (const at::Tensor *cache : {&k_cache, &v_cache})
+                if (t->storage().is_alias_of(cache->storage())
+                    && at::get_overlap_status(*cache, *t) == at::MemOverlapStatus::TooHard) {
+                    *t = t->clone();
+                    break;
+                }
     }
 
     Call c = prepare(op, q, k_cache, v_cache, scale, causal, false);
@@ -1218,6 +1238,50 @@ TORCH_LIBRARY(fa, m)
           "Tensor? alibi_slopes=None, Tensor? sinks=None) -> (Tensor dq, Tensor dk, Tensor dv, Tensor dsinks)");
     m.def("_set_overrides(int[] fields) -> ()", &set_overrides);
     m.def("_get_overrides() -> int[]", &get_overrides);
+}
+
+// Forward-mode AD (torch.func.jvp, torch.autograd.forward_ad) has no formula here, and the autograd
+// kernel that register_autograd makes passes dual tensors through unrecorded: their tangents would be
+// dropped (a zero jvp). Under torch.func the kernels receive unwrapped tensors, the tangents left on
+// functorch's wrappers; at the ADInplaceOrView key the wrappers are still there. So every op's tensor
+// arguments are checked there, then the call goes on below the key, and the arguments it writes in
+// place (the KV cache) get a new version, as PyTorch's in-place ops give theirs: autograd then refuses
+// a graph that saved them before the write instead of computing from the new rows.
+bool has_tangent(const at::Tensor &t)
+{
+    const auto *meta = t.defined() ? torch::autograd::impl::get_autograd_meta(t) : nullptr;
+    return meta != nullptr && meta->fw_grad_ && !meta->fw_grad_->empty();
+}
+
+void tangent_guard(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torch::jit::Stack *stack)
+{
+    const auto &args = op.schema().arguments();
+    const auto given = torch::jit::last(*stack, args.size());
+    for (size_t i = 0; i < args.size(); i++) {
+        if (given[i].isTensor() && has_tangent(given[i].toTensor())) {
+            std::string name = op.schema().name();
+            name.replace(name.find("::"), 2, ".");
+            FA_CHECK(false, "%s: forward-mode AD (jvp) is not implemented; %s carries a tangent (use "
+                     "F.scaled_dot_product_attention with the math backend)", name.c_str(), args[i].name().c_str());
+        }
+    }
+    std::vector<at::Tensor> written;
+    for (size_t i = 0; i < args.size(); i++)
+        if (args[i].alias_info() != nullptr && args[i].alias_info()->isWrite() && given[i].isTensor())
+            written.push_back(given[i].toTensor());
+    {
+        at::AutoDispatchBelowADInplaceOrView below;
+        op.redispatchBoxed(keys & c10::after_ADInplaceOrView_keyset, stack);
+    }
+    for (const at::Tensor &t : written)
+        torch::autograd::impl::bump_version(t);
+}
+
+TORCH_LIBRARY_IMPL(fa, ADInplaceOrView, m)
+{
+    for (const char *op : {"forward", "forward_lse", "naive_forward", "forward_kvcache", "forward_variants",
+                           "forward_varlen", "backward", "backward_varlen"})
+        m.impl(op, torch::CppFunction::makeFromBoxedFunction<&tangent_guard>());
 }
 
 TORCH_LIBRARY_IMPL(fa, CPU, m)

@@ -199,6 +199,60 @@ def test_kvcache_bad_input_writes_nothing(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_kvcache_new_rows_from_the_cache_itself(device):
+    """k_new / v_new taken as strided views of the caches they are appended to (an overlap
+    get_overlap_status cannot judge) are read before anything is written: the append's semantics."""
+    g = torch.Generator().manual_seed(3)
+    kc, vc = (torch.randn(1, 2, 8, 4, generator=g).to(device) for _ in range(2))
+    q = torch.randn(1, 2, 1, 4, generator=g).to(device)
+    kn, vn = kc[:, :, 0:3], vc[:, :, 2:5]
+    want_k, want_v = kc.clone(), vc.clone()
+    want_k[:, :, 1:4], want_v[:, :, 1:4] = kc[:, :, 0:3].clone(), vc[:, :, 2:5].clone()
+    ref = torch_flashattn.attention_kvcache(q, want_k.clone(), want_v.clone(), cache_seqlens=torch.tensor(
+        [4], dtype=torch.int32, device=device))
+    out = torch_flashattn.attention_kvcache(q, kc, vc, cache_seqlens=torch.tensor([1], dtype=torch.int32,
+                                                                                  device=device), k_new=kn, v_new=vn)
+    assert torch.equal(kc, want_k) and torch.equal(vc, want_v)
+    torch.testing.assert_close(out, ref)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_kvcache_inputs_that_require_grad_raise(device):
+    """The KV-cache op is forward only: an input that requires grad raises (its gradient would be None),
+    with nothing written; under no_grad the call runs."""
+    q = torch.randn(1, 2, 1, 8, device=device)
+    kc, vc = torch.zeros(1, 2, 6, 8, device=device), torch.zeros(1, 2, 6, 8, device=device)
+    kn, vn = torch.randn(1, 2, 2, 8, device=device), torch.randn(1, 2, 2, 8, device=device)
+    sinks = torch.randn(2, device=device)
+    for name in ("q", "k_new", "sinks"):
+        args = dict(q=q, k_new=kn, sinks=sinks)
+        args[name] = args[name].clone().requires_grad_()
+        with pytest.raises(RuntimeError, match=f"fa.forward_kvcache: the KV-cache op has no gradient; {name} "
+                                               "requires grad"):
+            torch_flashattn.attention_kvcache(args["q"], kc, vc, k_new=args["k_new"], v_new=vn, sinks=args["sinks"])
+        assert (kc == 0).all()
+        with torch.no_grad():
+            torch_flashattn.attention_kvcache(args["q"], kc.clone(), vc.clone(), k_new=args["k_new"], v_new=vn,
+                                              sinks=args["sinks"])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_kvcache_append_bumps_the_cache_version(device):
+    """The append writes the caches in place: their version counters move, so a graph that saved a cache
+    before the write refuses to backward (as after PyTorch's in-place ops) instead of reading new rows."""
+    w = torch.ones(8, device=device, requires_grad=True)
+    kc, vc = torch.randn(1, 2, 6, 8, device=device), torch.randn(1, 2, 6, 8, device=device)
+    y = (kc * w).sum()                                   # saves kc for w's gradient
+    before = kc._version
+    torch_flashattn.attention_kvcache(torch.randn(1, 2, 1, 8, device=device), kc, vc,
+                                      k_new=torch.randn(1, 2, 2, 8, device=device),
+                                      v_new=torch.randn(1, 2, 2, 8, device=device))
+    assert kc._version > before
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_kvcache_opcheck(device):
     q = torch.randn(2, 4, 3, 16, device=device)
     k_cache, v_cache = torch.randn(2, 2, 20, 16, device=device), torch.randn(2, 2, 20, 16, device=device)
