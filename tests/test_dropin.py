@@ -152,6 +152,92 @@ def test_sdpa_errors_match_pytorch():
     assert str(ours.value) == str(theirs.value)
 
 
+def test_sdpa_broadcasts_as_pytorch():
+    """Batch (and head) dims SDPA broadcasts between q, k and v go to SDPA, which computes them."""
+    cases = [((2, 5, 8), (1, 6, 8), (1, 6, 8)), ((1, 5, 8), (2, 6, 8), (2, 6, 8)),
+             ((2, 2, 5, 8), (2, 2, 6, 8), (1, 2, 6, 8)), ((2, 2, 5, 8), (2, 2, 6, 8), (2, 1, 6, 8))]
+    for shapes in cases:
+        q, k, v = (randn(*s) for s in shapes)
+        torch.testing.assert_close(torch_flashattn.scaled_dot_product_attention(q, k, v),
+                                   F.scaled_dot_product_attention(q, k, v))
+    assert torch_flashattn.stats()["fallback_reasons"] == {"shapes differ": 4}
+
+
+def test_sdpa_arguments_sdpa_refuses_raise_as_in_pytorch():
+    """Arguments of types SDPA's binding refuses, and dropout outside [0, 1), go to SDPA, which raises;
+    scale and enable_gqa are keyword-only there too. A call refused is not counted as served."""
+    q, k, v = (randn(1, 2, 9, 16) for _ in range(3))
+    for pos, kw in [((), dict(scale=torch.tensor([0.3]))), ((), dict(is_causal=1)), ((), dict(is_causal=None)),
+                    ((), dict(enable_gqa=None)), ((), dict(dropout_p=-0.1)), ((), dict(dropout_p=float("nan"))),
+                    ((None, 0.0, False, 0.3, False), {})]:
+        with pytest.raises(Exception) as theirs:
+            F.scaled_dot_product_attention(q, k, v, *pos, **kw)
+        with pytest.raises(type(theirs.value)):
+            torch_flashattn.scaled_dot_product_attention(q, k, v, *pos, **kw)
+    qh = randn(1, 3, 20, 8)
+    with pytest.raises(RuntimeError) as theirs:
+        F.scaled_dot_product_attention(qh, k, v, enable_gqa=True)      # Hq not a multiple of Hkv
+    with pytest.raises(RuntimeError) as ours:
+        torch_flashattn.scaled_dot_product_attention(qh, k, v, enable_gqa=True)
+    assert str(ours.value) == str(theirs.value)
+    assert torch_flashattn.stats()["fa"] == 0
+
+
+def test_sdpa_forward_mode_ad_is_pytorchs():
+    """Forward-mode AD (torch.autograd.forward_ad, torch.func.jvp) and torch.func transforms go to SDPA:
+    its tangent under the math backend, its error under the default CPU one (never a zero tangent)."""
+    import torch.autograd.forward_ad as fwAD
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q, k, v, t = (randn(1, 2, 9, 16) for _ in range(4))
+    with sdpa_kernel(SDPBackend.MATH):
+        want = torch.func.jvp(lambda q: F.scaled_dot_product_attention(q, k, v), (q,), (t,))[1]
+        got = torch.func.jvp(lambda q: torch_flashattn.scaled_dot_product_attention(q, k, v), (q,), (t,))[1]
+        torch.testing.assert_close(got, want)
+    with pytest.raises(NotImplementedError):       # torch's CPU flash kernel has no forward formula
+        torch.func.jvp(lambda q: F.scaled_dot_product_attention(q, k, v), (q,), (t,))
+    for fn in (F.scaled_dot_product_attention, torch_flashattn.scaled_dot_product_attention):
+        with fwAD.dual_level(), pytest.raises(NotImplementedError):
+            fn(fwAD.make_dual(q, t), k, v)
+    qb = randn(1, 2, 80, 64)                       # the drop-in's gradient path (4096+ key elements)
+    kb, vb = randn(1, 2, 80, 64), randn(1, 2, 80, 64)
+    torch.testing.assert_close(
+        torch.func.grad(lambda q: torch_flashattn.scaled_dot_product_attention(q, kb, vb).sum())(qb),
+        torch.func.grad(lambda q: F.scaled_dot_product_attention(q, kb, vb).sum())(qb))
+    reasons = torch_flashattn.stats()["fallback_reasons"]
+    assert reasons == {"sdpa_kernel without FLASH_ATTENTION": 1, "forward-mode AD or a torch.func transform": 2}
+
+
+def test_sdpa_kernel_choice_is_honoured():
+    """Inside sdpa_kernel without the flash backend the caller chose SDPA's others: SDPA runs (the math
+    backend's double backward works; no backend at all raises as SDPA does)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q, k, v = (randn(1, 2, 9, 16).requires_grad_() for _ in range(3))
+    with sdpa_kernel(SDPBackend.MATH):
+        out = torch_flashattn.scaled_dot_product_attention(q, k, v)
+        (g,) = torch.autograd.grad(out.sum(), q, create_graph=True)
+        (g2,) = torch.autograd.grad((g ** 2).sum(), k)
+        out_r = F.scaled_dot_product_attention(q, k, v)
+        (g_r,) = torch.autograd.grad(out_r.sum(), q, create_graph=True)
+        torch.testing.assert_close(g2, torch.autograd.grad((g_r ** 2).sum(), k)[0])
+    with sdpa_kernel([SDPBackend.EFFICIENT_ATTENTION]), pytest.raises(RuntimeError, match="No viable backend"):
+        torch_flashattn.scaled_dot_product_attention(q, k, v)
+    with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]), torch.no_grad():
+        torch_flashattn.scaled_dot_product_attention(q, k, v)
+    s = torch_flashattn.stats()
+    assert s["fa"] == 1 and s["fallback_reasons"] == {"sdpa_kernel without FLASH_ATTENTION": 2}, s
+
+
+def test_sdpa_under_autocast_casts_as_pytorch():
+    """Under autocast the drop-in takes the inputs as autocast hands them to SDPA: its output dtype."""
+    q, k, v = (randn(1, 2, 33, 16) for _ in range(3))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        got = torch_flashattn.scaled_dot_product_attention(q, k, v, is_causal=True)
+    assert got.dtype == want.dtype == torch.bfloat16
+    assert_accurate(got, *(t.bfloat16() for t in (q, k, v)), True, None, what="autocast bf16")
+    assert torch_flashattn.stats()["fa"] == 1
+
+
 def test_sdpa_compiles_fullgraph():
     q, k, v = (randn(1, 2, 33, 16) for _ in range(3))
     fn = torch.compile(lambda q, k, v: torch_flashattn.scaled_dot_product_attention(q, k, v, is_causal=True),
@@ -188,6 +274,36 @@ def test_patch_sdpa_scoped():
     assert F.scaled_dot_product_attention is original
 
 
+def test_patch_sdpa_across_threads():
+    """Blocks in two threads that overlap (A enters, B enters, A leaves, B leaves): B's block stays
+    patched after A leaves, and the original is back after both."""
+    import threading
+    original = F.scaled_dot_product_attention
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def thread_a():
+        with torch_flashattn.patch_sdpa():
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def thread_b():
+        a_in.wait(10)
+        with torch_flashattn.patch_sdpa():
+            b_in.set()
+            a_out.wait(10)
+            seen["patched"] = F.scaled_dot_product_attention is torch_flashattn.scaled_dot_product_attention
+
+    threads = [threading.Thread(target=thread_a), threading.Thread(target=thread_b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert seen == {"patched": True}
+    assert F.scaled_dot_product_attention is original
+
+
 # ---- Hugging Face transformers ---------------------------------------------------------------
 
 def tiny_llama_pair():
@@ -205,6 +321,32 @@ def tiny_llama_pair():
     ours.load_state_dict(ref.state_dict())
     ours.set_attn_implementation(name)
     return ref, ours
+
+
+def test_transformers_trainable_position_bias_goes_to_sdpa():
+    """T5 with only its relative attention bias trainable: q, k and v need no gradient, the bias does;
+    the op gives its attn_mask none, so the call folds the bias for SDPA, whose gradient matches."""
+    transformers = pytest.importorskip("transformers")
+    import torch_flashattn.hf
+
+    name = torch_flashattn.hf.register()
+    cfg = transformers.T5Config(vocab_size=128, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
+                                num_heads=4, dropout_rate=0.0, pad_token_id=0, eos_token_id=1,
+                                decoder_start_token_id=0)
+    g = torch.Generator().manual_seed(0)
+    ids, dec = torch.randint(4, 128, (2, 24), generator=g), torch.randint(4, 128, (2, 10), generator=g)
+    grads = {}
+    for impl in ("sdpa", name):
+        torch.manual_seed(0)
+        model = transformers.T5ForConditionalGeneration(cfg).train()
+        model.set_attn_implementation(impl)
+        for n, p in model.named_parameters():
+            p.requires_grad_("relative_attention_bias" in n)
+        model(input_ids=ids, decoder_input_ids=dec).logits.sum().backward()
+        grads[impl] = [p.grad for p in model.parameters() if p.requires_grad]
+    assert len(grads[name]) == 2
+    for a, b in zip(grads[name], grads["sdpa"]):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-4)
 
 
 def test_transformers_prefill_and_padding():

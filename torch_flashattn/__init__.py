@@ -172,7 +172,8 @@ def attention_kvcache(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None, v_
             valid length after the append (the query tokens are the last Nq of the sequence).
         scale: multiplies q kᵀ; default 1/sqrt(d).
         window, softcap, alibi_slopes, sinks: as in :func:`attention`, with δ = L_b − Nq. On CUDA
-            these are computed exactly through PyTorch for now (``stats()["exact"]``).
+            the split-KV kernel runs them for fp16 / bf16 on sm_80+; what it cannot take (fp32,
+            older GPUs) is computed exactly through PyTorch (``stats()["exact"]``).
 
     Returns:
         (B, Hq, Nq, d). A query that sees no key returns zeros.

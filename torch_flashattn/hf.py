@@ -306,6 +306,12 @@ def _broadcasts(t, shape):
             and all(a in (b, 1) for a, b in zip(reversed(t.shape), reversed(shape))))
 
 
+def _needs_grad(t):
+    """Whether a gradient must flow to t (a trainable position bias: the op takes no gradient for an
+    attn_mask, SDPA does)."""
+    return torch.is_grad_enabled() and t.requires_grad
+
+
 def _structured_takes(query, key, value, dropout, grad_ok=lambda: False):
     """Whether torch_flashattn.attention runs a StructuredMask call at its speed: no dropout, no gradient
     unless grad_ok (softcap or sinks, which SDPA cannot compute: the op's backward takes key_mask and
@@ -341,16 +347,17 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
                 and not ("s_aux" in given and "sinks" in given)
                 and _structured_takes(query, key, value, dropout, grad_ok=lambda: bias is None and (
                     any(k in given for k in _EAGER) or _sdpa._cpu_grad_ours(query, key)))
-                and (bias is None or _broadcasts(bias, query.shape[:3] + key.shape[2:3]))):
+                and (bias is None or (_broadcasts(bias, query.shape[:3] + key.shape[2:3])
+                                      and not _needs_grad(bias)))):
             op = attention_mask.op_arguments(key, value)
         if op is not None:
             k, v, kw = op
             sinks = given.get("s_aux", given.get("sinks"))
             if bias is not None:                         # the keys the op kept, in q's dtype (as _fold_bias)
                 kw["attn_mask"] = bias[..., : k.shape[2]].to(query.dtype)
-            _sdpa._count("fa", decode=query.shape[2] <= _sdpa.DECODE_MAX_QUERIES and k.shape[2] > query.shape[2])
             out = _attention(query, k, v, scale=scaling, softcap=given.get("softcap"),
                              sinks=None if sinks is None else sinks.float(), **kw)
+            _sdpa._count("fa", decode=query.shape[2] <= _sdpa.DECODE_MAX_QUERIES and k.shape[2] > query.shape[2])
             return out.transpose(1, 2).contiguous(), None
         attention_mask = attention_mask.dense()          # every other path reads the dense mask
     # The causal flag applies only without a mask (transformers leaves the mask out where it is exact).
@@ -364,9 +371,9 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
     if eager and set(eager) <= set(_EAGER) and _variants_take(query, key, value, dropout, given, attention_mask):
         # softcap and attention sinks are the op's own variants: torch_flashattn.attention with the mask.
         sinks = given.get("s_aux", given.get("sinks"))
-        _sdpa._count("fa")
         out = _attention(query, key, value, causal=causal, scale=scaling, softcap=given.get("softcap"),
                          sinks=None if sinks is None else sinks.float(), attn_mask=attention_mask)
+        _sdpa._count("fa")
         return out.transpose(1, 2).contiguous(), None
     if eager:
         # Eager attention reads only its additive mask: the causal flag and the selection go into it.
@@ -378,11 +385,11 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
 
     bias = given.get("position_bias")
     if (bias is not None and not selection and not eager and _structured_takes(query, key, value, dropout)
-            and _broadcasts(bias, query.shape[:3] + key.shape[2:3])):
+            and _broadcasts(bias, query.shape[:3] + key.shape[2:3]) and not _needs_grad(bias)):
         # The bias as the op's float attn_mask (a dense mask folded into it as for SDPA), causal its flag.
         mask = bias.to(query.dtype) if attention_mask is None else _fold_bias(query, attention_mask, bias)
-        _sdpa._count("fa")
         out = _attention(query, key, value, causal=causal, scale=scaling, attn_mask=mask)
+        _sdpa._count("fa")
         return out.transpose(1, 2).contiguous(), None
     folded = selection + (["position_bias"] if "position_bias" in given else [])
     if not folded:

@@ -17,8 +17,10 @@ import collections
 import contextlib
 import functools
 import logging
+import threading
 
 import torch
+import torch.autograd.forward_ad as _fwad
 import torch.nn.functional as F
 
 from . import _autograd
@@ -57,9 +59,9 @@ def stats():
     keys: the drop-in's ``fa::forward_kvcache`` calls, and the transformers backend's steps with a
     padding mask, which the op's split-KV route takes on CUDA), ``sdpa`` the calls PyTorch's
     SDPA computed and ``eager`` those the transformers backend sent to the model's own eager
-    attention (``torch_flashattn.hf``). ``exact`` counts op calls with variants that no CUDA kernel
-    runs (fp32, packed sequences, the KV cache, GPUs other than Hopper), which the op computed exactly
-    through PyTorch (any entry point)."""
+    attention (``torch_flashattn.hf``). ``exact`` counts op calls, forward or backward, that no CUDA
+    kernel takes (variants in fp32 or on GPUs before sm_80, gradients the backward kernels decline:
+    README "Gradients"), which the op computed exactly through PyTorch (any entry point)."""
     return {"fa": _counts["fa"], "fa_decode": _counts["fa_decode"], "sdpa": _counts["sdpa"],
             "eager": _counts["eager"], "exact": torch.ops.fa._exact_calls(), "fallback_reasons": dict(_reasons)}
 
@@ -122,13 +124,47 @@ def _cuda_grad_ours(query, key, value, attn_mask):
             and _capability(query.device.index) == (9, 0))
 
 
+def _tangents(tensors):
+    """Whether forward-mode AD is at work on these inputs: a torch.func transform is active (jvp,
+    jacfwd, grad, ...; the ops have no forward formula and their autograd registration does not run
+    under functorch's grad) or one of them is a dual tensor of torch.autograd.forward_ad. Eager mode."""
+    if torch._C._functorch.peek_interpreter_stack() is not None:
+        return True
+    return _fwad._current_level >= 0 and any(
+        isinstance(t, torch.Tensor) and _fwad.unpack_dual(t).tangent is not None for t in tensors)
+
+
+def _argument_reason(attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    """Arguments SDPA itself must judge: types its binding refuses (it raises) and dropout."""
+    if (type(is_causal) is bool and type(enable_gqa) is bool and type(dropout_p) is float and dropout_p == 0.0
+            and (scale is None or type(scale) is float) and (attn_mask is None or type(attn_mask) is torch.Tensor)):
+        return None                                         # the usual call, in one test
+    if not (isinstance(is_causal, bool) and isinstance(enable_gqa, bool)):
+        return "is_causal or enable_gqa not a bool"
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        return "scale not a Python number"
+    if not isinstance(dropout_p, (int, float)) or isinstance(dropout_p, bool) or dropout_p != 0.0:
+        return "dropout_p > 0" if isinstance(dropout_p, (int, float)) and dropout_p > 0.0 else "dropout_p not 0"
+    if attn_mask is not None and not isinstance(attn_mask, torch.Tensor):
+        return "attn_mask not a tensor"
+    return None
+
+
 def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal, scale, grad):
     """Why fa::forward (or, with an attn_mask, fa::forward_variants) cannot compute this call
     exactly, or None when it can. grad: _needs_grad's answer."""
+    reason = _argument_reason(attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    if reason is not None:
+        return reason
+    if not (isinstance(query, torch.Tensor) and isinstance(key, torch.Tensor) and isinstance(value, torch.Tensor)):
+        return "query, key or value not a tensor"
+    if not torch.compiler.is_compiling():          # eager mode: the flags and transforms of the call
+        if not torch._C._get_flash_sdp_enabled():      # torch.backends.cuda.flash_sdp_enabled()
+            return "sdpa_kernel without FLASH_ATTENTION"   # the caller chose SDPA's other backends
+        if _tangents((query, key, value, attn_mask)):
+            return "forward-mode AD or a torch.func transform"
     if attn_mask is not None and not _mask_in_kernel(query, key, value, attn_mask, is_causal, scale):
         return "attn_mask"
-    if dropout_p > 0.0:
-        return "dropout_p > 0"
     if scale is not None and not abs(scale) <= _MAX_SCALE:
         return "scale past 2.3e38"              # fa.h's FA_MAX_SCALE: our ops raise, SDPA computes
     device = query.device
@@ -147,10 +183,13 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
         return f"device {device}"
     if not (qs[-1] == ks[-1] == vs[-1]) or not 1 <= qs[-1] <= 256:
         return "head dims differ or exceed 256"
-    if len(qs) == 4 and qs[1] != ks[1] and not enable_gqa:
-        return "Hq != Hkv without enable_gqa"   # SDPA raises its own error for this
-    if ks[-2] != vs[-2] or qs[:-3] != ks[:-3]:
-        return "shapes differ"                  # SDPA raises its own error for this
+    if len(qs) == 4 and qs[1] != ks[1]:
+        if not enable_gqa:
+            return "Hq != Hkv without enable_gqa"   # SDPA raises its own error for this
+        if ks[1] == 0 or qs[1] % ks[1] != 0:
+            return "Hq not a multiple of Hkv"       # SDPA raises its own error for this
+    if ks[:-1] != vs[:-1] or qs[0] != ks[0]:
+        return "shapes differ"                  # SDPA broadcasts them or raises its own error
     return None
 
 
@@ -174,7 +213,7 @@ def _count(path, reason=None, decode=False):
         log.debug("scaled_dot_product_attention: PyTorch SDPA (%s)", reason)
 
 
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None,
                                  enable_gqa=False):
     """``F.scaled_dot_product_attention`` with the same signature and results.
 
@@ -186,41 +225,71 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     causal) run ``fa::forward_kvcache`` over the keys as a cache. An ``attn_mask`` runs in the Hopper
     kernel (compute capability 9.0) or the sm_80 kernel (8.x) through ``fa::forward_variants``, the mask
     read tile by tile, for fp16/bf16 (B, H, L, E) inputs. Anything else goes to PyTorch's SDPA. ``is_causal`` is SDPA's top-left
-    mask in every case.
+    mask in every case. Under autocast the inputs are cast as autocast casts SDPA's; inside
+    ``torch.nn.attention.sdpa_kernel`` without the flash backend, with forward-mode AD or under a
+    ``torch.func`` transform, and for arguments of types SDPA's binding refuses, SDPA itself runs.
     """
-    grad = _needs_grad(query, key, value)
+    query, key, value, attn_mask = _autocast(query, key, value, attn_mask)
+    grad = _needs_grad(query, key, value) if isinstance(query, torch.Tensor) else False
     reason = _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal, scale, grad)
     if reason is not None:
         _count("sdpa", reason)
         return _torch_sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal,
                            scale=scale, enable_gqa=enable_gqa)
+    decode = False
     if attn_mask is not None:
-        _count("fa")
-        return _autograd.call(torch.ops.fa.forward_variants, query, key, value, scale, False, 0, -1, -1, None, None,
-                              None, None, attn_mask)[0]
-    if grad:                              # fa::forward_lse keeps lse for the backward; no KV-cache op
-        _count("fa")
+        out = _autograd.call(torch.ops.fa.forward_variants, query, key, value, scale, False, 0, -1, -1, None, None,
+                             None, None, attn_mask)[0]
+    elif grad:                            # fa::forward_lse keeps lse for the backward; no KV-cache op
         if query.dim() == 3:
-            return torch.ops.fa.forward_lse(query[:, None], key[:, None], value[:, None], scale, is_causal)[0][:, 0]
-        return torch.ops.fa.forward_lse(query, key, value, scale, is_causal)[0]
-    if _is_decode(query, key, value, is_causal):
-        _count("fa", decode=True)
-        return torch.ops.fa.forward_kvcache(query, key, value, None, None, None, scale, False)
-    _count("fa")
-    if query.dim() == 3:   # (B, L, E): one head
-        return _autograd.call(torch.ops.fa.forward, query[:, None], key[:, None], value[:, None], scale, is_causal)[:, 0]
-    return _autograd.call(torch.ops.fa.forward, query, key, value, scale, is_causal)
+            out = torch.ops.fa.forward_lse(query[:, None], key[:, None], value[:, None], scale, is_causal)[0][:, 0]
+        else:
+            out = torch.ops.fa.forward_lse(query, key, value, scale, is_causal)[0]
+    elif _is_decode(query, key, value, is_causal):
+        decode = True
+        out = torch.ops.fa.forward_kvcache(query, key, value, None, None, None, scale, False)
+    elif query.dim() == 3:   # (B, L, E): one head
+        out = _autograd.call(torch.ops.fa.forward, query[:, None], key[:, None], value[:, None], scale, is_causal)[:, 0]
+    else:
+        out = _autograd.call(torch.ops.fa.forward, query, key, value, scale, is_causal)
+    _count("fa", decode=decode)           # after the op: a call it refused is not counted as served
+    return out
+
+
+def _autocast(query, key, value, attn_mask):
+    """The inputs as autocast hands them to SDPA (one of its lower-precision ops): floating tensors
+    but float64 cast to the autocast dtype of q's device type while autocast is on there."""
+    if not torch._C._is_any_autocast_enabled() or not isinstance(query, torch.Tensor) \
+            or not torch.is_autocast_enabled(query.device.type):
+        return query, key, value, attn_mask
+    dtype = torch.get_autocast_dtype(query.device.type)
+    return tuple(t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float64
+                 and t.device.type == query.device.type else t for t in (query, key, value, attn_mask))
+
+
+_patch_lock = threading.Lock()
+_patch_depth = 0
+_patch_before = None
 
 
 @contextlib.contextmanager
 def patch_sdpa():
     """Inside the block, ``torch.nn.functional.scaled_dot_product_attention`` is this module's
-    function; what was there before the block is restored on exit, also on an exception, so that
-    blocks nest. Code that imported the function by name before the block (``from
+    function. The patch is process-wide: the first block to enter (in any thread) installs it, and
+    the last to leave restores what was there before, also on an exception, so that blocks nest and
+    threads may overlap. Code that imported the function by name before the block (``from
     torch.nn.functional import ...``) keeps its own reference and is not affected."""
-    before = F.scaled_dot_product_attention
-    F.scaled_dot_product_attention = scaled_dot_product_attention
+    global _patch_depth, _patch_before
+    with _patch_lock:
+        if _patch_depth == 0:
+            _patch_before = F.scaled_dot_product_attention
+            F.scaled_dot_product_attention = scaled_dot_product_attention
+        _patch_depth += 1
     try:
         yield
     finally:
-        F.scaled_dot_product_attention = before
+        with _patch_lock:
+            _patch_depth -= 1
+            if _patch_depth == 0:
+                F.scaled_dot_product_attention = _patch_before
+                _patch_before = None
