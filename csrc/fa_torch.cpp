@@ -1062,11 +1062,11 @@ at::Tensor kvcache_exact(const at::Tensor &q, const at::Tensor &k_cache, const a
 // Attention over a KV cache, appending k_new / v_new into it first (fa.h: fa_kvcache_params). On
 // CUDA, cache_seqlens stays on the device: a bad entry gives NaN output and untouched caches
 // instead of an error (fa.h, fa_forward_kvcache_cuda).
-at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
-                           const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
-                           const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal,
-                           int64_t window_left, int64_t window_right, std::optional<double> softcap,
-                           const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks)
+at::Tensor kvcache_call(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
+                        const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
+                        const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal,
+                        int64_t window_left, int64_t window_right, std::optional<double> softcap,
+                        const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks)
 {
     const char *op = "fa.forward_kvcache";
     const bool exact = g_force_exact.load();
@@ -1176,6 +1176,24 @@ at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const
     return c.o;
 }
 
+// fa::forward_kvcache: kvcache_call, then the caches it appended to get new versions, as PyTorch's
+// in-place ops give theirs (autograd then refuses a graph that saved them before the write instead of
+// reading the new rows); inference tensors keep none.
+at::Tensor forward_kvcache(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
+                           const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
+                           const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal,
+                           int64_t window_left, int64_t window_right, std::optional<double> softcap,
+                           const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks)
+{
+    const at::Tensor out = kvcache_call(q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale, causal, window_left,
+                                        window_right, softcap, alibi_slopes, sinks);
+    if (k_new.has_value())
+        for (const at::Tensor *t : {&k_cache, &v_cache})
+            if (!t->is_inference())
+                torch::autograd::impl::bump_version(*t);
+    return out;
+}
+
 // ---- Overrides ---------------------------------------------------------------------------------
 
 // Private to tests and tools (torch_flashattn._testing.overrides): the fields of fa_overrides in
@@ -1244,9 +1262,7 @@ TORCH_LIBRARY(fa, m)
 // kernel that register_autograd makes passes dual tensors through unrecorded: their tangents would be
 // dropped (a zero jvp). Under torch.func the kernels receive unwrapped tensors, the tangents left on
 // functorch's wrappers; at the ADInplaceOrView key the wrappers are still there. So every op's tensor
-// arguments are checked there, then the call goes on below the key, and the arguments it writes in
-// place (the KV cache) get a new version, as PyTorch's in-place ops give theirs: autograd then refuses
-// a graph that saved them before the write instead of computing from the new rows.
+// arguments are checked there, then the call goes on below the key.
 bool has_tangent(const at::Tensor &t)
 {
     const auto *meta = t.defined() ? torch::autograd::impl::get_autograd_meta(t) : nullptr;
@@ -1265,16 +1281,8 @@ void tangent_guard(const c10::OperatorHandle &op, c10::DispatchKeySet keys, torc
                      "F.scaled_dot_product_attention with the math backend)", name.c_str(), args[i].name().c_str());
         }
     }
-    std::vector<at::Tensor> written;
-    for (size_t i = 0; i < args.size(); i++)
-        if (args[i].alias_info() != nullptr && args[i].alias_info()->isWrite() && given[i].isTensor())
-            written.push_back(given[i].toTensor());
-    {
-        at::AutoDispatchBelowADInplaceOrView below;
-        op.redispatchBoxed(keys & c10::after_ADInplaceOrView_keyset, stack);
-    }
-    for (const at::Tensor &t : written)
-        torch::autograd::impl::bump_version(t);
+    at::AutoDispatchBelowADInplaceOrView below;
+    op.redispatchBoxed(keys & c10::after_ADInplaceOrView_keyset, stack);
 }
 
 TORCH_LIBRARY_IMPL(fa, ADInplaceOrView, m)

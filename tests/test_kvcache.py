@@ -250,6 +250,13 @@ def test_kvcache_append_bumps_the_cache_version(device):
     assert kc._version > before
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+    # A read-only call (the drop-in's decoding step passes k and v as the caches) writes nothing: no new
+    # version, and a graph that saved them still runs its backward.
+    y = (kc * w).sum()
+    before = kc._version
+    torch_flashattn.attention_kvcache(torch.randn(1, 2, 1, 8, device=device), kc, vc)
+    assert kc._version == before
+    y.backward()
 
 
 @pytest.mark.parametrize("device", DEVICES)
