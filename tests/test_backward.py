@@ -235,10 +235,27 @@ def test_forward_mode_ad_raises():
             call = (lambda x: fn(x, sinks)) if which == "q" else (lambda x: fn(q, x))
             if op in ("fa.forward", "fa.forward_lse") and which == "sinks":
                 continue
-            with pytest.raises(RuntimeError, match=f"{op}: forward-mode AD \\(jvp\\) is not implemented; "):
+            with pytest.raises(RuntimeError, match=f"{op}: (forward-mode AD \\(jvp\\) is not implemented; "
+                                                   "|torch.func.grad, jacrev and jvp are not supported)"):
                 torch.func.jvp(call, (primal,), (torch.ones_like(primal),))
             with fwAD.dual_level(), pytest.raises(RuntimeError, match=f"{op}: forward-mode AD"):
                 call(fwAD.make_dual(primal, torch.ones_like(primal)))
+
+
+def test_torch_func_grad_raises_and_vmap_runs():
+    """torch.func.grad (and jacrev) cannot run the autograd registration: a clear error naming the op
+    (torch's own named no op); vmap runs, with SDPA's answer."""
+    g = torch.Generator().manual_seed(18)
+    q, k, v = make_qkv(g, 3, 2, 1, 6, 9, 16, torch.float32, "cpu")
+    for op, fn in (("fa.forward_lse", lambda q: torch_flashattn.attention(q, k, v).sum()),
+                   ("fa.forward_variants", lambda q: torch_flashattn.attention(q, k, v, window=(2, 1)).sum())):
+        for transform in (torch.func.grad, torch.func.jacrev):
+            with pytest.raises(RuntimeError, match=f"{op}: torch.func.grad, jacrev and jvp are not supported"):
+                transform(fn)(q)
+    q5, k5, v5 = (t[:, None] for t in (q, k, v))       # a vmapped dim before (B, H, N, d)
+    out = torch.func.vmap(lambda q, k, v: torch_flashattn.attention(q, k, v, causal=True))(q5, k5, v5)
+    torch.testing.assert_close(out[:, 0], torch.nn.functional.scaled_dot_product_attention(
+        q, k.expand(3, 2, 9, 16), v.expand(3, 2, 9, 16), is_causal=True))
 
 
 def test_no_gradient_for_masks_and_slopes():

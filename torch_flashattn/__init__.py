@@ -108,7 +108,7 @@ def attention(q, k, v, *, causal=False, scale=None, causal_align="top_left", win
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"attention: {name} must be a torch.Tensor, got {type(t).__name__}")
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        return torch.ops.fa.forward_lse(q, k, v, scale, causal)[0]     # its lse saved for the backward
+        return _autograd.call(torch.ops.fa.forward_lse, q, k, v, scale, causal)[0]  # its lse saved for the backward
     return _autograd.call(torch.ops.fa.forward, q, k, v, scale, causal)
 
 

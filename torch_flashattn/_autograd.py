@@ -104,13 +104,27 @@ torch.library.register_autograd("fa::backward_varlen", _no_double_backward("fa.b
                                 setup_context=_setup_nothing)
 
 _BELOW_AUTOGRAD = getattr(torch._C, "_AutoDispatchBelowAutograd", None)
+_FUNCTORCH_AD = (torch._C._functorch.TransformType.Grad, torch._C._functorch.TransformType.Jvp)
+
+
+def _check_transforms(op):
+    """torch.func's grad, jacrev and jvp cannot run the registration above (torch's message would not
+    name the op); vmap can. Raises under the first two."""
+    if torch._C._functorch.peek_interpreter_stack() is None:
+        return
+    if any(i.key() in _FUNCTORCH_AD for i in torch._C._functorch.get_interpreter_stack()):
+        raise RuntimeError(f"{op._qualified_op_name.replace('::', '.')}: torch.func.grad, jacrev and jvp are not supported "
+                           "(vmap is); use torch.autograd.grad or .backward(), or F.scaled_dot_product_attention")
 
 
 def call(op, *args):
     """op(*args). Outside grad mode (inference, generation), dispatched below the autograd key, as the
     registration above does itself for such calls, without its trip through Python first (8-10 µs
-    of a call's host time on a 2-core CPU). In grad mode, and while torch.compile traces, op as is."""
+    of a call's host time on a 2-core CPU). In grad mode, and while torch.compile traces, op as is
+    (under a torch.func transform that needs gradients, a clear error)."""
     if _BELOW_AUTOGRAD is None or torch.is_grad_enabled() or torch.compiler.is_compiling():
+        if not torch.compiler.is_compiling():
+            _check_transforms(op)
         return op(*args)
     with _BELOW_AUTOGRAD():
         return op(*args)
