@@ -112,7 +112,7 @@ def _check_transforms(op):
     name the op); vmap can. Raises under the first two."""
     if torch._C._functorch.peek_interpreter_stack() is None:
         return
-    if any(i.key() in _FUNCTORCH_AD for i in torch._C._functorch.get_interpreter_stack()):
+    if any(i.key() in _FUNCTORCH_AD for i in torch._C._functorch.get_interpreter_stack() or ()):
         raise RuntimeError(f"{op._qualified_op_name.replace('::', '.')}: torch.func.grad, jacrev and jvp are not supported "
                            "(vmap is); use torch.autograd.grad or .backward(), or F.scaled_dot_product_attention")
 
