@@ -173,6 +173,25 @@ def _error_worker(rank, world, port, out_dir):
             context_parallel_attention(q, q, q, window=(-2, 3))
         except ValueError as e:
             msgs.append(str(e))
+        # Mismatches the ranks once missed (a hang, gloo's abort or a half-received shard): v's head dim,
+        # the dtype, the scale.
+        for kw in (dict(v=torch.randn(1, 2, 5, 8 + 8 * rank)), dict(dtype=(torch.float32, torch.bfloat16)[rank]),
+                   dict(scale=0.5 + rank)):
+            qq = q.to(kw.get("dtype", torch.float32))
+            try:
+                context_parallel_attention(qq, qq, kw.get("v", qq), scale=kw.get("scale"))
+            except ValueError as e:
+                msgs.append(str(e))
+        # A call every rank refuses leaves no exchange pending: the next call runs (it hung).
+        try:
+            context_parallel_attention(q, q, q, scale=float("nan"))
+        except RuntimeError as e:
+            msgs.append(str(e))
+        qg = q.clone().requires_grad_()
+        out = context_parallel_attention(qg, q, q, causal=True)
+        # A first derivative with create_graph=True (it raised from the ring's in-place sums).
+        (g,) = torch.autograd.grad(out.pow(2).sum(), qg, create_graph=True)
+        msgs.append(tuple(g.shape))
     finally:
         dist.destroy_process_group()
     torch.save(msgs, os.path.join(out_dir, f"rank{rank}.pt"))
@@ -183,8 +202,10 @@ def test_errors():
         mp.spawn(_error_worker, args=(2, _free_port(), out_dir), nprocs=2, join=True)
         for r in range(2):
             msgs = torch.load(os.path.join(out_dir, f"rank{r}.pt"))
-            assert (len(msgs) == 3 and "same shapes" in msgs[0] and "even shard length" in msgs[1]
-                    and "window must be (left, right)" in msgs[2]), msgs
+            assert (len(msgs) == 8 and "same shapes" in msgs[0] and "even shard length" in msgs[1]
+                    and "window must be (left, right)" in msgs[2]
+                    and all("the same causal, window, scale and balance" in m for m in msgs[3:6])
+                    and "scale must be a finite number" in msgs[6] and msgs[7] == (1, 2, 5, 8)), msgs
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -18,6 +18,7 @@ this op there would mean writing to that private table and calling its private t
 which change between releases, so this module keeps its own ring on public torch.distributed calls.
 """
 import math
+import struct
 
 import torch
 import torch.distributed as dist
@@ -103,7 +104,7 @@ def _ring_forward(q, k, v, left, right, scale, group, balance):
     world, rank = dist.get_world_size(group), dist.get_rank(group)
     n = q.shape[2]
     out = torch.zeros(q.shape, dtype=torch.float32, device=q.device)
-    lse = torch.full(q.shape[:3], -math.inf, device=q.device)
+    lse = torch.full(q.shape[:3], -math.inf, dtype=torch.float32, device=q.device)
     kv = torch.stack([k, v]).contiguous()               # one message per step
     for step in range(world):
         src = (rank - step) % world                     # whose K/V this rank holds now
@@ -181,6 +182,7 @@ class _Ring(torch.autograd.Function):
         return out.to(q.dtype)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, dout):
         q, k, v, out, lse = ctx.saved_tensors
         dq, dk, dv = _ring_backward(dout.contiguous(), q, k, v, out, lse, *ctx.args)
@@ -220,13 +222,23 @@ def context_parallel_attention(q, k, v, *, causal=False, scale=None, window=(-1,
                          f"{n}, {k.shape[2]}, {v.shape[2]}")
     if balance and n % 2:
         raise ValueError(f"context_parallel_attention: balance=True needs an even shard length, got {n}")
-    # The shards' lengths must agree across ranks: one small all_gather of the shapes.
-    shape = torch.tensor(list(q.shape) + list(k.shape), dtype=torch.long, device=q.device)
-    shapes = [torch.empty_like(shape) for _ in range(world)]
-    dist.all_gather(shapes, shape, group=group)
-    if any(not torch.equal(s, shape) for s in shapes):
-        raise ValueError("context_parallel_attention: every rank's q, k and v shards must have the same shapes, "
-                         f"got {[s.tolist() for s in shapes]}")
+    # Every rank's shapes, dtype and arguments must agree (a mismatch would hang the ring or mix
+    # messages of other sizes): one small all_gather, then the same answer on every rank.
+    scale_bits = -1 if scale is None else struct.unpack("<q", struct.pack("<d", float(scale)))[0]
+    dtypes = (torch.float32, torch.float16, torch.bfloat16)
+    call = (list(q.shape) + list(k.shape) + list(v.shape)
+            + [dtypes.index(q.dtype) if q.dtype in dtypes else 9, left, right, int(balance), scale_bits])
+    mine = torch.tensor(call, dtype=torch.long, device=q.device)
+    every = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(every, mine, group=group)
+    if any(not torch.equal(s, mine) for s in every):
+        raise ValueError("context_parallel_attention: every rank's q, k and v shards must have the same shapes "
+                         "and dtype, and the same causal, window, scale and balance; got (q, k, v shapes, dtype, "
+                         f"left, right, balance, scale bits) {[s.tolist() for s in every]}")
+    # What attention_lse would refuse, refused here on every rank before a message is posted (an error
+    # inside the ring would leave the other ranks' exchanges pending).
+    c, wl, wr = _op_band(left, right)
+    torch_flashattn.attention_lse(q[:, :, :0], k[:, :, :0], v[:, :, :0], causal=c, window=(wl, wr), scale=scale)
     if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
         return _Ring.apply(q, k, v, left, right, scale, group, balance)
     return _ring_forward(q, k, v, left, right, scale, group, balance)[0].to(q.dtype)
