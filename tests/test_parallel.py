@@ -109,6 +109,8 @@ def test_zigzag_layout_round_trips():
     shards = [zigzag_shard(x, r, 4) for r in range(4)]
     assert torch.equal(shards[0][0, 0, :, 0], torch.tensor([0., 1., 14., 15.]))
     assert torch.equal(zigzag_unshard(shards), x)
+    with pytest.raises(ValueError, match="multiple of 2 · world = 8, got 12"):   # an IndexError or uneven shards
+        zigzag_shard(x[:, :, :12], 0, 4)
 
 
 def _grad_worker(rank, world, port, cases, out_dir):
@@ -176,12 +178,16 @@ def _error_worker(rank, world, port, out_dir):
         # Mismatches the ranks once missed (a hang, gloo's abort or a half-received shard): v's head dim,
         # the dtype, the scale.
         for kw in (dict(v=torch.randn(1, 2, 5, 8 + 8 * rank)), dict(dtype=(torch.float32, torch.bfloat16)[rank]),
-                   dict(scale=0.5 + rank)):
+                   dict(scale=0.5 + rank), dict(v=torch.randn(1, 2, 5, 8).to((torch.float32, torch.bfloat16)[rank]))):
             qq = q.to(kw.get("dtype", torch.float32))
             try:
                 context_parallel_attention(qq, qq, kw.get("v", qq), scale=kw.get("scale"))
             except ValueError as e:
                 msgs.append(str(e))
+        try:                                             # gradients wanted on one rank only
+            context_parallel_attention(q.clone().requires_grad_(rank == 0), q, q)
+        except ValueError as e:
+            msgs.append(str(e))
         # A call every rank refuses leaves no exchange pending: the next call runs (it hung).
         try:
             context_parallel_attention(q, q, q, scale=float("nan"))
@@ -202,10 +208,10 @@ def test_errors():
         mp.spawn(_error_worker, args=(2, _free_port(), out_dir), nprocs=2, join=True)
         for r in range(2):
             msgs = torch.load(os.path.join(out_dir, f"rank{r}.pt"))
-            assert (len(msgs) == 8 and "same shapes" in msgs[0] and "even shard length" in msgs[1]
+            assert (len(msgs) == 10 and "same shapes" in msgs[0] and "even shard length" in msgs[1]
                     and "window must be (left, right)" in msgs[2]
-                    and all("the same causal, window, scale and balance" in m for m in msgs[3:6])
-                    and "scale must be a finite number" in msgs[6] and msgs[7] == (1, 2, 5, 8)), msgs
+                    and all("the same causal, window, scale and balance" in m for m in msgs[3:8])
+                    and "scale must be a finite number" in msgs[8] and msgs[9] == (1, 2, 5, 8)), msgs
 
 
 @pytest.mark.parametrize("device", DEVICES)

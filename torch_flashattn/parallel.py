@@ -29,7 +29,11 @@ __all__ = ["context_parallel_attention", "zigzag_shard", "zigzag_unshard"]
 
 
 def zigzag_shard(x, rank, world, dim=2):
-    """The balance=True layout of a full sequence: chunks rank and 2·world − 1 − rank of 2·world."""
+    """The balance=True layout of a full sequence: chunks rank and 2·world − 1 − rank of 2·world
+    (the length a multiple of 2·world)."""
+    if x.shape[dim] % (2 * world):
+        raise ValueError(f"zigzag_shard: the sequence length must be a multiple of 2 · world = {2 * world}, "
+                         f"got {x.shape[dim]}")
     chunks = x.chunk(2 * world, dim=dim)
     return torch.cat([chunks[rank], chunks[2 * world - 1 - rank]], dim=dim)
 
@@ -226,19 +230,22 @@ def context_parallel_attention(q, k, v, *, causal=False, scale=None, window=(-1,
     # messages of other sizes): one small all_gather, then the same answer on every rank.
     scale_bits = -1 if scale is None else struct.unpack("<q", struct.pack("<d", float(scale)))[0]
     dtypes = (torch.float32, torch.float16, torch.bfloat16)
-    call = (list(q.shape) + list(k.shape) + list(v.shape)
-            + [dtypes.index(q.dtype) if q.dtype in dtypes else 9, left, right, int(balance), scale_bits])
+    grad = torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))
+    call = (list(q.shape) + list(k.shape) + list(v.shape) + [dtypes.index(t.dtype) if t.dtype in dtypes else 9
+                                                             for t in (q, k, v)]
+            + [left, right, int(balance), scale_bits, int(grad)])
     mine = torch.tensor(call, dtype=torch.long, device=q.device)
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine, group=group)
     if any(not torch.equal(s, mine) for s in every):
         raise ValueError("context_parallel_attention: every rank's q, k and v shards must have the same shapes "
-                         "and dtype, and the same causal, window, scale and balance; got (q, k, v shapes, dtype, "
-                         f"left, right, balance, scale bits) {[s.tolist() for s in every]}")
+                         "and dtypes, the same causal, window, scale and balance, and all need gradients or none; "
+                         f"got (q, k, v shapes and dtypes, left, right, balance, scale bits, grad) "
+                         f"{[s.tolist() for s in every]}")
     # What attention_lse would refuse, refused here on every rank before a message is posted (an error
     # inside the ring would leave the other ranks' exchanges pending).
     c, wl, wr = _op_band(left, right)
     torch_flashattn.attention_lse(q[:, :, :0], k[:, :, :0], v[:, :, :0], causal=c, window=(wl, wr), scale=scale)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v)):
+    if grad:
         return _Ring.apply(q, k, v, left, right, scale, group, balance)
     return _ring_forward(q, k, v, left, right, scale, group, balance)[0].to(q.dtype)

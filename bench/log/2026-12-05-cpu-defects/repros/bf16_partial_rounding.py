@@ -8,7 +8,8 @@ import torch, torch.distributed as dist, torch.multiprocessing as mp, torch.nn.f
 import torch_flashattn
 from torch_flashattn.parallel import context_parallel_attention, zigzag_shard, zigzag_unshard
 
-WORLD, N, SEEDS, DT = 3, 24, 16, torch.bfloat16
+WORLD, N, SEEDS = (int(x) for x in os.environ.get("RING", "3,24,16").split(","))
+DT = getattr(torch, os.environ.get("DT", "bfloat16"))
 
 def data(seed):
     g = torch.Generator().manual_seed(seed)
