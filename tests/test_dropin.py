@@ -238,6 +238,22 @@ def test_sdpa_under_autocast_casts_as_pytorch():
     assert torch_flashattn.stats()["fa"] == 1
 
 
+def test_sdpa_decode_step_on_views_of_one_buffer_compiled_with_dynamic_shapes():
+    """A decoding-shaped call on k and v that are views of one buffer, compiled with dynamic shapes: SDPA's
+    answer (the split-KV op's written-cache schema read both from the buffer's start under inductor)."""
+    def step(q, k, v):
+        return torch_flashattn.scaled_dot_product_attention(q, k, v)
+
+    for dynamic in (True, None):
+        torch._dynamo.reset()
+        fn = torch.compile(step, dynamic=dynamic)
+        g = torch.Generator().manual_seed(0)
+        for n in (16, 24, 32):                           # None: dynamic from the second length on
+            q, kv = torch.randn(1, 2, 1, 8, generator=g), torch.randn(2, 1, 2, n, 8, generator=g)
+            want = F.scaled_dot_product_attention(q, kv[0], kv[1])
+            torch.testing.assert_close(fn(q, kv[0], kv[1]), want, msg=f"dynamic={dynamic}, {n} keys")
+
+
 def test_sdpa_compiles_fullgraph():
     q, k, v = (randn(1, 2, 33, 16) for _ in range(3))
     fn = torch.compile(lambda q, k, v: torch_flashattn.scaled_dot_product_attention(q, k, v, is_causal=True),

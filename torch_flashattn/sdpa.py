@@ -245,7 +245,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             out = torch.ops.fa.forward_lse(query[:, None], key[:, None], value[:, None], scale, is_causal)[0][:, 0]
         else:
             out = torch.ops.fa.forward_lse(query, key, value, scale, is_causal)[0]
-    elif _is_decode(query, key, value, is_causal):
+    elif _is_decode(query, key, value, is_causal) and not torch.compiler.is_compiling():
+        # Eager only: fa::forward_kvcache declares its caches written, and inductor with dynamic shapes
+        # loses a written view's offset (PyTorch #198068), which read k and v from their buffer's start.
         decode = True
         out = torch.ops.fa.forward_kvcache(query, key, value, None, None, None, scale, False)
     elif query.dim() == 3:   # (B, L, E): one head
