@@ -237,7 +237,7 @@ int fa_check_backward(const fa_backward_params *bp, const fa_variants *v)
         || !rows_apart(bq, bp->dk_batch_stride, p->Hkv, bp->dk_head_stride, nk, bp->dk_row_stride, p->d)
         || !rows_apart(bq, bp->dv_batch_stride, p->Hkv, bp->dv_head_stride, nk, bp->dv_row_stride, p->d))
         return FA_ERR_BAD_STRIDE;
-    if (p->B == 0 || p->Hkv == 0 || (p->Nq == 0 && p->Nk == 0))
+    if (fa_backward_is_empty(p))
         return FA_OK;
     /* dk and dv are written whenever there are keys (zeros without queries), from k and v. */
     if ((p->Nq > 0 && p->Hq > 0 && (bp->dout == NULL || bp->dq == NULL || p->lse == NULL || p->o == NULL

@@ -997,7 +997,7 @@ int fa_backward_cpu(const fa_backward_params *bp, const fa_variants *v_in)
         ((status = fa_check_cu_seqlens(v->cu_seqlens_q, p->B, p->Nq, v->total_q)) != FA_OK ||
          (status = fa_check_cu_seqlens(v->cu_seqlens_k, p->B, p->Nk, v->total_k)) != FA_OK))
         return status;
-    if (p->B == 0 || p->Hkv == 0 || (p->Nq == 0 && p->Nk == 0))
+    if (fa_backward_is_empty(p))
         return FA_OK;
     if (p->Hq == 0 || p->Nq == 0) {             /* no query: dK = dV = 0 and dsinks = 0, q, k, v unread */
         const int packed = v->cu_seqlens_q != NULL;

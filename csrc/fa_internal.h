@@ -24,6 +24,13 @@ int fa_check_cu_seqlens(const int32_t *cu, int64_t B, int64_t max_len, int64_t t
  * pointers of a non-empty problem not NULL); host cu_seqlens are not read here. */
 int fa_check_backward(const fa_backward_params *bp, const fa_variants *v);
 
+/* A backward problem with nothing to write: no batch, no kv head (so no query head), or neither
+ * queries nor keys (every gradient empty). */
+static inline int fa_backward_is_empty(const fa_params *p)
+{
+    return p->B == 0 || p->Hkv == 0 || (p->Nq == 0 && p->Nk == 0);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -227,17 +227,11 @@ static int backward_family_ok(void)
     return backward_family() >= 0;
 }
 
-/* Nothing to write: no batch, no head, or neither queries nor keys (every gradient is empty). */
-static int backward_is_empty(const fa_params *p)
-{
-    return p->B == 0 || p->Hkv == 0 || (p->Nq == 0 && p->Nk == 0);
-}
-
 extern "C" int fa_backward_workspace_bytes(const fa_backward_params *bp, const fa_variants *v, size_t *bytes)
 {
     *bytes = 0;
     const int st = fa_check_backward(bp, v);
-    if (st != FA_OK || backward_is_empty(&bp->p))
+    if (st != FA_OK || fa_backward_is_empty(&bp->p))
         return st;
     return backward_family_ok() ? fa_sm80_backward_workspace_bytes(bp, v, bytes) : FA_ERR_UNSUPPORTED;
 }
@@ -246,7 +240,7 @@ extern "C" int fa_backward_cuda(const fa_backward_params *bp, const fa_variants 
                                 size_t workspace_bytes, struct CUstream_st *stream)
 {
     const int st = fa_check_backward(bp, v);
-    if (st != FA_OK || backward_is_empty(&bp->p))
+    if (st != FA_OK || fa_backward_is_empty(&bp->p))
         return st;
     const int family = backward_family();
     if (family < 0)
