@@ -30,7 +30,8 @@
 // line): checks and the params struct; the variants (checks, fa_variants, the exact paths
 // exact_scores and exact_attention, fa::forward_variants); packed sequences (host cu_seqlens checks,
 // their params, the exact path's padding, fa::forward_varlen); the plain forward ops; the backward
-// (exact_backward, fa::backward, fa::backward_varlen); the KV cache; overrides; registration.
+// (exact_backward, fa::backward, fa::backward_varlen); the KV cache (kvcache_call, then fa::forward_kvcache's
+// version bump); overrides; registration, with tangent_guard (forward-mode AD raises at ADInplaceOrView).
 #include <Python.h>
 
 #include <ATen/ATen.h>
@@ -1110,24 +1111,21 @@ at::Tensor kvcache_call(const at::Tensor &q, const at::Tensor &k_cache, const at
             FA_CHECK(at::has_internal_overlap(*t) != at::MemOverlap::Yes,
                      "%s: %s is written in place (k_new, v_new given) and must not have elements that share memory "
                      "(an expanded view, a stride of 0); pass %s.clone()", op, name, name);
+        // New rows in a cache's own storage that the test cannot judge (TooHard: strided views) are
+        // copied first, so that the append never reads a row it has already overwritten.
         const std::pair<const char *, const at::Tensor *> all[] = {
             {"k_cache", &k_cache}, {"v_cache", &v_cache}, {"k_new", &kn}, {"v_new", &vn}};
+        at::Tensor *rows[] = {&kn, &vn};
         for (int a = 0; a < 2; a++)
             for (int b = a + 1; b < 4; b++) {
                 const at::MemOverlapStatus lap = at::get_overlap_status(*all[a].second, *all[b].second);
                 FA_CHECK(lap != at::MemOverlapStatus::Full && lap != at::MemOverlapStatus::Partial,
                          "%s: %s is written in place and must not share memory with %s", op, all[a].first,
                          all[b].first);
+                if (b >= 2 && lap == at::MemOverlapStatus::TooHard
+                    && all[b].second->storage().is_alias_of(all[a].second->storage()))
+                    *rows[b - 2] = rows[b - 2]->clone();
             }
-        // New rows in a cache's own storage that the test above cannot judge (strided views): copied
-        // first, so that the append never reads a row it has already overwritten.
-        for (at::Tensor *t : {&kn, &vn})
-            for (const at::Tensor *cache : {&k_cache, &v_cache})
-                if (t->storage().is_alias_of(cache->storage())
-                    && at::get_overlap_status(*cache, *t) == at::MemOverlapStatus::TooHard) {
-                    *t = t->clone();
-                    break;
-                }
     }
 
     Call c = prepare(op, q, k_cache, v_cache, scale, causal, false);

@@ -109,7 +109,7 @@ def _variants_take(query, key, value, dropout, given, mask):
     (B, H, L, d) inputs of one float dtype. Inputs and sinks that need a gradient get it through the
     op's backward; a mask that needs one (the op gives its attn_mask none) goes to eager."""
     return (not dropout and not ("s_aux" in given and "sinks" in given)
-            and not (mask is not None and mask.requires_grad and torch.is_grad_enabled())
+            and not (mask is not None and _needs_grad(mask))
             and not any(k in given for k in ("indices", "block_indices", "position_bias"))
             and query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype
             and query.dtype in (torch.float32, torch.float16, torch.bfloat16))
@@ -307,8 +307,8 @@ def _broadcasts(t, shape):
 
 
 def _needs_grad(t):
-    """Whether a gradient must flow to t (a trainable position bias: the op takes no gradient for an
-    attn_mask, SDPA does)."""
+    """Whether a gradient must flow to t (a trainable position bias or mask: the op takes no gradient
+    for an attn_mask, SDPA and eager attention do)."""
     return torch.is_grad_enabled() and t.requires_grad
 
 
@@ -320,7 +320,7 @@ def _structured_takes(query, key, value, dropout, grad_ok=lambda: False):
     the keys padded, tools/cpu_grad_time.py padded, bench/LOG.md 2026-12-02, backward variants), (B, H, L, d) inputs of one dtype, on the CPU or in fp16/bf16 on a
     CUDA GPU of compute capability 8.0 or later (elsewhere the op would compute it exactly through
     PyTorch). grad_ok is asked only for a call that needs gradients."""
-    grad = torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad)
+    grad = _sdpa._needs_grad(query, key, value)
     if (dropout or (grad and not grad_ok())
             or not (query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype)):
         return False
