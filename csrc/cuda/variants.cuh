@@ -392,8 +392,8 @@ __device__ __forceinline__ void var_mask_staged(float (&r_s)[BN / 2], uint32_t m
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             const uint16_t e0 = (uint16_t)r[k], e1 = (uint16_t)(r[k] >> 16);
-            r_s[8 * jj + 2 * k] += FA_LOG2E * to_float(*reinterpret_cast<const T *>(&e0));
-            r_s[8 * jj + 2 * k + 1] += FA_LOG2E * to_float(*reinterpret_cast<const T *>(&e1));
+            r_s[8 * jj + 2 * k] += fa_mask_log2(to_float(*reinterpret_cast<const T *>(&e0)));
+            r_s[8 * jj + 2 * k + 1] += fa_mask_log2(to_float(*reinterpret_cast<const T *>(&e1)));
         }
     }
 }
@@ -479,8 +479,8 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
                 } else {
                     const uint32_t pair = __ldg((const uint32_t *)(y.mask_rows[r] + at));
                     const uint16_t e0 = (uint16_t)pair, e1 = (uint16_t)(pair >> 16);
-                    r_s[i] += FA_LOG2E * to_float(*reinterpret_cast<const T *>(&e0));
-                    r_s[i + 1] += FA_LOG2E * to_float(*reinterpret_cast<const T *>(&e1));
+                    r_s[i] += fa_mask_log2(to_float(*reinterpret_cast<const T *>(&e0)));
+                    r_s[i + 1] += fa_mask_log2(to_float(*reinterpret_cast<const T *>(&e1)));
                 }
             }
     } else if ((MODS & FA_MOD_MASK) && y.mask != NULL) { /* attn_mask[b, h, i, j], any strides */
@@ -493,8 +493,8 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
                     if (*at == 0)
                         r_s[i] = -INFINITY;
                 } else {
-                    r_s[i] += FA_LOG2E * (y.mask_kind == FA_MASK_ADD_F32 ? *(const float *)at
-                                                                         : to_float(*(const T *)at));
+                    r_s[i] += fa_mask_log2(y.mask_kind == FA_MASK_ADD_F32 ? *(const float *)at
+                                                                          : to_float(*(const T *)at));
                 }
             }
         }
