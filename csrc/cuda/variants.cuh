@@ -375,6 +375,15 @@ __device__ __forceinline__ void var_mask_prefetch(int key0, int t, const fa_var_
                      :: "l"((t < 2 ? y.mask_rows[0] : y.mask_rows[1]) + a), "r"((uint32_t)bytes) : "memory");
 }
 
+/* Score s (log2 units) plus a float attn_mask value m: s + m · log2 e in one fma rounded toward
+ * zero, so that a finite m past ±2.3e38 (torch.finfo(float32).min, a padding mask) saturates at
+ * ±FLT_MAX, as fa_mask_log2 clamps it in the C backend, rather than overflowing to ∓inf and hiding a
+ * key that SDPA keeps; ±inf and NaN pass as they are. */
+__device__ __forceinline__ float var_add_mask(float s, float m)
+{
+    return __fmaf_rz(m, FA_LOG2E, s);
+}
+
 /* A 2-byte float attn_mask block added to this warp's scores from shared memory, where the Hopper
  * kernel's TMA staged it (sm90_tile_mask): 64-key panels PANEL bytes apart of 128-byte rows, 16-byte
  * chunk c of row r at c ^ (r mod 8). m_row: the row this lane addresses for ldmatrix (rows 0-7 of
@@ -392,8 +401,9 @@ __device__ __forceinline__ void var_mask_staged(float (&r_s)[BN / 2], uint32_t m
 #pragma unroll
         for (int k = 0; k < 4; k++) {
             const uint16_t e0 = (uint16_t)r[k], e1 = (uint16_t)(r[k] >> 16);
-            r_s[8 * jj + 2 * k] += fa_mask_log2(to_float(*reinterpret_cast<const T *>(&e0)));
-            r_s[8 * jj + 2 * k + 1] += fa_mask_log2(to_float(*reinterpret_cast<const T *>(&e1)));
+            float &s0 = r_s[8 * jj + 2 * k], &s1 = r_s[8 * jj + 2 * k + 1];
+            s0 = var_add_mask(s0, to_float(*reinterpret_cast<const T *>(&e0)));
+            s1 = var_add_mask(s1, to_float(*reinterpret_cast<const T *>(&e1)));
         }
     }
 }
@@ -479,8 +489,8 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
                 } else {
                     const uint32_t pair = __ldg((const uint32_t *)(y.mask_rows[r] + at));
                     const uint16_t e0 = (uint16_t)pair, e1 = (uint16_t)(pair >> 16);
-                    r_s[i] += fa_mask_log2(to_float(*reinterpret_cast<const T *>(&e0)));
-                    r_s[i + 1] += fa_mask_log2(to_float(*reinterpret_cast<const T *>(&e1)));
+                    r_s[i] = var_add_mask(r_s[i], to_float(*reinterpret_cast<const T *>(&e0)));
+                    r_s[i + 1] = var_add_mask(r_s[i + 1], to_float(*reinterpret_cast<const T *>(&e1)));
                 }
             }
     } else if ((MODS & FA_MOD_MASK) && y.mask != NULL) { /* attn_mask[b, h, i, j], any strides */
@@ -493,8 +503,8 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
                     if (*at == 0)
                         r_s[i] = -INFINITY;
                 } else {
-                    r_s[i] += fa_mask_log2(y.mask_kind == FA_MASK_ADD_F32 ? *(const float *)at
-                                                                          : to_float(*(const T *)at));
+                    r_s[i] = var_add_mask(r_s[i], y.mask_kind == FA_MASK_ADD_F32 ? *(const float *)at
+                                                                                 : to_float(*(const T *)at));
                 }
             }
         }
