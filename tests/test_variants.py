@@ -753,23 +753,28 @@ def test_varlen_lse(kernel, dtype, fa_overrides):
     pytest.param("cuda-exact", torch.float32, marks=pytest.mark.gpu),
     pytest.param("cuda", torch.bfloat16, marks=pytest.mark.gpu), pytest.param("cuda-sm80", torch.bfloat16,
                                                                               marks=pytest.mark.gpu)])
-def test_attn_mask_of_the_float_minimum(kernel, dtype, fa_overrides):
-    """A float mask of torch.finfo(float32).min, transformers' padding value: added to the scores, as
-    SDPA does, a row masked so everywhere averages v over its keys (it once came out 0 with lse −inf,
-    the mask's product with log2 e having overflowed); other rows as without it. Gradients too: P
-    from e / Σe, not exp(s − lse), whose lse cannot hold log Σe beside −3.4e38."""
+@pytest.mark.parametrize("mask_dtype", ["float32", "query"])
+@pytest.mark.parametrize("nk", [9, 72])
+def test_attn_mask_of_the_float_minimum(kernel, dtype, mask_dtype, nk, fa_overrides):
+    """A float mask of its dtype's minimum (torch.finfo(dtype).min, transformers' padding value), in
+    fp32 or q's dtype: added to the scores, as SDPA does, a row masked so everywhere averages v over
+    its keys (it once came out 0 with lse −inf, the mask's product with log2 e having overflowed);
+    other rows as without it. nk = 72: rows of 16-byte multiples, which the Hopper kernel stages in
+    shared memory when the mask has q's dtype. Gradients too: P from e / Σe, not exp(s − lse), whose
+    lse cannot hold log Σe beside −3.4e38."""
     device = use_vkernel(kernel, dtype, fa_overrides)
     g = torch.Generator().manual_seed(21)
-    q, k, v = (rand(g, 2, 4, n, 32, dtype=dtype, device=device).requires_grad_() for n in (6, 9, 9))
+    q, k, v = (rand(g, 2, 4, n, 32, dtype=dtype, device=device).requires_grad_() for n in (6, nk, nk))
     dout = rand(g, 2, 4, 6, 32, dtype=dtype, device=device)
-    big = torch.finfo(torch.float32).min
-    mask = torch.zeros(2, 1, 6, 9, device=device)
+    mdtype = torch.float32 if mask_dtype == "float32" else dtype
+    big = torch.finfo(mdtype).min
+    mask = torch.zeros(2, 1, 6, nk, device=device, dtype=mdtype)
     mask[0, :, 2] = big                                  # a whole row
     mask[1, :, :, 5:] = big                              # keys of every row
     mask[1, :, 4, :3] = -big                             # a huge positive value wins its row
-    out = torch_flashattn.attention(q, k, v, attn_mask=mask)          # fp32, as transformers builds it
+    out = torch_flashattn.attention(q, k, v, attn_mask=mask)
     with sdpa_kernel(SDPBackend.MATH):
-        expected = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask)
+        expected = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), attn_mask=mask.float())
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
     torch.testing.assert_close(out.float(), expected, atol=tol, rtol=0)
     torch.testing.assert_close(out[0, :, 2].float(), v[0].float().mean(1), atol=2e-2, rtol=0)
