@@ -47,8 +47,10 @@ def summary_rows(result):
         shares = [s for s in (_share(p["results"]) for p in points) if s is not None]
         row = [_n(N), ", ".join(str(p["B"]) for p in points)]
         for b in _baselines(result):
-            g = _geo(_speedup(p["results"], b) for p in points)
-            row.append("–" if g is None else f"{g:.2f}×")
+            ran = [p for p in points if _speedup(p["results"], b) is not None]
+            g = _geo(_speedup(p["results"], b) for p in ran)
+            over = "" if len(ran) == len(points) else f" (B = {', '.join(str(p['B']) for p in ran)})"
+            row.append("–" if g is None else f"{g:.2f}×{over}")
         row.append("–" if not shares else f"{min(shares):.0%}–{max(shares):.0%}" if len(shares) > 1
                    else f"{shares[0]:.0%}")
         rows.append(row)
@@ -80,7 +82,7 @@ def markdown(result):
     ]
     if result["prefill"]:
         lines += ["**Prefill, end to end** (one forward over B × N tokens, logits of the last token), "
-                  "fa's speedup, geometric mean over the batch sizes; `attention share`: attention's part of "
+                  "fa's speedup, geometric mean over the batch sizes (those a baseline ran, where named); `attention share`: attention's part of "
                   "fa's time, measured against the same model with attention skipped (`none`):", ""]
         lines += _table(["N", "B"] + [f"fa/{b}" for b in baselines] + ["attention share"], summary_rows(result))
         lines += ["", "**Prefill**, ms per forward (fa's tokens/s):", ""]
@@ -105,7 +107,8 @@ def markdown(result):
     if result["decode"]:
         dec_names = [n for n in names if n != "none"]
         lines += ["", f"**Greedy decode**, tokens/s (B × new tokens / time of the decode steps, prefill "
-                      f"excluded; eager PyTorch, no CUDA graphs). Ours: {result['decode_path']}.", ""]
+                      f"excluded; eager PyTorch, no CUDA graphs; `fa ms/step`: one step, B tokens). Ours: "
+                      f"{result['decode_path']}.", ""]
         rows = []
         for p in result["decode"]:
             res = p["results"]
@@ -115,7 +118,7 @@ def markdown(result):
             row.append(f"{fa['ms_per_step']:.3g}" if "ms_per_step" in fa else "–")
             row += [f"{s:.2f}" if (s := _speedup(res, b)) is not None else "–" for b in baselines]
             rows.append(row)
-        lines += _table(["B", "prompt", "new"] + dec_names + ["fa ms/token"] + [f"fa/{b}" for b in baselines],
+        lines += _table(["B", "prompt", "new"] + dec_names + ["fa ms/step"] + [f"fa/{b}" for b in baselines],
                         rows)
     acc = result.get("accuracy")
     if acc:

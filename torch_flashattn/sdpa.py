@@ -43,7 +43,8 @@ DECODE_MAX_QUERIES = 16
 # tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward). On CUDA, compute capability 9.0, fp16/bf16
 # calls at head dim 64 or 128 (the Hopper backward's tile widths) with at least CUDA_GRAD_MIN_KEYS keys
 # run on our forward and Hopper backward (_cuda_grad_ours): on the H200, forward + backward 1.02-1.15x
-# SDPA's default there (cuDNN) from 2k keys, 0.96-1.07x below (bf16; bench/results/backward_fwdbwd.md).
+# SDPA's default there (cuDNN) from 2k keys, 0.96-1.04x below (bf16, at 44668d3;
+# bench/results/backward_fwdbwd_44668d3.md).
 # Every other CUDA call that needs gradients stays on SDPA: other GPUs run our sm_80 kernel, 0.78-0.95x
 # SDPA's flash backend.
 CPU_GRAD_MIN_KEY_ELEMENTS = 4096
@@ -89,7 +90,7 @@ def _mask_in_kernel(query, key, value, attn_mask, is_causal, scale):
     (B, H, L, E) inputs with rows the Hopper kernel loads (_rows_aligned), S >= 1, a scale >= 0, a bool,
     float32 or query-dtype mask on their device that broadcasts to (B, H, L, S) and needs no gradient,
     and no is_causal beside it (SDPA raises). On the H200, the sm_80 kernel forced (what 8.x runs) took
-    every mask of bench/results/variants_sm80.md 1.2-31x faster than SDPA's efficient backend."""
+    every mask of bench/results/variants_sm80.md 1.2-29x faster than SDPA's efficient backend."""
     if not (query.device.type == "cuda" and query.dtype in (torch.float16, torch.bfloat16) and query.dim() == 4
             and key.dim() == 4 and value.dim() == 4 and key.shape[2] >= 1 and not is_causal
             and (scale is None or scale >= 0) and attn_mask.device == query.device and attn_mask.dim() <= 4
