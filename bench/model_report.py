@@ -47,9 +47,9 @@ def summary_rows(result):
         shares = [s for s in (_share(p["results"]) for p in points) if s is not None]
         row = [_n(N), ", ".join(str(p["B"]) for p in points)]
         for b in _baselines(result):
-            ran = [p for p in points if _speedup(p["results"], b) is not None]
-            g = _geo(_speedup(p["results"], b) for p in ran)
-            over = "" if len(ran) == len(points) else f" (B = {', '.join(str(p['B']) for p in ran)})"
+            ran = {p["B"]: s for p in points if (s := _speedup(p["results"], b)) is not None}
+            g = _geo(ran.values())
+            over = "" if len(ran) == len(points) else f" (B = {', '.join(map(str, ran))})"
             row.append("–" if g is None else f"{g:.2f}×{over}")
         row.append("–" if not shares else f"{min(shares):.0%}–{max(shares):.0%}" if len(shares) > 1
                    else f"{shares[0]:.0%}")
@@ -82,8 +82,9 @@ def markdown(result):
     ]
     if result["prefill"]:
         lines += ["**Prefill, end to end** (one forward over B × N tokens, logits of the last token), "
-                  "fa's speedup, geometric mean over the batch sizes (those a baseline ran, where named); `attention share`: attention's part of "
-                  "fa's time, measured against the same model with attention skipped (`none`):", ""]
+                  "fa's speedup, geometric mean over the batch sizes (those a baseline ran, where named); "
+                  "`attention share`: attention's part of fa's time, measured against the same model with "
+                  "attention skipped (`none`):", ""]
         lines += _table(["N", "B"] + [f"fa/{b}" for b in baselines] + ["attention share"], summary_rows(result))
         lines += ["", "**Prefill**, ms per forward (fa's tokens/s):", ""]
         rows = []
