@@ -392,6 +392,12 @@ def measure(point, names, device, timer, budget_s, in_turn=False):
 # ---------------------------------------------------------------------------------------------
 # Environment and the run.
 
+def require_cuda(prog, hint=""):
+    """Ends a GPU-only benchmark with a message when this machine has no CUDA device."""
+    if not torch.cuda.is_available():
+        raise SystemExit(f"{prog}: needs a CUDA GPU; torch sees none here{' ' + hint if hint else ''}")
+
+
 def git_commit():
     """The commit of the sources that ran: FA_GIT_COMMIT where set (a copy of the working tree whose
     .git lags behind it, as on a lent GPU machine), else HEAD, with "-dirty" for uncommitted changes."""

@@ -35,7 +35,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 import torch_flashattn
 from torch_flashattn._testing import overrides
 
-from bench.attention import environment, git_commit, time_interleaved
+from bench.attention import require_cuda, environment, git_commit, time_interleaved
 
 REPO = Path(__file__).resolve().parent.parent
 SDPA = {"sdpa-flash": SDPBackend.FLASH_ATTENTION, "sdpa-cudnn": SDPBackend.CUDNN_ATTENTION,
@@ -95,6 +95,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.render:
         return render(args.render)
+    require_cuda("bench.backward", "(--render JSON needs none)")
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
     if args.variants:
         return write(args.out, variants_main(args, dtype))

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from bench.attention import environment, git_commit, probe, time_interleaved
+from bench.attention import require_cuda, environment, git_commit, probe, time_interleaved
 
 
 @dataclass(frozen=True)
@@ -158,6 +158,7 @@ def main(argv=None):
                     help="L2 flush before each timed call: a zero fill as do_bench's (default; its dirty "
                          "lines are written back during the call) or a read of 256 MB")
     args = ap.parse_args(argv)
+    require_cuda("bench.decode")
     import torch_flashattn  # noqa: F401  (registers torch.ops.fa)
     note = ("CUDA events, the providers' calls timed in turn, 5 warm-up each, median of >= 10 calls / budget, "
             + ("L2 flushed by reading 256 MB" if args.flush == "read" else "L2 flushed by writing 256 MB of zeros"))

@@ -20,7 +20,7 @@ import torch
 
 import torch_flashattn
 import torch_flashattn.hf
-from bench.attention import environment, git_commit
+from bench.attention import require_cuda, environment, git_commit
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -70,6 +70,8 @@ def main(argv=None):
     ap.add_argument("--unpadded", action="store_true", help="every prompt the longest; the mask all ones")
     args = ap.parse_args(argv)
     dev = args.device
+    if dev == "cuda":
+        require_cuda("bench.hf_padded", "(or pass --device cpu)")
     dtype = torch.bfloat16 if dev == "cuda" else torch.float32
     sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
     name = torch_flashattn.hf.register()

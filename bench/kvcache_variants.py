@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 
 import torch_flashattn
-from bench.attention import write_rows
+from bench.attention import require_cuda, write_rows
 
 REPO = Path(__file__).resolve().parent.parent
 # (B, Nmax): one long sequence, a batch.
@@ -31,6 +31,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=str(REPO / "bench/out/kvcache_variants"))
     args = ap.parse_args(argv)
+    require_cuda("bench.kvcache_variants")
     from torch_flashattn._testing import exact_path
     from triton.testing import do_bench
     Hq, Hkv, d, dtype = 32, 8, 128, torch.bfloat16

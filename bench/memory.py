@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from bench.attention import PROVIDERS
+from bench.attention import PROVIDERS, require_cuda
 
 PROVIDER_NAMES = ["fa", "naive-cuda", "sdpa-flash", "sdpa-cudnn", "sdpa-math"]
 
@@ -38,6 +38,7 @@ def main():
                     help="output path without suffix (default bench/out/memory; bench/results/memory for "
                          "the committed table)")
     args = ap.parse_args()
+    require_cuda("bench.memory")
     B, H, d = 1, 16, 128
     rows = []
     for n in args.n:

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_flashattn
-from bench.attention import write_rows
+from bench.attention import require_cuda, write_rows
 
 REPO = Path(__file__).resolve().parent.parent
 # (B, Hq, Hkv, d, Nk, Nq): the transformers benchmark's shape (hidden 2048, 16 heads, 4 KV heads),
@@ -43,6 +43,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", default=str(REPO / "bench/out/padded_decode"))
     args = ap.parse_args(argv)
+    require_cuda("bench.padded_decode")
     from torch_flashattn._testing import overrides
     from triton.testing import do_bench
     dtype = torch.bfloat16

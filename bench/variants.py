@@ -25,7 +25,7 @@ import torch.nn.functional as F
 import torch_flashattn
 from torch_flashattn._testing import exact_path
 
-from bench.attention import environment, git_commit, time_interleaved
+from bench.attention import require_cuda, environment, git_commit, time_interleaved
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -191,6 +191,7 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*", help="point names containing these words")
     ap.add_argument("--family", default="auto", choices=["auto", "sm80"], help="our kernel family, forced")
     args = ap.parse_args(argv)
+    require_cuda("bench.variants")
     from torch_flashattn._testing import overrides
     from triton.testing import do_bench
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]

@@ -1128,6 +1128,21 @@ at::Tensor kvcache_call(const at::Tensor &q, const at::Tensor &k_cache, const at
             }
     }
 
+    // fa.h's rule, 0 <= cache_seqlens[b] and cache_seqlens[b] + Nnew <= Nmax, named here where it can be
+    // judged without reading the device: Nnew against Nmax always, each entry on the CPU (host memory).
+    const int64_t Nmax = k_cache.size(2), nnew = kn.defined() ? kn.size(2) : 0;
+    FA_CHECK(nnew <= Nmax, "%s: k_new and v_new append Nnew = %lld keys, more than the caches hold (Nmax = %lld)", op,
+             (long long)nnew, (long long)Nmax);
+    if (cache_seqlens.has_value() && !q.is_cuda()) {
+        const at::Tensor s = cache_seqlens->contiguous();
+        const int32_t *len = s.data_ptr<int32_t>();
+        for (int64_t b = 0; b < B; b++)
+            FA_CHECK(len[b] >= 0 && len[b] + nnew <= Nmax,
+                     "%s: cache_seqlens[%lld] = %d with Nnew = %lld appended keys: each cache_seqlens[b] must be at "
+                     "least 0 and cache_seqlens[b] + Nnew must be in 0..Nmax = 0..%lld", op, (long long)b, (int)len[b],
+                     (long long)nnew, (long long)Nmax);
+    }
+
     Call c = prepare(op, q, k_cache, v_cache, scale, causal, false);
     const Variants va = check_variants(op, q, B, q.size(1), q.size(2), k_cache.size(2), FA_ALIGN_TOP_LEFT, window_left,
                                        window_right, softcap, alibi_slopes, sinks, std::nullopt, std::nullopt);

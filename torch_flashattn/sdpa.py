@@ -11,7 +11,7 @@ routes ``F.scaled_dot_product_attention`` to this function inside a ``with`` blo
     >>> with torch_flashattn.patch_sdpa():
     ...     logits = model(tokens)          # the model's F.scaled_dot_product_attention calls go to fa
     >>> torch_flashattn.stats()
-    {'fa': 24, 'fa_decode': 0, 'sdpa': 0, 'eager': 0, 'fallback_reasons': {}}
+    {'fa': 24, 'fa_decode': 0, 'sdpa': 0, 'eager': 0, 'exact': 0, 'fallback_reasons': {}}
 """
 import collections
 import contextlib
