@@ -56,11 +56,14 @@
  * dV and dK, which stay in registers (as sm80.cu's P for P V), and only dSᵀ goes through shared
  * memory, for dQ. KW = 32: a warp reads a quarter of K's and Q's tiles for Sᵀ instead of all of
  * Q, and Pᵀ and dSᵀ go through shared memory, from which dV and dK read them (P_SMEM). PAIRS: the
- * order of those stores, which moves ptxas's register allocation (below). */
-template <int D_, int BM_, int KW_, int QG_, bool PAIRS_, int MIN_CTAS_>
+ * order of those stores, which moves ptxas's register allocation (below). LOADS_LATE: the plain
+ * kernels issue the next step's loads just before the step's second barrier rather than just
+ * after its first. */
+template <int D_, int BM_, int KW_, int QG_, bool PAIRS_, int MIN_CTAS_, bool LOADS_LATE_ = false>
 struct bwd_tile {
     static constexpr int D = D_, BN = 128, BM = BM_, KW = KW_, QG = QG_, WARPS = 8, THREADS = 32 * WARPS;
     static constexpr int MIN_CTAS = MIN_CTAS_;
+    static constexpr bool LOADS_LATE = LOADS_LATE_;
     static constexpr bool PAIRS = PAIRS_;   /* P_SMEM: each Pᵀ pair stored beside its dSᵀ pair, not all
                                               * of Pᵀ before dSᵀ is computed */
     static constexpr int KG = BN / KW, SQG = WARPS / KG, QW = BM / SQG, MT = KW / 16, NQ = QW / 8;
@@ -81,8 +84,10 @@ struct bwd_tile {
  *     128-row steps without PAIRS +4.2 %, on 64-row steps −2 %, with PAIRS (it spills) +1.2 %
  *     (#2026-12-04-sm80-bwd-layout)
  *   - the step's bookkeeping trimmed: d = 128 +3.9 %, d = 64 +6.8 %; dQ's product before dK's −0.8 %
- *     (#2026-12-04-sm80-bwd-issue) */
-typedef bwd_tile<64, 128, 32, 4, false, 1> bwd_tile_d64;
+ *     (#2026-12-04-sm80-bwd-issue)
+ *   - LOADS_LATE: d = 64 +0.9 to +1.2 %, d = 128 −0.5 to −0.7 % (plain bf16 kernels;
+ *     #2026-12-05-h200) */
+typedef bwd_tile<64, 128, 32, 4, false, 1, true> bwd_tile_d64;
 typedef bwd_tile<64, 64, 16, 4, false, 1> bwd_tile_d64_small;
 typedef bwd_tile<128, 64, 32, 2, true, 1> bwd_tile_d128;
 
@@ -337,9 +342,16 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
         /* Barrier: step it's tiles (and K, V) are visible; every warp has finished step it − 1,
          * whose stage the loads below overwrite and whose Pᵀ and dSᵀ this step overwrites. */
         __syncthreads();
-        if (it + 1 < n_it)
-            load_step(st ^ 1, hi_next, qi_next);
-        cp_async_commit();
+        /* The next step's loads into the other stage, free since this barrier: here, or once this
+         * warp's Pᵀ and dSᵀ are stored (LOADS_LATE, plain kernels). */
+        constexpr bool loads_late = C::LOADS_LATE && !VAR;
+        auto load_next = [&]() {
+            if (it + 1 < n_it)
+                load_step(st ^ 1, hi_next, qi_next);
+            cp_async_commit();
+        };
+        if constexpr (!loads_late)
+            load_next();
 
         const int64_t h = hk * G + hi;
         const int i0 = (qb_lo + qi) * BM;
@@ -474,6 +486,8 @@ fa_sm80_backward_kernel(const __grid_constant__ bwd_args a)
                 store_frags<T, MT, NQ, BM>(s_p, zero, C::KW * wk, C::QW * wq);
             store_frags<T, MT, NQ, BM>(s_ds, zero, C::KW * wk, C::QW * wq);
         }
+        if constexpr (loads_late)
+            load_next();
         /* Barrier: every warp's dSᵀ (and Pᵀ) rows are visible. */
         __syncthreads();
 
