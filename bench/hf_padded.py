@@ -121,7 +121,7 @@ def main(argv=None):
         del model
         if dev == "cuda":
             torch.cuda.empty_cache()
-    where = "bf16, H200" if dev == "cuda" else "fp32, CPU"
+    where = f"bf16, {torch.cuda.get_device_name().removeprefix('NVIDIA ')}" if dev == "cuda" else "fp32, CPU"
     md = [f"{'Unpadded' if args.unpadded else 'Padded'} batches, transformers backend `torch_fa` against `sdpa` ({where}, random weights, "
           f"{'quick sizes' if args.quick else 'hidden 2048, 8 layers, 16 heads'}; B = {B} {'' if args.unpadded else 'left-padded '}prompts of "
           f"{lengths[0]}..{lengths[-1]} tokens, {args.new_tokens} new tokens; {git_commit()}).", "",

@@ -58,7 +58,7 @@ def main(argv=None):
                        tb_s=nbytes / ms / 1e9, vs_plain_time=base / ms)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    md = [f"The KV cache's variants in the split-KV kernel, bf16, d = 128, one query, H200 ({git_commit()}): "
+    md = [f"The KV cache's variants in the split-KV kernel, bf16, d = 128, one query, {torch.cuda.get_device_name().removeprefix('NVIDIA ')} ({git_commit()}): "
           "µs per call (do_bench, zero-fill L2 flush), effective TB/s over the K and V rows the call must "
           "read, the plain call's time over the variant's, and the exact path's µs (the plain call has no "
           "variant: there it is the same kernel).", "",

@@ -91,7 +91,7 @@ def main(argv=None):
     cols = [("us_forward_kernels", "forward kernels"), ("us_split_kv_forced", "split-KV forced"),
             ("us_kvcache_right_padded", "attention_kvcache, right-padded"), ("us_sdpa_efficient", "SDPA efficient"),
             ("us_sdpa_cudnn", "SDPA cuDNN")]
-    md = [f"A padded batch's decoding step, bf16, H200 ({git_commit()}): `attention(q, k, v, causal=True, "
+    md = [f"A padded batch's decoding step, bf16, {torch.cuda.get_device_name().removeprefix('NVIDIA ')} ({git_commit()}): `attention(q, k, v, causal=True, "
           "causal_align=\"bottom_right\", key_mask=...)` with left-padded keys (and the same call without "
           "key_mask and causal: plain attention), µs per call (do_bench, zero-fill L2 flush); in brackets each time over ours (above 1: "
           "ours is faster). `forward kernels`: the route off (split_kv \"off\"), what ran these calls "

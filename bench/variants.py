@@ -190,8 +190,11 @@ def main(argv=None):
     ap.add_argument("--budget", type=float, default=0.5, help="seconds of timed calls per provider and point")
     ap.add_argument("--only", nargs="*", help="point names containing these words")
     ap.add_argument("--family", default="auto", choices=["auto", "sm80"], help="our kernel family, forced")
+    ap.add_argument("--render", metavar="JSON", help="print the table of an earlier run's JSON and stop")
     args = ap.parse_args(argv)
-    require_cuda("bench.variants")
+    if args.render:
+        return print(render(json.loads(Path(args.render).read_text())), end="")
+    require_cuda("bench.variants", "(--render JSON needs none)")
     from torch_flashattn._testing import overrides
     from triton.testing import do_bench
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[args.dtype]
@@ -248,26 +251,32 @@ def main(argv=None):
         print(json.dumps(row), flush=True)
         del q, k, v, kw, mask, pk
         torch.cuda.empty_cache()
-    names = ["fa", "fa dense", "fa exact path", "fa3", "fa4", "sdpa-cudnn", "sdpa-efficient"]
-    fam = "" if args.family == "auto" else f", our calls on the {args.family} kernel (forced)"
-    md = [f"Variants, {args.dtype}, d = {d}, H = {H}, H200{fam}; TFLOP/s over the visible query-key pairs of each point "
-          f"({git_commit()}); the providers of a point timed call by call in turn. `fa dense`: our kernel on the "
-          "same tensors without the variant (its time over the variant's pairs); `fa exact path`: the same call computed through PyTorch, as CUDA ran these before; "
-          "SDPA backends get the variant as a dense attn_mask where one expresses it.", "",
-          "| point | " + " | ".join(names) + " | fa / best peer |", "|" + " --- |" * (len(names) + 2)]
-    for r in rows:
-        cells = [f"{r['tflops'][n]:.0f}" if n in r["tflops"] else "n/a" for n in names]
-        ratio = f"{r['vs_best_peer']:.2f}×" if r["vs_best_peer"] else "–"
-        md.append(f"| {r['point']} | " + " | ".join(cells) + f" | {ratio} |")
-    text = "\n".join(md) + "\n"
+    result = dict(environment=environment("cuda"), commit=git_commit(), dtype=args.dtype, H=H, d=d,
+                  family=args.family, rows=rows)
+    text = render(result)
     print(text)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(dict(environment=environment("cuda"), commit=git_commit(),
-                                                        dtype=args.dtype, H=H, d=d, family=args.family,
-                                                        rows=rows), indent=1))
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1))
     out.with_suffix(".md").write_text(text)
 
+
+def render(result):
+    """The markdown table of a run's JSON (main's result; --render JSON prints it again)."""
+    names = ["fa", "fa dense", "fa exact path", "fa3", "fa4", "sdpa-cudnn", "sdpa-efficient"]
+    fam = "" if result["family"] == "auto" else f", our calls on the {result['family']} kernel (forced)"
+    gpu = result["environment"].get("device", "GPU").removeprefix("NVIDIA ")
+    md = [f"Variants, {result['dtype']}, d = {result['d']}, H = {result['H']}, {gpu}{fam}; TFLOP/s over the visible "
+          f"query-key pairs of each point ({result['commit']}); the providers of a point timed call by call in turn. "
+          "`fa dense`: our kernel on the same tensors without the variant (its time over the variant's pairs); "
+          "`fa exact path`: the same call computed through PyTorch, as CUDA ran these before; "
+          "SDPA backends get the variant as a dense attn_mask where one expresses it.", "",
+          "| point | " + " | ".join(names) + " | fa / best peer |", "|" + " --- |" * (len(names) + 2)]
+    for r in result["rows"]:
+        cells = [f"{r['tflops'][n]:.0f}" if n in r["tflops"] else "n/a" for n in names]
+        ratio = f"{r['vs_best_peer']:.2f}×" if r["vs_best_peer"] else "–"
+        md.append(f"| {r['point']} | " + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(md) + "\n"
 
 if __name__ == "__main__":
     main()
