@@ -86,7 +86,8 @@ struct bwd_tile {
  *   - the step's bookkeeping trimmed: d = 128 +3.9 %, d = 64 +6.8 %; dQ's product before dK's −0.8 %
  *     (#2026-12-04-sm80-bwd-issue)
  *   - LOADS_LATE: d = 64 +0.9 to +1.2 %, d = 128 −0.5 to −0.7 % (plain bf16 kernels;
- *     #2026-12-05-h200) */
+ *     #2026-12-05-h200); on d = 64 alone, against main on an H100: +0.9 to +1.6 % at three of four
+ *     points (#2026-12-05-h100) */
 typedef bwd_tile<64, 128, 32, 4, false, 1, true> bwd_tile_d64;
 typedef bwd_tile<64, 64, 16, 4, false, 1> bwd_tile_d64_small;
 typedef bwd_tile<128, 64, 32, 2, true, 1> bwd_tile_d128;
