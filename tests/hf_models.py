@@ -8,7 +8,8 @@
 #
 # Left out, because its attention does not go through transformers' ALL_ATTENTION_FUNCTIONS (no
 # attn_implementation reaches our backend):
-#   Falcon: FalconAttention calls F.scaled_dot_product_attention or its own eager code directly.
+#   Falcon: before transformers 5.25, FalconAttention calls F.scaled_dot_product_attention or its own
+#   eager code directly (5.25 calls through the interface; the battery does not have it yet).
 # LongT5 is in, though only its decoder uses the interface (the encoder's local attention is its own
 # einsum code).
 import contextlib

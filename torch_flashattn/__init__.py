@@ -94,9 +94,10 @@ def attention(q, k, v, *, causal=False, scale=None, causal_align="top_left", win
 
     A row that sees no key returns zeros. Any strides are accepted; only the last dimension must
     be contiguous (other tensors are copied first). Head dim d is 1..256. On CUDA, fp16 and bf16
-    calls run in the Hopper kernel on compute capability 9.0 and the sm_80 kernel on 8.x; the others
-    (float32, GPUs before sm_80) are computed exactly through PyTorch in float32 (``stats()["exact"]``
-    counts them).
+    calls run in the Hopper kernel on compute capability 9.0 and the sm_80 kernel on 8.x. Without
+    variants, float32 calls run the fp32 kernels (``fp32tc`` on sm_80+, else ``fp32``) and GPUs
+    before sm_80 their own kernels; a variant those kernels do not take (float32, GPUs before
+    sm_80) is computed exactly through PyTorch in float32 (``stats()["exact"]`` counts those calls).
 
     Returns:
         (B, Hq, Nq, d) tensor of q's dtype and device, contiguous.

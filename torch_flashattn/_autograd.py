@@ -4,7 +4,8 @@
 fa::forward saves q, k, v and its output and recomputes lse in the backward pass (one more forward;
 torch_flashattn.attention calls fa::forward_lse instead when a gradient is needed); fa::forward_lse,
 fa::forward_variants and fa::forward_varlen save their lse. On CUDA fa::backward runs the tensor-core
-backward kernel (csrc/cuda/sm80_backward.cu) where it takes the call, else PyTorch's computation.
+backward kernels where they take the call (csrc/cuda/sm90_backward.cu on compute capability 9.0,
+csrc/cuda/sm80_backward.cu on 8.0+ or where the Hopper kernel declines), else PyTorch's computation.
 Gradients flow to q, k, v and sinks; a float attn_mask or ALiBi slopes that require grad raise when
 the forward runs (no gradient is computed for them, and a silent zero would be wrong). The gradient
 ops have an autograd formula too, which raises: a second derivative (double backward) is not

@@ -7,7 +7,7 @@
 
 Every keyword that transformers' attention call sites pass is either computed here or sent to an exact
 path; none is dropped (``KEYWORDS`` lists them, and tests/test_hf_keywords.py checks the list against
-the installed transformers). Four paths, each counted by ``torch_flashattn.stats()``:
+the installed transformers). Six paths, each counted by ``torch_flashattn.stats()``:
 
 - our kernels, through ``torch_flashattn.attention``: padding, sliding windows and offsets given as a
   ``StructuredMask`` (below), on the CPU and in fp16/bf16 on sm_80+ GPUs; through
@@ -44,7 +44,7 @@ all-ones mask; the kernels run an all-ones key_mask at the plain call's speed, b
 2026-12-02-generation). The name holds neither "sdpa" nor "flash", which transformers treats specially: it accepts this
 backend for every model that calls attention through its interface, Gemma 2 and GPT-OSS included. The
 alias "fa_sdpa" (the earlier name) runs the same function; transformers refuses it for models without
-SDPA support. Models that bypass the interface (Falcon) ignore both names: run them with
+SDPA support. Models that bypass the interface (Falcon before transformers 5.25) ignore both names: run them with
 ``attn_implementation="sdpa"`` inside ``torch_flashattn.patch_sdpa()``. transformers is an optional
 dependency (``pip install transformers``).
 """
