@@ -1063,7 +1063,7 @@ at::Tensor kvcache_exact(const at::Tensor &q, const at::Tensor &k_cache, const a
 // Attention over a KV cache, appending k_new / v_new into it first (fa.h: fa_kvcache_params). On
 // CUDA, cache_seqlens stays on the device: a bad entry gives NaN output and untouched caches
 // instead of an error (fa.h, fa_forward_kvcache_cuda).
-at::Tensor kvcache_call(const at::Tensor &q, const at::Tensor &k_cache, const at::Tensor &v_cache,
+at::Tensor kvcache_call(const at::Tensor &q_arg, const at::Tensor &k_cache, const at::Tensor &v_cache,
                         const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
                         const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal,
                         int64_t window_left, int64_t window_right, std::optional<double> softcap,
@@ -1071,6 +1071,7 @@ at::Tensor kvcache_call(const at::Tensor &q, const at::Tensor &k_cache, const at
 {
     const char *op = "fa.forward_kvcache";
     const bool exact = g_force_exact.load();
+    at::Tensor q = q_arg;                       // copied below if it may read rows the append writes
     check_inputs(op, q, k_cache, v_cache, scale);
     if (at::GradMode::is_enabled()) {           // forward only: a gradient asked for would silently be None
         const std::pair<const char *, const std::optional<at::Tensor>> all[] = {
@@ -1126,6 +1127,16 @@ at::Tensor kvcache_call(const at::Tensor &q, const at::Tensor &k_cache, const at
                     && all[b].second->storage().is_alias_of(all[a].second->storage()))
                     *rows[b - 2] = rows[b - 2]->clone();
             }
+        // q is read after the append: a q in a cache's memory is refused, or copied where the test
+        // cannot judge it.
+        for (int a = 0; a < 2; a++) {
+            const at::MemOverlapStatus lap = at::get_overlap_status(q, *all[a].second);
+            FA_CHECK(lap != at::MemOverlapStatus::Full && lap != at::MemOverlapStatus::Partial,
+                     "%s: %s is written in place (k_new, v_new given) and must not share memory with q; pass "
+                     "q.clone()", op, all[a].first);
+            if (lap == at::MemOverlapStatus::TooHard && q.storage().is_alias_of(all[a].second->storage()))
+                q = q.clone();
+        }
     }
 
     // fa.h's rule, 0 <= cache_seqlens[b] and cache_seqlens[b] + Nnew <= Nmax, named here where it can be
@@ -1152,7 +1163,7 @@ at::Tensor kvcache_call(const at::Tensor &q, const at::Tensor &k_cache, const at
     kp.p = c.p;
     const at::Tensor seqlens = cache_seqlens.has_value() ? cache_seqlens->contiguous() : at::Tensor();
     kp.cache_seqlens = cache_seqlens.has_value() ? seqlens.data_ptr<int32_t>() : nullptr;
-    if (kn.defined()) {
+    if (kn.defined() && kn.numel() > 0) {       // empty (B, Hkv or Nnew 0): nothing to append
         kp.k_new = kn.data_ptr();
         kp.v_new = vn.data_ptr();
         kp.kn_batch_stride = kn.stride(0); kp.kn_head_stride = kn.stride(1); kp.kn_row_stride = kn.stride(2);

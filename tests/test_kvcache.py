@@ -217,6 +217,39 @@ def test_kvcache_new_rows_from_the_cache_itself(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_kvcache_q_in_a_cache_appended_to(device):
+    """q is read after the append: a q inside a cache written in place is refused, nothing written;
+    a q that is a strided view of the cache (an overlap get_overlap_status cannot judge) is read as
+    it was before the append."""
+    g = torch.Generator().manual_seed(5)
+    kc, vc = (torch.randn(1, 1, 8, 4, generator=g).to(device) for _ in range(2))
+    kn, vn = (torch.randn(1, 1, 2, 4, generator=g).to(device) for _ in range(2))
+    lens = torch.tensor([3], dtype=torch.int32, device=device)
+    before = kc.clone()
+    with pytest.raises(RuntimeError, match="k_cache is written in place .* must not share memory with q"):
+        torch_flashattn.attention_kvcache(kc[:, :, 3:4], kc, vc, cache_seqlens=lens, k_new=kn, v_new=vn)
+    assert torch.equal(kc, before)
+    big = torch.randn(1, 1, 8, 8, generator=g).to(device)
+    kc2, q = big[..., :4], big[:, :, 3:4, :4]            # q: row 3 of kc2, where k_new goes
+    q0 = q.clone()
+    ref = torch_flashattn.attention_kvcache(q0, kc2.clone(), vc.clone(), cache_seqlens=lens, k_new=kn, v_new=vn)
+    out = torch_flashattn.attention_kvcache(q, kc2, vc, cache_seqlens=lens, k_new=kn, v_new=vn)
+    torch.testing.assert_close(out, ref)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_kvcache_empty_batch_with_new_rows(device):
+    """B = 0 (or no heads) with k_new / v_new: an empty result, as without them."""
+    for shape_q, shape_c, shape_n in (((0, 2, 1, 8), (0, 2, 10, 8), (0, 2, 3, 8)),
+                                      ((1, 0, 1, 8), (1, 0, 10, 8), (1, 0, 3, 8))):
+        out = torch_flashattn.attention_kvcache(torch.randn(shape_q, device=device), torch.randn(shape_c, device=device),
+                                                torch.randn(shape_c, device=device),
+                                                k_new=torch.randn(shape_n, device=device),
+                                                v_new=torch.randn(shape_n, device=device))
+        assert out.shape == shape_q
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_kvcache_inputs_that_require_grad_raise(device):
     """The KV-cache op is forward only: an input that requires grad raises (its gradient would be None),
     with nothing written; under no_grad the call runs."""
