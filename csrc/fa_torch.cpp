@@ -95,39 +95,48 @@ fa_dtype to_fa_dtype(at::ScalarType t)
     }
 }
 
+// How an op's tensors are named in its errors: k and v's argument names, and the shapes as the caller
+// passed them (the packed ops check (1, H, total, d) views of their (total, H, d) tensors).
+struct ArgNames {
+    const char *k = "k", *v = "v";
+    std::string shapes;                          // empty: the checked tensors' own shapes
+};
+
 // Every check raises a RuntimeError naming the argument and the expectation.
 void check_inputs(const char *op, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
-                  std::optional<double> scale)
+                  std::optional<double> scale, const ArgNames &names = {})
 {
-    const std::pair<const char *, const at::Tensor *> args[] = {{"q", &q}, {"k", &k}, {"v", &v}};
+    const char *kn = names.k, *vn = names.v;
+    const std::pair<const char *, const at::Tensor *> args[] = {{"q", &q}, {kn, &k}, {vn, &v}};
     for (const auto &[name, t] : args)
         FA_CHECK(t->dim() == 4, "%s: %s must be a 4-D tensor (B, H, N, d), got %d-D with shape %s", op, name,
                  (int)t->dim(), shape(*t).c_str());
     for (const auto &[name, t] : args) {
-        FA_CHECK(t->device() == q.device(), "%s: q, k and v must be on the same device, got q on %s and %s on %s",
-                 op, q.device().str().c_str(), name, t->device().str().c_str());
-        FA_CHECK(t->scalar_type() == q.scalar_type(), "%s: q, k and v must have the same dtype, got q %s and %s %s",
-                 op, c10::toString(q.scalar_type()), name, c10::toString(t->scalar_type()));
+        FA_CHECK(t->device() == q.device(), "%s: q, %s and %s must be on the same device, got q on %s and %s on %s",
+                 op, kn, vn, q.device().str().c_str(), name, t->device().str().c_str());
+        FA_CHECK(t->scalar_type() == q.scalar_type(), "%s: q, %s and %s must have the same dtype, got q %s and %s %s",
+                 op, kn, vn, c10::toString(q.scalar_type()), name, c10::toString(t->scalar_type()));
     }
     const auto dt = q.scalar_type();
     FA_CHECK(dt == at::kFloat || dt == at::kHalf || dt == at::kBFloat16,
-             "%s: q, k and v must be float32, float16 or bfloat16, got %s", op, c10::toString(dt));
-    FA_CHECK(q.device().is_cpu() || q.device().is_cuda(), "%s: q, k and v must be CPU or CUDA tensors, got %s", op,
-             q.device().str().c_str());
+             "%s: q, %s and %s must be float32, float16 or bfloat16, got %s", op, kn, vn, c10::toString(dt));
+    FA_CHECK(q.device().is_cpu() || q.device().is_cuda(), "%s: q, %s and %s must be CPU or CUDA tensors, got %s", op,
+             kn, vn, q.device().str().c_str());
 
-    const std::string shapes = "q " + shape(q) + ", k " + shape(k) + ", v " + shape(v);
+    const std::string shapes = !names.shapes.empty() ? names.shapes
+        : "q " + shape(q) + ", " + kn + " " + shape(k) + ", " + vn + " " + shape(v);
     FA_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0), "%s: batch size B must match, got %s", op,
              shapes.c_str());
     FA_CHECK(k.size(3) == q.size(3) && v.size(3) == q.size(3), "%s: head dim d (last dimension) must match, got %s",
              op, shapes.c_str());
-    FA_CHECK(v.size(2) == k.size(2), "%s: k and v must have the same sequence length Nk, got %s", op,
+    FA_CHECK(v.size(2) == k.size(2), "%s: %s and %s must have the same number of keys N, got %s", op, kn, vn,
              shapes.c_str());
-    FA_CHECK(v.size(1) == k.size(1), "%s: k and v must have the same number of heads Hkv, got %s", op,
+    FA_CHECK(v.size(1) == k.size(1), "%s: %s and %s must have the same number of heads Hkv, got %s", op, kn, vn,
              shapes.c_str());
     const int64_t Hq = q.size(1), Hkv = k.size(1), d = q.size(3);
     FA_CHECK(Hq == 0 || (Hkv >= 1 && Hq % Hkv == 0),
-             "%s: the number of query heads Hq = %lld must be a multiple of the number of key/value heads Hkv = %lld",
-             op, (long long)Hq, (long long)Hkv);
+             "%s: the number of query heads Hq = %lld must be a multiple of the number of key/value heads Hkv = %lld, "
+             "got %s", op, (long long)Hq, (long long)Hkv, shapes.c_str());
     FA_CHECK(d >= 1 && d <= FA_MAX_HEAD_DIM, "%s: head dim d must be in 1..%d, got %lld", op, FA_MAX_HEAD_DIM,
              (long long)d);
     FA_CHECK(!scale.has_value() || (std::isfinite(*scale) && std::fabs(*scale) <= FA_MAX_SCALE),
@@ -501,8 +510,10 @@ int64_t check_packed_inputs(const char *op, const at::Tensor &q, const at::Tenso
     for (const auto &[name, t] : args)
         FA_CHECK(t->dim() == 3, "%s: %s must be a 3-D tensor (total, H, d), got %d-D with shape %s", op, name,
                  (int)t->dim(), shape(*t).c_str());
+    ArgNames names;
+    names.shapes = "q " + shape(q) + ", k " + shape(k) + ", v " + shape(v);
     check_inputs(op, q.transpose(0, 1).unsqueeze(0), k.transpose(0, 1).unsqueeze(0), v.transpose(0, 1).unsqueeze(0),
-                 scale);
+                 scale, names);
     const std::pair<const char *, const at::Tensor *> cus[] = {{"cu_seqlens_q", &cu_q}, {"cu_seqlens_k", &cu_k}};
     for (const auto &[name, t] : cus)
         FA_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) >= 1 && t->device() == q.device(),
@@ -1072,7 +1083,10 @@ at::Tensor kvcache_call(const at::Tensor &q_arg, const at::Tensor &k_cache, cons
     const char *op = "fa.forward_kvcache";
     const bool exact = g_force_exact.load();
     at::Tensor q = q_arg;                       // copied below if it may read rows the append writes
-    check_inputs(op, q, k_cache, v_cache, scale);
+    ArgNames names;
+    names.k = "k_cache";
+    names.v = "v_cache";
+    check_inputs(op, q, k_cache, v_cache, scale, names);
     if (at::GradMode::is_enabled()) {           // forward only: a gradient asked for would silently be None
         const std::pair<const char *, const std::optional<at::Tensor>> all[] = {
             {"q", q}, {"k_cache", k_cache}, {"v_cache", v_cache}, {"k_new", k_new}, {"v_new", v_new},

@@ -44,7 +44,7 @@ class TestBadInput:
 
     def test_seq_len_mismatch(self, device):
         q, k, v = qkv(device)
-        raises(r"k and v must have the same sequence length Nk", q, k, v[:, :, :5])
+        raises(r"k and v must have the same number of keys N", q, k, v[:, :, :5])
 
     def test_kv_heads_mismatch(self, device):
         q, k, v = qkv(device)
@@ -161,3 +161,31 @@ def test_overrides_nest_and_restore():
     assert inner["decode_splits"] == 3 and inner["decode_cluster"] == "off"
     assert outer["decode_splits"] == 3 and outer["decode_cluster"] == "auto"
     assert _testing.get() == before
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_packed_and_cache_errors_name_the_arguments(device):
+    """attention_varlen's errors show the (total, H, d) shapes it was given, not the 4-D views it checks;
+    attention_kvcache's name k_cache and v_cache."""
+    r = lambda *s: torch.randn(*s, device=device)
+    cu_q = torch.tensor([0, 4, 10], dtype=torch.int32, device=device)
+    cu_k = torch.tensor([0, 5, 12], dtype=torch.int32, device=device)
+    q, k, v = r(10, 2, 8), r(12, 1, 8), r(12, 1, 8)
+    cases = [((q, k, r(12, 1, 4)), r"head dim d .* got q \(10, 2, 8\), k \(12, 1, 8\), v \(12, 1, 4\)"),
+             ((q, k, r(11, 1, 8)), r"k and v must have the same number of keys N, got q \(10, 2, 8\), k \(12, 1, 8\), "
+                                   r"v \(11, 1, 8\)"),
+             ((q, r(12, 3, 8), r(12, 3, 8)), r"Hq = 2 must be a multiple of .* Hkv = 3, got q \(10, 2, 8\)"),
+             ((q, k.half(), v), r"q, k and v must have the same dtype, got q Float and k Half")]
+    for args, match in cases:
+        with pytest.raises(RuntimeError, match=match):
+            torch_flashattn.attention_varlen(*args, cu_q, cu_k, 6, 7)
+    q, kc, vc = r(2, 2, 1, 8), r(2, 1, 16, 8), r(2, 1, 16, 8)
+    cases = [((q, kc, r(2, 1, 16, 4)), r"head dim d .* got q \(2, 2, 1, 8\), k_cache \(2, 1, 16, 8\), "
+                                       r"v_cache \(2, 1, 16, 4\)"),
+             ((q, kc, r(2, 1, 15, 8)), r"k_cache and v_cache must have the same number of keys N"),
+             ((q, r(2, 2, 16, 8), vc), r"k_cache and v_cache must have the same number of heads Hkv"),
+             ((q, kc.half(), vc), r"q, k_cache and v_cache must have the same dtype, got q Float and k_cache Half"),
+             ((q, kc[0], vc), r"k_cache must be a 4-D tensor")]
+    for args, match in cases:
+        with pytest.raises(RuntimeError, match=match):
+            torch_flashattn.attention_kvcache(*args)
