@@ -510,10 +510,8 @@ int64_t check_packed_inputs(const char *op, const at::Tensor &q, const at::Tenso
     for (const auto &[name, t] : args)
         FA_CHECK(t->dim() == 3, "%s: %s must be a 3-D tensor (total, H, d), got %d-D with shape %s", op, name,
                  (int)t->dim(), shape(*t).c_str());
-    ArgNames names;
-    names.shapes = "q " + shape(q) + ", k " + shape(k) + ", v " + shape(v);
     check_inputs(op, q.transpose(0, 1).unsqueeze(0), k.transpose(0, 1).unsqueeze(0), v.transpose(0, 1).unsqueeze(0),
-                 scale, names);
+                 scale, {"k", "v", "q " + shape(q) + ", k " + shape(k) + ", v " + shape(v)});
     const std::pair<const char *, const at::Tensor *> cus[] = {{"cu_seqlens_q", &cu_q}, {"cu_seqlens_k", &cu_k}};
     for (const auto &[name, t] : cus)
         FA_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) >= 1 && t->device() == q.device(),
@@ -1083,10 +1081,7 @@ at::Tensor kvcache_call(const at::Tensor &q_arg, const at::Tensor &k_cache, cons
     const char *op = "fa.forward_kvcache";
     const bool exact = g_force_exact.load();
     at::Tensor q = q_arg;                       // copied below if it may read rows the append writes
-    ArgNames names;
-    names.k = "k_cache";
-    names.v = "v_cache";
-    check_inputs(op, q, k_cache, v_cache, scale, names);
+    check_inputs(op, q, k_cache, v_cache, scale, {"k_cache", "v_cache"});
     if (at::GradMode::is_enabled()) {           // forward only: a gradient asked for would silently be None
         const std::pair<const char *, const std::optional<at::Tensor>> all[] = {
             {"q", q}, {"k_cache", k_cache}, {"v_cache", v_cache}, {"k_new", k_new}, {"v_new", v_new},
