@@ -263,6 +263,9 @@ def main():
         set_overrides(family="sm90", sm90_grid="persistent")
         for causal in (False, True):
             failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, causal, " persistent")
+        # Causal tiles taken in pairs (a head's heaviest with its lightest); 7 query tiles a head.
+        set_overrides(family="sm90", sm90_grid="pairs")
+        failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, True, " pairs")
         for parts in (3, 4):
             set_overrides(family="sm90", sm90_grid="persistent", sm90_tail=parts)
             failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 2049, 128, False,
@@ -272,7 +275,7 @@ def main():
             set_overrides(family="sm90", sm90_grid=grid)
             failures += not check_forward("sm90", torch.bfloat16, 1, 4, 2, 385, 2049, 128, False, " long keys")
         # d = 128 causal from 4k keys: the fenced 2-consumer tile, a query tail, both grids.
-        for grid in ("persistent", "tile"):
+        for grid in ("persistent", "tile", "pairs"):
             set_overrides(family="sm90", sm90_grid=grid)
             failures += not check_forward("sm90", torch.bfloat16, 1, 2, 1, 4100, 4100, 128, True, " long causal")
     if "sm90" in FAMILIES and only in (None, "sm90", "variants"):

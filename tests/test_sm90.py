@@ -87,7 +87,7 @@ def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [96, 128])
 @pytest.mark.parametrize("nq,nk", [(4096, 4096), (4100, 4100), (129, 4097), (300, 4095)])
-@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
+@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"], ids=["one_cta_per_tile", "persistent", "pairs"])
 def test_sm90_causal_long_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
     """Causal from FA_SM90_FENCE_NK (4096) keys at d <= 128 runs the 2-consumer tile with the
     softmax fence (sm90_tile_fenced): whole and partial 128-row tiles and key blocks (4100 =
@@ -136,7 +136,7 @@ def test_sm90_last_query_tiles_moved(dtype, d, B, hq, hkv, nq, nk, tail, forced,
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [40, 64])
 @pytest.mark.parametrize("nq,nk", [(1024, 1024), (1025, 1025), (700, 2000), (1000, 300)])
-@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
+@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"], ids=["one_cta_per_tile", "persistent", "pairs"])
 def test_sm90_d64_short_causal_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
     """Causal at d <= 64 up to FA_SM90_D64_SHORT_CAUSAL (1024) query rows runs the 2-consumer tile,
     past it the 3-consumer one: both sides of the switch, more keys than queries and fewer, GQA,
@@ -146,7 +146,7 @@ def test_sm90_d64_short_causal_tile(dtype, d, nq, nk, grid, forced, fa_overrides
 
 
 @sm90
-@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
+@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"], ids=["one_cta_per_tile", "persistent", "pairs"])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("d", [64, 128, 256])
 def test_sm90_both_grids(grid, causal, d, forced, fa_overrides):
@@ -167,7 +167,7 @@ def test_sm90_both_grids(grid, causal, d, forced, fa_overrides):
 
 
 @sm90
-@pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
+@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"], ids=["one_cta_per_tile", "persistent", "pairs"])
 @pytest.mark.parametrize("d", [64, 128, 256])
 def test_sm90_causal_sections(grid, d, forced, fa_overrides):
     """Causal tiles walked in sections of G heads rank by rank (sm90_heads; automatic: on one CTA

@@ -559,7 +559,7 @@ def test_plain_decoding_step_on_the_split_kv_kernel(shape, causal):
     assert_variant_accurate(out, lse, q, k, v, what=f"plain decode {shape} causal={causal}", causal=causal)
 
 
-@pytest.mark.parametrize("grid", ["tile", "persistent"])
+@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"])
 @pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("case", ["sliding_causal", "key_mask_left_padded_causal", "sinks_window", "softcap_causal",
                                   "combo"])

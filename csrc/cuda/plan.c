@@ -52,7 +52,7 @@ int fa_plan_decode_variants(const fa_params *p, const fa_variants *v, const fa_o
 int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys)
 {
     if (o->sm90_grid != 0)
-        return o->sm90_grid == 2;
+        return o->sm90_grid >= 2;
     return !p->causal || (keys < p->Nk ? keys : p->Nk) <= 4096;
 }
 

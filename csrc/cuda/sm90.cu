@@ -226,6 +226,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
      * by fa_sm90_merge_kernel). Else one CTA per tile. */
     a.tile_stride = grid;
     a.snake = persistent && p->causal;
+    a.pairs = !PACKED && a.snake && o->sm90_grid == 3 && heads == 1 && a.n_full == a.n_tiles;
     if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {
             fa_sm90_forward_kernel<T, C, true, 0, false><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);

@@ -41,6 +41,8 @@ __device__ __forceinline__ sm90_tile_pos tile_pos(const sm90_args &a, int64_t ti
         const uint32_t sec = fast_div(a.div_sec, t), in = t - sec * a.div_sec.d;
         rank = fast_div(a.div_heads, in);
         bh = sec * a.div_heads.d + in - rank * a.div_heads.d;
+        if (a.pairs)                                /* positions 2i, 2i + 1: ranks i, last − i */
+            rank = rank & 1 ? a.div_full_q.d - 1 - (rank >> 1) : rank >> 1;
     } else {                                            /* a head's last query tile, moved last */
         bh = t - (uint32_t)a.n_full;
         rank = a.div_q_tiles.d - 1;
@@ -89,11 +91,15 @@ __device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
 
 /* This CTA's it-th tile (n_tiles or more once it has none left). Pass it of the grid over the
  * tile sequence covers it·tile_stride onwards, CTA c taking its c-th tile; with
- * a.snake odd passes run backwards, so a CTA that took a heavy tile then takes a light one. A pass
- * lies wholly after the previous one, so the first tile past the end ends the walk. */
+ * a.snake odd passes run backwards, so a CTA that took a heavy tile then takes a light one. With
+ * a.pairs the grid passes over pairs of tiles (tile_pos orders each head's tiles heaviest, lightest,
+ * second heaviest, ...), CTA c taking pair c of each pass. Either way a pass lies wholly after the
+ * previous one, so the first tile past the end ends the walk. */
 __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
 {
     const int64_t c = blockIdx.x;
+    if (a.pairs)                                    /* pass it / 2 over the pairs, pair c of it */
+        return ((int64_t)(it >> 1) * a.tile_stride + c) * 2 + (it & 1);
     return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
@@ -260,7 +266,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     const uint32_t keys = smem_u32(&s + 1);
     if constexpr (VAR) {
         if (a.key_rows) {                                   /* one tile per CTA: its own row only */
-            const bool one = a.tile_stride >= a.n_items;
+            const bool one = a.tile_stride >= a.n_items && !a.pairs;
             const int64_t b0 = one ? item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.b : 0;
             var_keys_rows(a.var, p, reinterpret_cast<uint2 *>(&s + 1), b0, one ? b0 + 1 : p.B, threadIdx.x / 32,
                           C::THREADS / 32);

@@ -51,6 +51,9 @@ typedef struct {
     sm90_divisor div_sec, div_heads;     /* a section's tiles, its heads */
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
     int snake;                           /* every other pass of the grid runs backwards: cta_tile */
+    int pairs;                           /* causal, one head per section: a CTA takes two tiles at a
+                                          * time, a head's i-th heaviest and i-th lightest (cta_tile,
+                                          * tile_pos) */
     /* Work items (item_pos): items below n_whole are whole tiles; the n_split items past them are
      * the parts of the next n_split / parts tiles, split along the keys (the last, partly filled
      * round of a persistent grid), which store (O / l, lse) in fp32 to o_part / lse_part for

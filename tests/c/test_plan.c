@@ -75,6 +75,8 @@ static void test_sm90_grid(void)
     check(fa_plan_sm90_persistent(&p, &o, 4097) == 0, "sm90: causal with a 4096-key window runs one CTA per tile");
     o.sm90_grid = 2;
     check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: sm90_grid = 2 forces the persistent grid");
+    o.sm90_grid = 3;
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: sm90_grid = 3 (pairs) is a persistent grid");
     o.sm90_grid = 1;
     p = shape(4, 16, 4096, 4096, 128, 0);
     check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 0, "sm90: sm90_grid = 1 forces one CTA per tile");

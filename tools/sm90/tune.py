@@ -5,7 +5,8 @@ FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG} values (nvcc runs in parallel), load
 called through fa_sm90_forward with an fa_params read from csrc/fa.h. Every variant is checked
 against SDPA math on float64 over awkward shapes before it is timed next to the production kernel
 (torch.ops.fa.forward under overrides(family="sm90"): its automatic grid, "auto"; one CTA per tile,
-"tile" (sm90_grid="tile"); one CTA per SM walking the tiles, "persistent"; the last round not
+"tile" (sm90_grid="tile"); one CTA per SM walking the tiles, "persistent", causal tiles in pairs,
+"pairs"; the last round not
 split along the keys, "tail0" (sm90_tail=1), as the variants run, having no scratch) and SDPA's
 cudnn backend, on FlashAttention's grid (bf16, B·N = 16k, H·d = 2048), with triton.testing.do_bench.
 On the H200, after the build:
@@ -50,7 +51,7 @@ def vname(v):
     return f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}" + "".join(f"{short.get(k, k)}{x}" for k, x in v[5].items())
 # The production kernel's columns: the overrides each runs under (torch_flashattn._testing).
 PROD = {"auto": {}, "tile": {"sm90_grid": "tile"}, "persistent": {"sm90_grid": "persistent"},
-        "tail0": {"sm90_tail": 1}}
+        "pairs": {"sm90_grid": "pairs"}, "tail0": {"sm90_tail": 1}}
 if os.environ.get("TUNE_PROD"):          # e.g. "auto": only those columns of the production kernel
     PROD = {k: PROD[k] for k in os.environ["TUNE_PROD"].split(",")}
 BUILD = os.environ.get("BUILD", "/tmp/sm90_tune")
