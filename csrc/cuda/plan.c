@@ -56,6 +56,24 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
     return !p->causal || (keys < p->Nk ? keys : p->Nk) <= 4096;
 }
 
+/* Pairs. A static walk over one head's tiles at a time, heaviest first, balances only where the
+ * grid's passes pair heavy tiles with light ones: a snake whose pass is not near a whole number of
+ * heads' tiles does not (B = 1, 16 heads of 8k keys at d = 128: 1024 tiles on 132 CTAs, its busiest
+ * CTA modelled at 1.53x the mean, −23 % against one CTA per tile, bench/LOG.md 2026-12-04). Pairs of
+ * a head's i-th heaviest and i-th lightest tile cost the same (n_q_tiles + 1 key blocks for an even
+ * number of tiles), so a grid walking pairs is balanced within a pair wherever it is. In turn with
+ * the other grids (H100, bf16, d = 128, medians of five rounds, bench/LOG.md 2026-12-05): 4k keys
+ * +1.8 % over the snake, 8k +2.6 % (B = 2) and +2.2 % (B = 1) over one CTA per tile, 2k −0.3 %, 16k
+ * even; d = 64 −1.5 / −1.9 % (4k / 16k), d = 256 −1.1 to +2.7 %: the d = 128 tiles of plain calls
+ * from 2049 to 8192 keys, with an even number of query tiles a head. */
+int fa_plan_sm90_pairs(const fa_params *p, const fa_overrides *o, int64_t keys, int64_t n_q_tiles, int variants)
+{
+    if (o->sm90_grid != 0)
+        return o->sm90_grid == 3 && p->causal;
+    const int64_t seen = keys < p->Nk ? keys : p->Nk;
+    return p->causal && !variants && p->d > 64 && p->d <= 128 && n_q_tiles % 2 == 0 && seen > 2048 && seen <= 8192;
+}
+
 /* The tile order's sections. One CTA per tile, the hardware starts the CTAs in order as SMs come
  * free. Head by head, causal, each head's heaviest tile starts only once the heads before it are
  * out, and the last heads' heaviest tiles run on while most SMs have nothing left. A section of

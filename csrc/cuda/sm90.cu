@@ -152,7 +152,8 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     /* Packed: a CTA per SM taking the items from a counter (packed_find), or without the scratch
      * for it, or with sm90_grid = 2, every grid-th; sm90_grid = 1: one item per CTA, over as many
      * CTAs as the longest sequence would give every sequence (those past the last item leave). */
-    const int persistent = PACKED ? o->sm90_grid != 1 : fa_plan_sm90_persistent(p, o, keys);
+    const int pairs = !PACKED && fa_plan_sm90_pairs(p, o, keys, a.n_q_tiles, VAR != 0);
+    const int persistent = PACKED ? o->sm90_grid != 1 : pairs || fa_plan_sm90_persistent(p, o, keys);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
     if constexpr (PACKED) {
         const bool counter = persistent && o->sm90_grid == 0;
@@ -226,7 +227,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
      * by fa_sm90_merge_kernel). Else one CTA per tile. */
     a.tile_stride = grid;
     a.snake = persistent && p->causal;
-    a.pairs = !PACKED && a.snake && o->sm90_grid == 3 && heads == 1 && a.n_full == a.n_tiles;
+    a.pairs = pairs && heads == 1 && a.n_full == a.n_tiles;
     if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {
             fa_sm90_forward_kernel<T, C, true, 0, false><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);

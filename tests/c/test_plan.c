@@ -77,6 +77,18 @@ static void test_sm90_grid(void)
     check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: sm90_grid = 2 forces the persistent grid");
     o.sm90_grid = 3;
     check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: sm90_grid = 3 (pairs) is a persistent grid");
+    check(fa_plan_sm90_pairs(&p, &o, p.Nk, 64, 0) == 1, "sm90: sm90_grid = 3 walks causal tiles in pairs");
+    o.sm90_grid = 0;
+    check(fa_plan_sm90_pairs(&p, &o, p.Nk, 64, 0) == 1, "sm90: d = 128 causal at 8k keys walks its tiles in pairs");
+    check(fa_plan_sm90_pairs(&p, &o, p.Nk, 63, 0) == 0, "sm90: no pairs with an odd number of query tiles");
+    check(fa_plan_sm90_pairs(&p, &o, p.Nk, 64, 1) == 0, "sm90: no automatic pairs with variants");
+    check(fa_plan_sm90_pairs(&p, &o, 2048, 64, 0) == 0, "sm90: no pairs at 2048 keys seen");
+    p = shape(1, 16, 16384, 16384, 128, 1);
+    check(fa_plan_sm90_pairs(&p, &o, p.Nk, 128, 0) == 0, "sm90: no pairs past 8k keys");
+    p = shape(2, 32, 8192, 8192, 64, 1);
+    check(fa_plan_sm90_pairs(&p, &o, p.Nk, 64, 0) == 0, "sm90: no pairs at d = 64");
+    p = shape(2, 16, 8192, 8192, 128, 0);
+    check(fa_plan_sm90_pairs(&p, &o, p.Nk, 64, 0) == 0, "sm90: no pairs without causal");
     o.sm90_grid = 1;
     p = shape(4, 16, 4096, 4096, 128, 0);
     check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 0, "sm90: sm90_grid = 1 forces one CTA per tile");

@@ -1,15 +1,16 @@
-"""Median TFLOP/s per shape and grid of grid_ab.py's JSON lines, and each grid over "tile"."""
+"""Median TFLOP/s per shape and grid of grid_ab.py's JSON lines, and each grid over the first."""
 import json
 import statistics
 import sys
 
 rows = [json.loads(line) for line in open(sys.argv[1]) if line.startswith("{")]
 shapes = list(dict.fromkeys((r["d"], r["B"], r["N"]) for r in rows))
-print("  d  B     N      tile persistent    pairs  pers/tile pairs/tile pairs/pers  bitwise")
+grids = list(dict.fromkeys(r["grid"] for r in rows))
+print("  d  B     N " + "".join(f"{g:>11}" for g in grids) + "".join(f"{g + '/' + grids[0]:>17}" for g in grids[1:])
+      + "  bitwise")
 for s in shapes:
     med = {g: statistics.median(r["tflops"] for r in rows if (r["d"], r["B"], r["N"]) == s and r["grid"] == g)
-           for g in ("tile", "persistent", "pairs")}
+           for g in grids}
     same = all(r["bitwise_same"] for r in rows if (r["d"], r["B"], r["N"]) == s)
-    print(f"{s[0]:3} {s[1]:2} {s[2]:5} {med['tile']:9.1f} {med['persistent']:10.1f} {med['pairs']:8.1f} "
-          f"{med['persistent'] / med['tile']:10.3f} {med['pairs'] / med['tile']:10.3f} "
-          f"{med['pairs'] / med['persistent']:10.3f}  {same}")
+    print(f"{s[0]:3} {s[1]:2} {s[2]:5} " + "".join(f"{med[g]:11.1f}" for g in grids)
+          + "".join(f"{med[g] / med[grids[0]]:17.3f}" for g in grids[1:]) + f"  {same}")
