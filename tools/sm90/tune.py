@@ -5,10 +5,11 @@ FA_SM90_D<d>_{BN,STAGES,CONSUMERS,PINGPONG} values (nvcc runs in parallel), load
 called through fa_sm90_forward with an fa_params read from csrc/fa.h. Every variant is checked
 against SDPA math on float64 over awkward shapes before it is timed next to the production kernel
 (torch.ops.fa.forward under overrides(family="sm90"): its automatic grid, "auto"; one CTA per tile,
-"tile" (sm90_grid="tile"); one CTA per SM walking the tiles, "persistent", causal tiles in pairs,
-"pairs"; the last round not
-split along the keys, "tail0" (sm90_tail=1), as the variants run, having no scratch) and SDPA's
-cudnn backend, on FlashAttention's grid (bf16, B·N = 16k, H·d = 2048), with triton.testing.do_bench.
+"tile" (sm90_grid="tile"); one CTA per SM walking the tiles, "persistent", or causal tiles in pairs,
+"pairs"; the last round not split along the keys, "tail0" (sm90_tail=1), as the variants run,
+having no scratch) and SDPA's cudnn backend, on FlashAttention's grid (bf16, B·N = 16k, H·d = 2048),
+with triton.testing.do_bench. One reading per column: columns of the same grid have read 4-9 %
+apart on a power-capped card (bench/LOG.md, 2026-12-05), so grid choices are timed in turn.
 On the H200, after the build:
 
     python3 -m tools.sm90.tune [--d 128] [--n 1k 4k 16k] [--no-variants]

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Third device call: the automatic rule with pairs (d = 128 causal, 2049-8192 keys): the build, the
-# whole suite, then grid_ab.py's shapes with the automatic grid beside the three forced ones.
+# One device call: the paired causal walk (sm90_grid="pairs") built in place (sm_90a), its tests,
+# then tune.py's production columns (one CTA per tile, the persistent snake, pairs, the automatic
+# choice) on FlashAttention's grid at d = 64, 128 and 256, two rounds.
 set -uo pipefail
 t0=$(date +%s)
-L=bench/log/2026-12-05-pairs
+export FA_CUDA_ARCHS=90a
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader
 MAX_JOBS=16 python3 setup.py build_ext --inplace > $OUT/build.log 2>&1; echo "build rc $?" | tee -a $OUT/build.log
 echo "build: $(( $(date +%s) - t0 )) s"
-timeout 360 bash tests/gpu.sh > $OUT/suite.log 2>&1; echo "suite rc $?"
-grep -E "passed|failed" $OUT/suite.log | tail -n 4
-echo "suite: $(( $(date +%s) - t0 )) s"
-GRIDS=auto,tile,pairs timeout $(( 585 - ($(date +%s) - t0) )) python3 $L/grid_ab.py 3 > $OUT/grid_ab.jsonl 2> $OUT/grid_ab.err; echo "ab rc $?"
-tail -n 2 $OUT/grid_ab.err
-python3 $L/grid_sum.py $OUT/grid_ab.jsonl
+timeout 200 python3 -m pytest -q -x -n 16 -p no:cacheprovider -k "pairs or plan" tests/test_sm90.py \
+    tests/test_variants_kernel.py tests/test_c_api.py > $OUT/tests.txt 2>&1; echo "tests rc $?"
+tail -n 3 $OUT/tests.txt
+echo "tests: $(( $(date +%s) - t0 )) s"
+for r in 1 2; do
+  TUNE_PROD=tile,persistent,pairs,auto timeout 150 python3 -m tools.sm90.tune --no-variants --d 64 128 256 \
+      --n 2k 4k 8k 16k > $OUT/tune_r$r.txt 2>&1; echo "tune r$r rc $?"
+  grep -A6 "^causal" $OUT/tune_r$r.txt | grep -v "^     0"
+done
 echo "call: $(( $(date +%s) - t0 )) s"
