@@ -8,8 +8,9 @@ against SDPA math on float64 over awkward shapes before it is timed next to the 
 "tile" (sm90_grid="tile"); one CTA per SM walking the tiles, "persistent", or causal tiles in pairs,
 "pairs"; the last round not split along the keys, "tail0" (sm90_tail=1), as the variants run,
 having no scratch) and SDPA's cudnn backend, on FlashAttention's grid (bf16, B·N = 16k, H·d = 2048),
-with triton.testing.do_bench. One reading per column: columns of the same grid have read 4-9 %
-apart on a power-capped card (bench/LOG.md, 2026-12-05), so grid choices are timed in turn.
+with triton.testing.do_bench. With --rounds R every column is timed R times, each round in an order
+rotated by one, and the medians are printed: single readings of two columns that run the same grid
+have come out 4-9 % apart on a power-capped card (bench/LOG.md, 2026-12-05).
 On the H200, after the build:
 
     python3 -m tools.sm90.tune [--d 128] [--n 1k 4k 16k] [--no-variants]
@@ -22,6 +23,7 @@ import argparse
 import ctypes
 import math
 import os
+import statistics
 import subprocess
 import sys
 
@@ -125,6 +127,13 @@ def check(lib, d):
     return "ok"
 
 
+def rotated(items, r):
+    """items in an order rotated by r: round r of --rounds starts with the r-th column."""
+    items = list(items)
+    r %= max(len(items), 1)
+    return items[r:] + items[:r]
+
+
 def main():
     ap = argparse.ArgumentParser(prog="python3 -m tools.sm90.tune", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -132,6 +141,8 @@ def main():
     ap.add_argument("--n", nargs="+", default=["1k", "2k", "4k", "16k"])
     ap.add_argument("--no-variants", action="store_true", help="time the production kernel only")
     ap.add_argument("--build-only", action="store_true", help="build the variants into $BUILD and stop")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time every column this many times, each round in an order rotated by one; print medians")
     args = ap.parse_args()
     ns = [int(x[:-1]) * 1024 if x.endswith("k") else int(x) for x in args.n]
     variants = [] if args.no_variants else [v for v in VARIANTS if v[0] in args.d]
@@ -157,25 +168,30 @@ def main():
                 q, k, v = (torch.randn(B, H, N, d, dtype=torch.bfloat16, device="cuda") for _ in range(3))
                 o = torch.empty_like(q)
                 flops = 4 * B * H * N * N * d / (2 if causal else 1)
-                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-                    cudnn_ms = do_bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
-                                        warmup=25, rep=100)
+
+                def time_column(j, name):
+                    if name == "cudnn":
+                        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                            return do_bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),
+                                            warmup=25, rep=100)
+                    if name in PROD:
+                        with overrides(family="sm90", **PROD[name]):
+                            return do_bench(lambda: torch.ops.fa.forward(q, k, v, None, causal), warmup=25, rep=100)
+                    if status[j - len(PROD) - 1] != "ok":
+                        return float("nan")
+                    lib = mine[j - len(PROD) - 1][1]
+                    return do_bench(lambda: call(lib, q, k, v, o, causal), warmup=25, rep=100)
+
+                times = {j: [] for j in range(len(names))}
+                for r in range(args.rounds):
+                    for j in rotated(range(len(names)), r):
+                        times[j].append(time_column(j, names[j]))
                 row = []
                 for j, name in enumerate(names):
-                    if name == "cudnn":
-                        ms = cudnn_ms
-                    elif name in PROD:
-                        with overrides(family="sm90", **PROD[name]):
-                            ms = do_bench(lambda: torch.ops.fa.forward(q, k, v, None, causal), warmup=25, rep=100)
-                    else:
-                        vt, lib = mine[j - len(PROD) - 1]
-                        if status[j - len(PROD) - 1] != "ok":
-                            row.append(float("nan"))
-                            continue
-                        ms = do_bench(lambda: call(lib, q, k, v, o, causal), warmup=25, rep=100)
-                    tf = flops / ms / 1e9
+                    tf = flops / statistics.median(times[j]) / 1e9
                     row.append(tf)
-                    logs[name].append(math.log(tf))
+                    if tf == tf:
+                        logs[name].append(math.log(tf))
                 print(f"{int(causal):6} {N:5}  " + " ".join(f"{x:17.0f}" for x in row), flush=True)
         print("geomean       " + " ".join(f"{math.exp(sum(l) / len(l)) if l else float('nan'):17.0f}" for l in logs.values()))
 
