@@ -95,11 +95,12 @@ fa_dtype to_fa_dtype(at::ScalarType t)
     }
 }
 
-// How an op's tensors are named in its errors: k and v's argument names, and the shapes as the caller
-// passed them (the packed ops check (1, H, total, d) views of their (total, H, d) tensors).
+// How an op's tensors are named in its errors: k and v's argument names, and the tensors as the
+// caller passed them, whose shapes the errors show (the packed ops check (1, H, total, d) views of
+// their (total, H, d) tensors; null: the checked tensors).
 struct ArgNames {
     const char *k = "k", *v = "v";
-    std::string shapes;                          // empty: the checked tensors' own shapes
+    const at::Tensor *q = nullptr, *k_in = nullptr, *v_in = nullptr;
 };
 
 // Every check raises a RuntimeError naming the argument and the expectation.
@@ -123,20 +124,23 @@ void check_inputs(const char *op, const at::Tensor &q, const at::Tensor &k, cons
     FA_CHECK(q.device().is_cpu() || q.device().is_cuda(), "%s: q, %s and %s must be CPU or CUDA tensors, got %s", op,
              kn, vn, q.device().str().c_str());
 
-    const std::string shapes = !names.shapes.empty() ? names.shapes
-        : "q " + shape(q) + ", " + kn + " " + shape(k) + ", " + vn + " " + shape(v);
+    // Built only when a check fails (TORCH_CHECK formats its message then).
+    const auto shapes = [&] {
+        return "q " + shape(names.q ? *names.q : q) + ", " + kn + " " + shape(names.k_in ? *names.k_in : k) + ", "
+               + vn + " " + shape(names.v_in ? *names.v_in : v);
+    };
     FA_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0), "%s: batch size B must match, got %s", op,
-             shapes.c_str());
+             shapes().c_str());
     FA_CHECK(k.size(3) == q.size(3) && v.size(3) == q.size(3), "%s: head dim d (last dimension) must match, got %s",
-             op, shapes.c_str());
+             op, shapes().c_str());
     FA_CHECK(v.size(2) == k.size(2), "%s: %s and %s must have the same number of keys N, got %s", op, kn, vn,
-             shapes.c_str());
+             shapes().c_str());
     FA_CHECK(v.size(1) == k.size(1), "%s: %s and %s must have the same number of heads Hkv, got %s", op, kn, vn,
-             shapes.c_str());
+             shapes().c_str());
     const int64_t Hq = q.size(1), Hkv = k.size(1), d = q.size(3);
     FA_CHECK(Hq == 0 || (Hkv >= 1 && Hq % Hkv == 0),
              "%s: the number of query heads Hq = %lld must be a multiple of the number of key/value heads Hkv = %lld, "
-             "got %s", op, (long long)Hq, (long long)Hkv, shapes.c_str());
+             "got %s", op, (long long)Hq, (long long)Hkv, shapes().c_str());
     FA_CHECK(d >= 1 && d <= FA_MAX_HEAD_DIM, "%s: head dim d must be in 1..%d, got %lld", op, FA_MAX_HEAD_DIM,
              (long long)d);
     FA_CHECK(!scale.has_value() || (std::isfinite(*scale) && std::fabs(*scale) <= FA_MAX_SCALE),
@@ -511,7 +515,7 @@ int64_t check_packed_inputs(const char *op, const at::Tensor &q, const at::Tenso
         FA_CHECK(t->dim() == 3, "%s: %s must be a 3-D tensor (total, H, d), got %d-D with shape %s", op, name,
                  (int)t->dim(), shape(*t).c_str());
     check_inputs(op, q.transpose(0, 1).unsqueeze(0), k.transpose(0, 1).unsqueeze(0), v.transpose(0, 1).unsqueeze(0),
-                 scale, {"k", "v", "q " + shape(q) + ", k " + shape(k) + ", v " + shape(v)});
+                 scale, {"k", "v", &q, &k, &v});
     const std::pair<const char *, const at::Tensor *> cus[] = {{"cu_seqlens_q", &cu_q}, {"cu_seqlens_k", &cu_k}};
     for (const auto &[name, t] : cus)
         FA_CHECK(t->scalar_type() == at::kInt && t->dim() == 1 && t->size(0) >= 1 && t->device() == q.device(),
