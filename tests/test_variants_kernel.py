@@ -562,7 +562,7 @@ def test_plain_decoding_step_on_the_split_kv_kernel(shape, causal):
 @pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"])
 @pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("case", ["sliding_causal", "key_mask_left_padded_causal", "sinks_window", "softcap_causal",
-                                  "combo"])
+                                  "alibi_causal", "causal_bottom_right", "combo"])
 def test_variants_on_every_hopper_grid(case, d, grid, fa_overrides):
     """The Hopper kernel's variants on each grid (sm90_grid) forced, with more query tiles (336 of
     128 rows, 7 per head) than the GPU has SMs: persistent CTAs walk several tiles of different

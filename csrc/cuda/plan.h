@@ -65,8 +65,9 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
 
 /* 1: a causal call's persistent grid takes each head's tiles in pairs, its i-th heaviest with its
  * i-th lightest (sm90_args.pairs; the grid is then persistent whatever fa_plan_sm90_persistent
- * says). n_q_tiles: query tiles a head; variants: a call with variants. */
-int fa_plan_sm90_pairs(const fa_params *p, const fa_overrides *o, int64_t keys, int64_t n_q_tiles, int variants);
+ * says). n_q_tiles: query tiles a head; v: the call's variants (NULL: none). */
+int fa_plan_sm90_pairs(const fa_params *p, const fa_overrides *o, int64_t keys, int64_t n_q_tiles,
+                       const fa_variants *v);
 
 /* Causal calls on one CTA per tile walk their tiles in sections of heads whose K and V take at most
  * this many bytes (fa_plan_sm90_heads). */

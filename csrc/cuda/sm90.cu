@@ -152,7 +152,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     /* Packed: a CTA per SM taking the items from a counter (packed_find), or without the scratch
      * for it, or with sm90_grid = 2, every grid-th; sm90_grid = 1: one item per CTA, over as many
      * CTAs as the longest sequence would give every sequence (those past the last item leave). */
-    const int pairs = !PACKED && fa_plan_sm90_pairs(p, o, keys, a.n_q_tiles, VAR != 0);
+    const int pairs = !PACKED && fa_plan_sm90_pairs(p, o, keys, a.n_q_tiles, VAR ? v : NULL);
     const int persistent = PACKED ? o->sm90_grid != 1 : pairs || fa_plan_sm90_persistent(p, o, keys);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
     if constexpr (PACKED) {
