@@ -68,16 +68,17 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * from 2049 to 8192 keys, with an even number of query tiles a head. The variants that leave each
  * tile's keys as causal makes them (softcap, ALiBi, sinks, either alignment; H100, two calls of three
  * rounds, 2026-12-05-variant-pairs): 8k keys −2.0 to +6.4 % over one CTA per tile, +2.4 % on average
- * over ten readings (eight gains), 4k −0.1 to −4.7 % against the snake: from 4097 keys. A window, key_mask or attn_mask
- * makes the tiles' costs other than a triangle's (and key_mask makes each CTA of a pair scan every
- * batch entry's key range): never paired automatically. */
+ * over ten readings (eight gains), 4k −0.1 to −4.7 % against the snake: from 4097 keys. A window,
+ * key_mask or attn_mask makes the tiles' costs other than a triangle's (and key_mask makes each CTA
+ * of a pair scan every batch entry's key range): never paired automatically. */
 int fa_plan_sm90_pairs(const fa_params *p, const fa_overrides *o, int64_t keys, int64_t n_q_tiles,
                        const fa_variants *v)
 {
     if (o->sm90_grid != 0)
         return o->sm90_grid == 3 && p->causal;
     const int64_t seen = keys < p->Nk ? keys : p->Nk;
-    const int triangles = v == NULL || (!v->window && v->key_mask == NULL && v->mask == NULL && v->cu_seqlens_q == NULL);
+    const int triangles = v == NULL
+                       || (!v->window && v->key_mask == NULL && v->mask == NULL && v->cu_seqlens_q == NULL);
     const int64_t from = v == NULL || !fa_has_variants(v) ? 2048 : 4096;
     return p->causal && triangles && p->d > 64 && p->d <= 128 && n_q_tiles % 2 == 0 && seen > from && seen <= 8192;
 }
