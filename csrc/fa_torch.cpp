@@ -1108,16 +1108,17 @@ at::Tensor kvcache_call(const at::Tensor &q_arg, const at::Tensor &k_cache, cons
     FA_CHECK(k_new.has_value() == v_new.has_value(), "%s: k_new and v_new must be given together", op);
     at::Tensor kn, vn;
     if (k_new.has_value()) {
-        kn = last_dim_contiguous(*k_new);
-        vn = last_dim_contiguous(*v_new);
-        for (const at::Tensor *t : {&kn, &vn}) {
+        const at::Tensor &kr = *k_new, &vr = *v_new;      // checked as given: k_new first, so kr.size(2) exists
+        for (const at::Tensor *t : {&kr, &vr}) {
             FA_CHECK(t->dim() == 4 && t->size(0) == B && t->size(1) == Hkv && t->size(3) == d &&
-                         t->size(2) == kn.size(2) && t->scalar_type() == q.scalar_type() && t->device() == q.device(),
+                         t->size(2) == kr.size(2) && t->scalar_type() == q.scalar_type() && t->device() == q.device(),
                      "%s: k_new and v_new must both be (B, Hkv, Nnew, d) = (%lld, %lld, Nnew, %lld) of q's dtype %s "
                      "and device %s, got k_new %s %s on %s, v_new %s %s on %s", op, (long long)B, (long long)Hkv,
-                     (long long)d, dtype_name(q), q.device().str().c_str(), dtype_name(kn), shape(kn).c_str(),
-                     kn.device().str().c_str(), dtype_name(vn), shape(vn).c_str(), vn.device().str().c_str());
+                     (long long)d, dtype_name(q), q.device().str().c_str(), dtype_name(kr), shape(kr).c_str(),
+                     kr.device().str().c_str(), dtype_name(vr), shape(vr).c_str(), vr.device().str().c_str());
         }
+        kn = last_dim_contiguous(kr);
+        vn = last_dim_contiguous(vr);
         // Written in place: every cache element its own memory (not an expanded view), the caches
         // apart from each other and from the rows written into them, as PyTorch's in-place ops ask.
         for (const auto &[name, t] : {std::pair<const char *, const at::Tensor *>{"k_cache", &k_cache},

@@ -97,6 +97,20 @@ def test_different_devices_meta():
         torch_flashattn.attention(q, k.to("meta"), v)
 
 
+def test_fake_kernel_errors_name_their_op():
+    """A meta tensor among CPU ones runs the op's fake kernel: its error names that op."""
+    q, k, v = qkv()
+    for op, kw in (("fa.forward_lse", {}), ("fa.forward_variants", dict(softcap=1.0))):
+        with pytest.raises(RuntimeError, match=f"{op}: q, k and v must be on the same device, got q on cpu and k "
+                                               f"on meta"):
+            torch_flashattn.attention_lse(q, k.to("meta"), v, **kw)
+    meta = dict(device="meta")
+    with pytest.raises(RuntimeError, match=r"fa.forward_kvcache: k_cache must be a 4-D tensor \(B, H, N, d\), "
+                                           "got 3-D"):
+        torch_flashattn.attention_kvcache(torch.randn(1, 2, 1, 16, **meta), torch.randn(1, 2, 8, **meta),
+                                          torch.randn(1, 2, 8, 16, **meta))
+
+
 def test_not_a_tensor():
     q, k, v = qkv()
     for name, args in (("q", (None, k, v)), ("k", (q, [1.0], v)), ("v", (q, k, 3))):

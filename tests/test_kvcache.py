@@ -166,6 +166,11 @@ def test_kvcache_bad_input_writes_nothing(device):
         torch_flashattn.attention_kvcache(q, k_cache, v_cache, k_new=k_new)
     with pytest.raises(RuntimeError, match=r"k_new and v_new must both be \(B, Hkv, Nnew, d\)"):
         torch_flashattn.attention_kvcache(q, k_cache, v_cache, k_new=k_new, v_new=v_new[:, :, :2])
+    # Fewer than 4 dims: the shape check comes before anything reads a fourth stride.
+    for kn, vn in ((k_new[:, :, 0], v_new), (k_new, v_new[:, :, 0]), (k_new[:, 0, 0], v_new)):
+        with pytest.raises(RuntimeError, match=r"k_new and v_new must both be \(B, Hkv, Nnew, d\) .* got k_new "
+                                               + r"\S+ \(" + ", ".join(map(str, kn.shape))):
+            torch_flashattn.attention_kvcache(q, k_cache, v_cache, k_new=kn, v_new=vn)
     with pytest.raises(RuntimeError, match="contiguous last dimension"):
         torch_flashattn.attention_kvcache(q, randn(2, 2, 10, 32)[..., ::2], v_cache)
     with pytest.raises(RuntimeError, match=r"k_new and v_new must both be .* of q's dtype Float and device "

@@ -15,27 +15,27 @@ def _on_q_device(op, q, **tensors):
                          lambda: f"{op}: {name} must be on q's device {q.device}, got {t.device}")
 
 
-def _out_like(q, k, v):
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        torch._check(t.dim() == 4, lambda: f"fa.forward: {name} must be a 4-D tensor (B, H, N, d), got {t.dim()}-D")
-        torch._check(t.device == q.device, lambda: "fa.forward: q, k and v must be on the same device, "
-                     f"got q on {q.device} and {name} on {t.device}")
+def _out_like(op, q, k, v, names=("q", "k", "v")):
+    for name, t in zip(names, (q, k, v)):
+        torch._check(t.dim() == 4, lambda: f"{op}: {name} must be a 4-D tensor (B, H, N, d), got {t.dim()}-D")
+        torch._check(t.device == q.device, lambda: f"{op}: {names[0]}, {names[1]} and {names[2]} must be on the same "
+                     f"device, got q on {q.device} and {name} on {t.device}")
     return q.new_empty(q.shape)
 
 
 @torch.library.register_fake("fa::forward")
 def _forward_fake(q, k, v, scale=None, causal=False):
-    return _out_like(q, k, v)
+    return _out_like("fa.forward", q, k, v)
 
 
 @torch.library.register_fake("fa::forward_lse")
 def _forward_lse_fake(q, k, v, scale=None, causal=False):
-    return _out_like(q, k, v), q.new_empty(q.shape[:3], dtype=torch.float32)
+    return _out_like("fa.forward_lse", q, k, v), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
 @torch.library.register_fake("fa::naive_forward")
 def _naive_forward_fake(q, k, v, scale=None, causal=False):
-    return _out_like(q, k, v)
+    return _out_like("fa.naive_forward", q, k, v)
 
 
 @torch.library.register_fake("fa::forward_kvcache")
@@ -43,14 +43,14 @@ def _forward_kvcache_fake(q, k_cache, v_cache, cache_seqlens=None, k_new=None, v
                           causal=False, window_left=-1, window_right=-1, softcap=None, alibi_slopes=None, sinks=None):
     _on_q_device("fa.forward_kvcache", q, k_cache=k_cache, v_cache=v_cache, cache_seqlens=cache_seqlens, k_new=k_new,
                  v_new=v_new, alibi_slopes=alibi_slopes, sinks=sinks)
-    return _out_like(q, k_cache, v_cache)
+    return _out_like("fa.forward_kvcache", q, k_cache, v_cache, ("q", "k_cache", "v_cache"))
 
 
 def _variants_fake(q, k, v, scale=None, causal=False, align=0, window_left=-1, window_right=-1, softcap=None,
                    alibi_slopes=None, sinks=None, key_mask=None, attn_mask=None):
     _on_q_device("fa.forward_variants", q, alibi_slopes=alibi_slopes, sinks=sinks, key_mask=key_mask,
                  attn_mask=attn_mask)
-    return _out_like(q, k, v), q.new_empty(q.shape[:3], dtype=torch.float32)
+    return _out_like("fa.forward_variants", q, k, v), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
 torch.library.register_fake("fa::forward_variants")(_variants_fake)
