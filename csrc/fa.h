@@ -53,8 +53,9 @@ typedef enum {
     FA_ERR_BAD_SIZE,         /* a size is negative or past FA_MAX_SIZE */
     FA_ERR_HEAD_DIM,         /* d outside 1..FA_MAX_HEAD_DIM */
     FA_ERR_GQA,              /* Hkv < 1 or Hkv does not divide Hq */
-    FA_ERR_BAD_STRIDE,       /* a negative stride, strides whose offsets overflow int64, or output
-                                strides (o, dq, dk, dv, a written cache) that make rows overlap */
+    FA_ERR_BAD_STRIDE,       /* a negative stride, an element offset past INT64_MAX / 8, output
+                                strides (o, dq, dk, dv, a written cache) that make rows overlap, or
+                                k_new / v_new within the span of a cache they are appended to */
     FA_ERR_DTYPE,            /* dtype is not one of fa_dtype */
     FA_ERR_SCALE,            /* scale is NaN, infinite or past ±FA_MAX_SCALE */
     FA_ERR_UNSUPPORTED,      /* valid, but this backend cannot run it */
@@ -66,7 +67,8 @@ typedef enum {
     FA_ERR_SCRATCH,          /* the scratch buffer is smaller than fa_kvcache_scratch_bytes says */
     FA_ERR_OVERRIDE,         /* an fa_overrides field is outside its range */
     FA_ERR_VARIANT,          /* a variant field is out of range: align, window < −1, softcap <= 0,
-                                not finite or past FA_MAX_SCALE, mask_kind, a negative variant stride */
+                                not finite or past FA_MAX_SCALE, mask_kind, a negative variant stride,
+                                or an ALiBi, key_mask or mask offset past INT64_MAX / 8 */
     FA_ERR_CU_SEQLENS,       /* cu_seqlens do not start at 0, decrease, pass max_seqlen or the rows
                                 of the packed tensors (checked where they are host memory) */
     FA_NUM_STATUS

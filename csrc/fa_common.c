@@ -85,18 +85,29 @@ int fa_record_cuda_error(const char *name, const char *text)
     return FA_ERR_CUDA;
 }
 
-/* The largest element offset of an (n0, n1, n2, d) tensor with strides s0, s1, s2 and a unit last
- * one (0 when it is empty), or −1 when it does not fit in int64. */
+/* Element offsets past this are refused: their byte offsets (elements of at most 4 bytes) and the
+ * spans rows_apart forms from them stay well inside int64. */
+#define FA_MAX_OFFSET (INT64_MAX / 8)
+
+/* The largest element offset of a k-dim tensor of sizes n and strides s (0 when it is empty), or
+ * −1 when it passes FA_MAX_OFFSET. */
+static int64_t last_offset_of(int k, const int64_t *n, const int64_t *s)
+{
+    for (int i = 0; i < k; i++)
+        if (n[i] == 0)
+            return 0;
+    int64_t sum = 0, a;
+    for (int i = 0; i < k; i++)
+        if (__builtin_mul_overflow(n[i] - 1, s[i], &a) || __builtin_add_overflow(sum, a, &sum) || sum > FA_MAX_OFFSET)
+            return -1;
+    return sum;
+}
+
+/* The same for an (n0, n1, n2, d) tensor with strides s0, s1, s2 and a unit last one. */
 static int64_t last_offset(int64_t n0, int64_t s0, int64_t n1, int64_t s1, int64_t n2, int64_t s2, int64_t d)
 {
-    if (n0 == 0 || n1 == 0 || n2 == 0 || d == 0)
-        return 0;
-    int64_t a, b, c, sum;
-    if (__builtin_mul_overflow(n0 - 1, s0, &a) || __builtin_mul_overflow(n1 - 1, s1, &b)
-        || __builtin_mul_overflow(n2 - 1, s2, &c) || __builtin_add_overflow(a, b, &sum)
-        || __builtin_add_overflow(sum, c, &sum) || __builtin_add_overflow(sum, d - 1, &sum))
-        return -1;
-    return sum;
+    const int64_t n[4] = {n0, n1, n2, d}, s[4] = {s0, s1, s2, 1};
+    return last_offset_of(4, n, s);
 }
 
 /* Whether an output (n0, n1, n2, d) with strides s0, s1, s2 (unit last) gives every element its own
@@ -117,7 +128,8 @@ static int rows_apart(int64_t n0, int64_t s0, int64_t n1, int64_t s1, int64_t n2
             continue;
         if (st[i] < span)
             return 0;
-        span = st[i] * n[i];                        /* no overflow: last_offset checked it */
+        if (__builtin_mul_overflow(st[i], n[i], &span))   /* past int64: nothing further fits */
+            span = INT64_MAX;
     }
     return 1;
 }
@@ -202,6 +214,15 @@ int fa_check_variants(const fa_params *p, const fa_variants *v)
         return FA_ERR_VARIANT;
     if (v->alibi_batch_stride < 0 || v->key_mask_batch_stride < 0 || v->mask_batch_stride < 0
         || v->mask_head_stride < 0 || v->mask_row_stride < 0 || v->mask_col_stride < 0)
+        return FA_ERR_VARIANT;
+    /* The extras' offsets too: ALiBi (B, Hq), key_mask (B, Nk), attn_mask (B, Hq, Nq, Nk). */
+    const int64_t slopes_n[2] = {p->B, p->Hq}, slopes_s[2] = {v->alibi_batch_stride, 1};
+    const int64_t keys_n[2] = {p->B, p->Nk}, keys_s[2] = {v->key_mask_batch_stride, 1};
+    const int64_t mask_n[4] = {p->B, p->Hq, p->Nq, p->Nk};
+    const int64_t mask_s[4] = {v->mask_batch_stride, v->mask_head_stride, v->mask_row_stride, v->mask_col_stride};
+    if ((v->alibi_slopes != NULL && last_offset_of(2, slopes_n, slopes_s) < 0)
+        || (v->key_mask != NULL && last_offset_of(2, keys_n, keys_s) < 0)
+        || (v->mask != NULL && last_offset_of(4, mask_n, mask_s) < 0))
         return FA_ERR_VARIANT;
     if ((v->cu_seqlens_q == NULL) != (v->cu_seqlens_k == NULL))
         return FA_ERR_NULL_POINTER;
@@ -300,6 +321,20 @@ int fa_check_kvcache_params(const fa_kvcache_params *kp)
             || !rows_apart(p->B, p->k_batch_stride, p->Hkv, p->k_head_stride, p->Nk, p->k_row_stride, p->d)
             || !rows_apart(p->B, p->v_batch_stride, p->Hkv, p->v_head_stride, p->Nk, p->v_row_stride, p->d))
             return FA_ERR_BAD_STRIDE;
+        /* The new rows are read while the caches are written: neither within a cache's span. */
+        const int64_t es = p->dtype == FA_FLOAT32 ? 4 : 2;
+        const char *news[2] = {kp->k_new, kp->v_new}, *caches[2] = {p->k, p->v};
+        const int64_t new_end[2] = {
+            last_offset(p->B, kp->kn_batch_stride, p->Hkv, kp->kn_head_stride, nnew, kp->kn_row_stride, p->d),
+            last_offset(p->B, kp->vn_batch_stride, p->Hkv, kp->vn_head_stride, nnew, kp->vn_row_stride, p->d)};
+        const int64_t cache_end[2] = {
+            last_offset(p->B, p->k_batch_stride, p->Hkv, p->k_head_stride, p->Nk, p->k_row_stride, p->d),
+            last_offset(p->B, p->v_batch_stride, p->Hkv, p->v_head_stride, p->Nk, p->v_row_stride, p->d)};
+        for (int a = 0; a < 2; a++)
+            for (int c = 0; c < 2; c++)
+                if ((uintptr_t)news[a] <= (uintptr_t)caches[c] + (uintptr_t)((cache_end[c] + 1) * es) - 1
+                    && (uintptr_t)caches[c] <= (uintptr_t)news[a] + (uintptr_t)((new_end[a] + 1) * es) - 1)
+                    return FA_ERR_BAD_STRIDE;
     }
     return FA_OK;
 }

@@ -172,6 +172,10 @@ static void kvcache_case(void)
     check(fa_forward_kvcache_cpu(&bad) == FA_ERR_BAD_STRIDE, "negative k_new stride -> FA_ERR_BAD_STRIDE");
     bad = kp; bad.p.Hkv = 3;
     check(fa_forward_kvcache_cpu(&bad) == FA_ERR_GQA, "Hq = 4, Hkv = 3 -> FA_ERR_GQA");
+    bad = kp; bad.k_new = kc + 2 * d + 1;               /* read from the rows the append writes */
+    check(fa_forward_kvcache_cpu(&bad) == FA_ERR_BAD_STRIDE, "k_new inside k_cache -> FA_ERR_BAD_STRIDE");
+    bad = kp; bad.v_new = kc + nc - d;                  /* another cache's last row */
+    check(fa_forward_kvcache_cpu(&bad) == FA_ERR_BAD_STRIDE, "v_new inside k_cache -> FA_ERR_BAD_STRIDE");
     check(fa_forward_kvcache_cpu(NULL) == FA_ERR_NULL_POINTER, "kvcache params = NULL -> FA_ERR_NULL_POINTER");
     check(o[0] == 12345.0f && memcmp(kc, kc_copy, sizeof(float) * nc) == 0,
           "rejected kvcache calls wrote neither the output nor the caches");
@@ -293,6 +297,25 @@ static void hostile_case(void)
     t = p; t.Nq = INT64_MAX; check(fa_forward_cpu(&t) == FA_ERR_BAD_SIZE, "Nq INT64_MAX -> FA_ERR_BAD_SIZE");
     t = p; t.B = 3; t.q_batch_stride = (int64_t)1 << 62;
     check(fa_forward_cpu(&t) == FA_ERR_BAD_STRIDE, "offsets past int64 -> FA_ERR_BAD_STRIDE");
+    /* Element offsets within int64 but byte offsets not: batch 1's output wrapped onto batch 0's. */
+    t = p; t.B = 2; t.o_batch_stride = (int64_t)1 << 62;
+    check(fa_check_params(&t) == FA_ERR_BAD_STRIDE, "o batch stride 2^62 -> FA_ERR_BAD_STRIDE");
+    t = p; t.B = 2; t.o_batch_stride = INT64_MAX / 2;
+    check(fa_forward_cpu(&t) == FA_ERR_BAD_STRIDE, "o batch stride INT64_MAX / 2 -> FA_ERR_BAD_STRIDE");
+    /* The extras' strides: offsets past int64 once overflowed in the reads. */
+    memset(&w, 0, sizeof w);
+    float slopes[2] = {0.5f, 0.5f};
+    uint8_t keys[2] = {1, 1};
+    t = p; t.B = 2; t.o_batch_stride = t.q_batch_stride;
+    w.alibi_slopes = slopes; w.alibi_batch_stride = INT64_MAX;
+    check(fa_forward_variants_cpu(&t, &w) == FA_ERR_VARIANT, "ALiBi batch stride INT64_MAX -> FA_ERR_VARIANT");
+    memset(&w, 0, sizeof w);
+    w.key_mask = keys; w.key_mask_batch_stride = INT64_MAX;
+    check(fa_forward_variants_cpu(&t, &w) == FA_ERR_VARIANT, "key_mask batch stride INT64_MAX -> FA_ERR_VARIANT");
+    memset(&w, 0, sizeof w);
+    t = p; t.Nq = 2;
+    w.mask = q; w.mask_kind = FA_MASK_ADD_F32; w.mask_row_stride = INT64_MAX / 2;
+    check(fa_forward_variants_cpu(&t, &w) == FA_ERR_VARIANT, "mask row stride INT64_MAX / 2 -> FA_ERR_VARIANT");
     t = p; t.Hq = 2; t.Nq = 2; t.o_head_stride = d;          /* rows and heads on the same memory */
     check(fa_forward_cpu(&t) == FA_ERR_BAD_STRIDE, "o heads over o rows -> FA_ERR_BAD_STRIDE");
     int32_t cu[3] = {0, 1, 2};
