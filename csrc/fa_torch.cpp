@@ -1243,8 +1243,11 @@ void set_overrides(c10::IntArrayRef fields)
     FA_CHECK(static_cast<int>(fields.size()) == kOverrideFields, "fa._set_overrides: expected %d fields, got %d",
              kOverrideFields, static_cast<int>(fields.size()));
     int values[kOverrideFields];
-    for (int i = 0; i < kOverrideFields; i++)
+    for (int i = 0; i < kOverrideFields; i++) {
+        FA_CHECK(fields[i] >= INT32_MIN && fields[i] <= INT32_MAX, "fa._set_overrides: field %d = %lld is past a C int",
+                 i, (long long)fields[i]);
         values[i] = static_cast<int>(fields[i]);
+    }
     fa_overrides o;
     std::memcpy(&o, values, sizeof o);
     check_status("fa._set_overrides", fa_set_overrides(&o));

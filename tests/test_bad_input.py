@@ -162,6 +162,11 @@ def test_unknown_kernel_family():
         _testing.set_overrides(decode_warps=5)
     with pytest.raises(TypeError, match="unknown field"):
         _testing.set_overrides(decode_pdl=1)
+    for value in (2**32 + 4, 2**40, -2**31 - 1):       # once cut to 32 bits: 4, 0 (automatic), ...
+        with pytest.raises(ValueError, match=f"decode_splits must fit a 32-bit int, got {value}"):
+            _testing.set_overrides(decode_splits=value)
+    with pytest.raises(RuntimeError, match=r"field 3 = 4294967300 is past a C int"):
+        torch.ops.fa._set_overrides([0, 0, 0, 2**32 + 4] + [0] * (len(_testing.FIELDS) - 4))
     assert _testing.get() == before
 
 

@@ -13,6 +13,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 mu = pytest.importorskip("transformers.masking_utils")
 
 import torch_flashattn  # noqa: E402
+import torch_flashattn.hf  # noqa: E402
 from torch_flashattn.hf import StructuredMask, _structure, structured_mask  # noqa: E402
 
 
@@ -159,3 +160,30 @@ def test_padding_mask_is_not_read_on_the_host(monkeypatch, nq, nk, q_off):
             ref = F.scaled_dot_product_attention(q.double(), k.double(), v.double(),
                                                  attn_mask=mu.sdpa_mask(**kw, allow_is_causal_skip=False))
         torch.testing.assert_close(out, ref.float(), atol=2e-6, rtol=0)
+
+
+@pytest.mark.parametrize("arch", ["llama", "mistral"])
+def test_static_cache_generate_padded(arch):
+    """generate() with a static cache builds the mask before the model runs and passes it in as the
+    model's attention_mask; the model's own mask creation hands it back to structured_mask, which
+    returns it (a StructuredMask there once raised AttributeError). Tokens and logits as SDPA's."""
+    import transformers
+
+    name = torch_flashattn.hf.register()
+    cfg = dict(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+               num_key_value_heads=2)
+    config = (transformers.MistralConfig(sliding_window=5, **cfg) if arch == "mistral"
+              else transformers.LlamaConfig(**cfg))
+    ids = torch.randint(1, 128, (2, 8), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0                                                      # left padding
+    outs = {}
+    for impl in ("sdpa", name):
+        torch.manual_seed(1)
+        model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation=impl).eval()
+        outs[impl] = model.generate(ids, attention_mask=mask, max_new_tokens=4, do_sample=False,
+                                    cache_implementation="static", output_logits=True,
+                                    return_dict_in_generate=True)
+    assert torch.equal(outs["sdpa"].sequences, outs[name].sequences)
+    for a, b in zip(outs["sdpa"].logits, outs[name].logits):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)

@@ -193,6 +193,14 @@ def _error_worker(rank, world, port, out_dir):
             context_parallel_attention(q, q, q, scale=float("nan"))
         except RuntimeError as e:
             msgs.append(str(e))
+        try:                                             # 3-D (its N once read from the head dim)
+            context_parallel_attention(q[0], q, q)
+        except ValueError as e:
+            msgs.append(str(e))
+        try:                                             # v's head dim on every rank: the shards' shapes shown
+            context_parallel_attention(q, q, torch.randn(1, 2, 5, 16))
+        except RuntimeError as e:
+            msgs.append(str(e))
         qg = q.clone().requires_grad_()
         out = context_parallel_attention(qg, q, q, causal=True)
         # A first derivative with create_graph=True (it raised from the ring's in-place sums).
@@ -208,10 +216,13 @@ def test_errors():
         mp.spawn(_error_worker, args=(2, _free_port(), out_dir), nprocs=2, join=True)
         for r in range(2):
             msgs = torch.load(os.path.join(out_dir, f"rank{r}.pt"))
-            assert (len(msgs) == 10 and "same shapes" in msgs[0] and "even shard length" in msgs[1]
+            assert (len(msgs) == 12 and "same shapes" in msgs[0] and "even shard length" in msgs[1]
                     and "window must be (left, right)" in msgs[2]
                     and all("the same causal, window, scale and balance" in m for m in msgs[3:8])
-                    and "scale must be a finite number" in msgs[8] and msgs[9] == (1, 2, 5, 8)), msgs
+                    and "scale must be a finite number" in msgs[8]
+                    and "q must be a 4-D shard (B, H, N, d), got shape (2, 5, 8)" in msgs[9]
+                    and "the shards are q (1, 2, 5, 8), k (1, 2, 5, 8), v (1, 2, 5, 16)" in msgs[10]
+                    and msgs[11] == (1, 2, 5, 8)), msgs
 
 
 @pytest.mark.parametrize("device", DEVICES)

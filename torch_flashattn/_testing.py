@@ -38,6 +38,8 @@ def _encode(name, value):
     if names is None:
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(f"overrides: {name} must be an int, got {value!r}")
+        if not -2**31 <= value < 2**31:                 # fa_overrides' fields are C ints
+            raise ValueError(f"overrides: {name} must fit a 32-bit int, got {value!r}")
         return value
     if value not in names:
         raise ValueError(f"overrides: {name} must be one of {', '.join(names)}, got {value!r}")

@@ -213,6 +213,12 @@ class StructuredMask:
     kv_length: int
     build: object
 
+    # generate() with a compileable (static) cache builds the mask before the model runs and hands it
+    # to the model as its attention_mask, whose mask creation then passes it back to structured_mask.
+    # transformers reads `ndim` there first (2: a padding mask to convert); anything else goes on to
+    # the mask function, which returns it as it is (structured_mask).
+    ndim = 4
+
     def dense(self):
         return self.build()
 
@@ -281,6 +287,14 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     ``_structure`` knows, None where the plain causal flag is exact, else sdpa_mask's dense mask."""
     from transformers import masking_utils as mu
 
+    if isinstance(attention_mask, StructuredMask):        # built before the model ran (generate, above)
+        if (attention_mask.q_length, attention_mask.kv_length, attention_mask.delta) != (q_length, kv_length,
+                                                                                       q_offset - kv_offset):
+            raise RuntimeError(
+                f"torch_flashattn.hf: a mask built for {attention_mask.q_length} queries over "
+                f"{attention_mask.kv_length} keys (offset {attention_mask.delta}) was passed back for "
+                f"{q_length} over {kv_length} (offset {q_offset - kv_offset})")
+        return attention_mask
     mask_function = mask_function or mu.causal_mask_function
     args = dict(batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset,
                 kv_offset=kv_offset, mask_function=mask_function, attention_mask=attention_mask,

@@ -220,6 +220,10 @@ def context_parallel_attention(q, k, v, *, causal=False, scale=None, window=(-1,
                          f"(-1: unbounded), got {window!r}")
     left, right = int(window[0]), 0 if causal else int(window[1])
     world = dist.get_world_size(group)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if t.dim() != 4:
+            raise ValueError(f"context_parallel_attention: {name} must be a 4-D shard (B, H, N, d), got shape "
+                             f"{tuple(t.shape)}")
     n = q.shape[2]
     if k.shape[2] != n or v.shape[2] != n:
         raise ValueError(f"context_parallel_attention: q, k and v shards must have the same length, got "
@@ -244,8 +248,13 @@ def context_parallel_attention(q, k, v, *, causal=False, scale=None, window=(-1,
                          f"{[s.tolist() for s in every]}")
     # What attention_lse would refuse, refused here on every rank before a message is posted (an error
     # inside the ring would leave the other ranks' exchanges pending).
+    # Checked on empty views of the shards (nothing computed); the error then shows the shards' own shapes.
     c, wl, wr = _op_band(left, right)
-    torch_flashattn.attention_lse(q[:, :, :0], k[:, :, :0], v[:, :, :0], causal=c, window=(wl, wr), scale=scale)
+    try:
+        torch_flashattn.attention_lse(q[:, :, :0], k[:, :, :0], v[:, :, :0], causal=c, window=(wl, wr), scale=scale)
+    except RuntimeError as e:
+        raise RuntimeError(f"context_parallel_attention: {e} (checked on empty views; the shards are q "
+                           f"{tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)})") from None
     if grad:
         return _Ring.apply(q, k, v, left, right, scale, group, balance)
     return _ring_forward(q, k, v, left, right, scale, group, balance)[0].to(q.dtype)
