@@ -67,7 +67,8 @@ typedef enum {
     FA_ERR_SCRATCH,          /* the scratch buffer is smaller than fa_kvcache_scratch_bytes says */
     FA_ERR_OVERRIDE,         /* an fa_overrides field is outside its range */
     FA_ERR_VARIANT,          /* a variant field is out of range: align, window < −1, softcap <= 0,
-                                not finite or past FA_MAX_SCALE, mask_kind, a negative variant stride,
+                                not finite or past FA_MAX_SCALE, |scale| / softcap past FA_MAX_SCALE,
+                                mask_kind, a negative variant stride,
                                 or an ALiBi, key_mask or mask offset past INT64_MAX / 8 */
     FA_ERR_CU_SEQLENS,       /* cu_seqlens do not start at 0, decrease, pass max_seqlen or the rows
                                 of the packed tensors (checked where they are host memory) */

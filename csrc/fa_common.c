@@ -32,7 +32,8 @@ const char *fa_strerror(int status)
     case FA_ERR_SEQLEN:        return "cache_seqlens[b] + Nnew must be in 0..Nmax";
     case FA_ERR_SCRATCH:       return "scratch buffer smaller than fa_kvcache_scratch_bytes";
     case FA_ERR_OVERRIDE:      return "an override is outside its range";
-    case FA_ERR_VARIANT:       return "a variant parameter is out of range";
+    case FA_ERR_VARIANT:       return "a variant parameter is out of range (align, window, softcap, |scale| / "
+                                      "softcap past FA_MAX_SCALE, mask_kind or an extra's stride)";
     case FA_ERR_CU_SEQLENS:    return "cu_seqlens must start at 0, not decrease, and stay within max_seqlen and the packed rows";
     default:                   return "unknown status";
     }
@@ -209,6 +210,9 @@ int fa_check_variants(const fa_params *p, const fa_variants *v)
     if (v->window && (v->window_left < -1 || v->window_right < -1))
         return FA_ERR_VARIANT;
     if (v->softcap != 0.0f && !(v->softcap > 0.0f && v->softcap <= FA_MAX_SCALE))
+        return FA_ERR_VARIANT;
+    /* The kernels multiply the scores by scale / softcap before the tanh: it must be finite. */
+    if (v->softcap != 0.0f && !(fabsf(p->scale) / v->softcap <= FA_MAX_SCALE))
         return FA_ERR_VARIANT;
     if (v->mask_kind < FA_MASK_NONE || v->mask_kind > FA_MASK_ADD_F32 || (v->mask_kind != FA_MASK_NONE) != (v->mask != NULL))
         return FA_ERR_VARIANT;

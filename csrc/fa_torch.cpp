@@ -240,8 +240,10 @@ Variants check_variants(const char *op, const at::Tensor &q, int64_t B, int64_t 
     va.window_left = window_left;
     va.window_right = window_right;
     if (softcap.has_value()) {
-        FA_CHECK(std::isfinite(*softcap) && *softcap > 0.0 && *softcap <= FA_MAX_SCALE,
-                 "%s: softcap must be a number in (0, %g], got %g", op, (double)FA_MAX_SCALE, *softcap);
+        // The kernels take it as a float: one that rounds to 0 would be no softcap at all.
+        FA_CHECK(std::isfinite(*softcap) && static_cast<float>(*softcap) > 0.0f && *softcap <= FA_MAX_SCALE,
+                 "%s: softcap must be a number in (0, %g] that a float holds (at least 1.4e-45), got %g", op,
+                 (double)FA_MAX_SCALE, *softcap);
         va.softcap = *softcap;
     }
     if (alibi_slopes.has_value()) {

@@ -82,6 +82,14 @@ class TestBadInput:
         q, k, v = qkv(device)
         raises(r"softcap must be a number in \(0, 2.3e\+38\]", q, k, v, softcap=3e38)
 
+    def test_tiny_softcap(self, device):
+        """A softcap that rounds to a float 0 was no softcap at all on the kernels; one whose scale / softcap
+        passes a float gave NaN rows on CUDA."""
+        q, k, v = qkv(device)
+        raises(r"softcap must be a number in \(0, 2.3e\+38\] that a float holds", q, k, v, softcap=1e-50)
+        raises(r"\|scale\| / softcap past FA_MAX_SCALE", q, k, v, softcap=1e-40, scale=0.125)
+        torch_flashattn.attention(q, k, v, softcap=1e-30)   # scale / softcap 1.25e29: runs
+
 
 @pytest.mark.gpu
 def test_different_devices():

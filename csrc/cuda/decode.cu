@@ -391,8 +391,8 @@ static int kvcache_variants(const fa_kvcache_params *kp, const fa_variants *v_in
                             int key_mask_ok)
 {
     *any = fa_has_variants(v_in);
-    if (!*any)
-        return FA_OK;
+    if (!*any)      /* none asked for, but its other fields checked as the C backend checks them */
+        return v_in == NULL ? FA_OK : fa_check_variants(&kp->p, v_in);
     fa_variants in = *v_in;
     if (key_mask_ok)
         in.key_mask = NULL;
