@@ -320,17 +320,16 @@ int fa_check_kvcache_params(const fa_kvcache_params *kp)
     if (nnew > 0 && p->B > 0 && p->Hkv > 0) {
         if (p->k == NULL || p->v == NULL)
             return FA_ERR_NULL_POINTER;
-        if (last_offset(p->B, kp->kn_batch_stride, p->Hkv, kp->kn_head_stride, nnew, kp->kn_row_stride, p->d) < 0
-            || last_offset(p->B, kp->vn_batch_stride, p->Hkv, kp->vn_head_stride, nnew, kp->vn_row_stride, p->d) < 0
+        const int64_t new_end[2] = {
+            last_offset(p->B, kp->kn_batch_stride, p->Hkv, kp->kn_head_stride, nnew, kp->kn_row_stride, p->d),
+            last_offset(p->B, kp->vn_batch_stride, p->Hkv, kp->vn_head_stride, nnew, kp->vn_row_stride, p->d)};
+        if (new_end[0] < 0 || new_end[1] < 0
             || !rows_apart(p->B, p->k_batch_stride, p->Hkv, p->k_head_stride, p->Nk, p->k_row_stride, p->d)
             || !rows_apart(p->B, p->v_batch_stride, p->Hkv, p->v_head_stride, p->Nk, p->v_row_stride, p->d))
             return FA_ERR_BAD_STRIDE;
         /* The new rows are read while the caches are written: neither within a cache's span. */
         const int64_t es = p->dtype == FA_FLOAT32 ? 4 : 2;
         const char *news[2] = {kp->k_new, kp->v_new}, *caches[2] = {p->k, p->v};
-        const int64_t new_end[2] = {
-            last_offset(p->B, kp->kn_batch_stride, p->Hkv, kp->kn_head_stride, nnew, kp->kn_row_stride, p->d),
-            last_offset(p->B, kp->vn_batch_stride, p->Hkv, kp->vn_head_stride, nnew, kp->vn_row_stride, p->d)};
         const int64_t cache_end[2] = {
             last_offset(p->B, p->k_batch_stride, p->Hkv, p->k_head_stride, p->Nk, p->k_row_stride, p->d),
             last_offset(p->B, p->v_batch_stride, p->Hkv, p->v_head_stride, p->Nk, p->v_row_stride, p->d)};

@@ -187,3 +187,16 @@ def test_static_cache_generate_padded(arch):
     assert torch.equal(outs["sdpa"].sequences, outs[name].sequences)
     for a, b in zip(outs["sdpa"].logits, outs[name].logits):
         torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-5)
+
+
+def test_mask_passed_back_must_match():
+    """A StructuredMask handed back to structured_mask is returned only for the sizes and pattern it
+    was built for; any other call raises rather than attend under the wrong mask."""
+    pad = torch.ones(2, 8, dtype=torch.bool)
+    m = structured_mask(2, 4, 8, 4, 0, mu.causal_mask_function, pad)
+    assert structured_mask(2, 4, 8, 4, 0, mu.causal_mask_function, m) is m
+    for kw in (dict(mask_function=mu.sliding_window_causal_mask_function(3)), dict(q_length=3, q_offset=5)):
+        args = dict(batch_size=2, q_length=4, kv_length=8, q_offset=4, kv_offset=0,
+                    mask_function=mu.causal_mask_function, attention_mask=m) | kw
+        with pytest.raises(RuntimeError, match="was passed back for"):
+            structured_mask(**args)

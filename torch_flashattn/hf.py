@@ -287,15 +287,15 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     ``_structure`` knows, None where the plain causal flag is exact, else sdpa_mask's dense mask."""
     from transformers import masking_utils as mu
 
-    if isinstance(attention_mask, StructuredMask):        # built before the model ran (generate, above)
-        if (attention_mask.q_length, attention_mask.kv_length, attention_mask.delta) != (q_length, kv_length,
-                                                                                       q_offset - kv_offset):
-            raise RuntimeError(
-                f"torch_flashattn.hf: a mask built for {attention_mask.q_length} queries over "
-                f"{attention_mask.kv_length} keys (offset {attention_mask.delta}) was passed back for "
-                f"{q_length} over {kv_length} (offset {q_offset - kv_offset})")
-        return attention_mask
     mask_function = mask_function or mu.causal_mask_function
+    if isinstance(attention_mask, StructuredMask):        # built before the model ran (generate, above)
+        m = attention_mask
+        built = (m.q_length, m.kv_length, m.delta, (m.causal, m.left, m.right))
+        asked = (q_length, kv_length, q_offset - kv_offset, _structure(mask_function))
+        if built != asked:
+            raise RuntimeError(f"torch_flashattn.hf: a mask built for (queries, keys, offset, (causal, left, right)) "
+                               f"= {built} was passed back for {asked}")
+        return m
     args = dict(batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset,
                 kv_offset=kv_offset, mask_function=mask_function, attention_mask=attention_mask,
                 allow_is_causal_skip=allow_is_causal_skip, **kwargs)
