@@ -276,12 +276,16 @@ static int make_plan(const fa_kvcache_params *kp, const fa_overrides *o, decode_
             pl->combine = ks.combine_sinks;
             pl->combine_wide = ks.combine_wide_sinks;
         }
-        /* A side wider than any row reaches (Nq + Nmax) is unbounded: −1, and the rest fits an int. */
+        /* A side wider than any row reaches is unbounded: −1. A row's position i + δ lies in
+         * [−Nq, Nmax − 1], so a left side from Nmax and a right side from Nq + Nmax reach every key;
+         * a right side short of that but past an int (Nq near 2³¹) is not taken. */
         const int64_t reach = p->Nq + p->Nk, left = v->window ? v->window_left : -1;
         const int64_t right = p->causal ? 0 : v->window ? v->window_right : -1;
+        if (right < reach && right > INT32_MAX)
+            return FA_ERR_UNSUPPORTED;
         a->v = *v;
-        a->var_left = left > reach ? -1 : (int)left;
-        a->var_right = right > reach ? -1 : (int)right;
+        a->var_left = left >= p->Nk ? -1 : (int)left;
+        a->var_right = right >= reach ? -1 : (int)right;
         a->cap_c = v->softcap > 0.f ? v->softcap * FA_LOG2E : 0.f;
         a->cap_in = v->softcap > 0.f ? p->scale / v->softcap : 0.f;
         /* A window's left side bounds the keys any tile reads to Nq + left + max(right, 0) + 1 from
