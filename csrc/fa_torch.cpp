@@ -552,6 +552,16 @@ void check_host_cu_seqlens(const char *op, const at::Tensor &cq, const at::Tenso
     }
 }
 
+// No sequence is longer than its packed tensor (cu_seqlens end within its rows): a max_seqlen past
+// that bounds nothing, and the rows bound it instead, so that it sizes no grid, loop or padding
+// (2^40 kept the C backend looping over empty query tiles). Called after the host checks, whose
+// messages name the max_seqlen given.
+void clamp_max_seqlen(int64_t &max_q, int64_t &max_k, int64_t total_q, int64_t total_k)
+{
+    max_q = std::min(max_q, total_q);
+    max_k = std::min(max_k, total_k);
+}
+
 // fa_params over packed q, k, v, o (total, H, d) and lse (Hq, total_q): B sequences of at most
 // max_q queries and max_k keys (batch strides 0; fa_variants carries cu_seqlens).
 fa_params packed_params(const at::Tensor &q, const at::Tensor &k, const at::Tensor &v, const at::Tensor &o,
@@ -675,6 +685,7 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
         return {at::empty({0, Hq, d}, q_in.options()), at::empty({Hq, 0}, q_in.options().dtype(at::kFloat))};
     if (total_k == 0)
         max_k = 0;
+    clamp_max_seqlen(max_q, max_k, total_q, total_k);
     const at::Tensor q = q_in.stride(2) == 1 ? q_in : q_in.contiguous();
     const at::Tensor k = k_in.stride(2) == 1 ? k_in : k_in.contiguous();
     const at::Tensor v = v_in.stride(2) == 1 ? v_in : v_in.contiguous();
@@ -986,8 +997,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
         return {at::zeros_like(q_in), at::zeros_like(k_in), at::zeros_like(v_in),
                 va.sinks.defined() ? at::zeros({Hq}, f32) : at::empty({0}, f32)};
     }
+    if (!q_in.is_cuda() && !exact)             // the user's max_seqlen in its messages
+        check_host_cu_seqlens(op, cu_q.contiguous(), cu_k.contiguous(), B, max_q, max_k, total_q, total_k);
     if (total_k == 0)
         max_k = 0;
+    clamp_max_seqlen(max_q, max_k, total_q, total_k);
     const at::Tensor cq = cu_q.contiguous(), ck = cu_k.contiguous(), lse = lse_in.contiguous();
     const at::Tensor dlse = dlse_in.has_value() ? dlse_in->contiguous() : at::Tensor();
     auto unit_last = [](const at::Tensor &t) { return t.stride(2) == 1 ? t : t.contiguous(); };   // (total, H, d)
@@ -1014,8 +1028,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
     // torch.use_deterministic_algorithms(True): the kernel's dQ sums vary in order (fa::backward).
     if (exact || (q.is_cuda() && at::globalContext().deterministicAlgorithms()))
         return exact_padded();
-    if (!q.is_cuda())
-        check_host_cu_seqlens(op, cq, ck, B, max_q, max_k, total_q, total_k);
     at::Tensor dq = at::zeros_like(q, at::MemoryFormat::Contiguous), dk = at::zeros_like(k, at::MemoryFormat::Contiguous),
                dv = at::zeros_like(v, at::MemoryFormat::Contiguous);
     at::Tensor dsinks = va.sinks.defined() ? at::zeros({Hq}, q.options().dtype(at::kFloat))

@@ -804,6 +804,27 @@ def test_varlen_empty_packed_tensors(kernel, fa_overrides):
             assert q.grad.shape == q.shape and k.grad.shape == k.shape and (q.grad == 0).all()
 
 
+@pytest.mark.parametrize("kernel", VKERNELS)
+def test_varlen_max_seqlen_past_the_rows(kernel, fa_overrides):
+    """A max_seqlen far past the packed rows (up to 2^62) bounds nothing: the tight one's output, lse
+    and gradients, at once (2^40 kept the C backend looping over empty query tiles)."""
+    device = use_vkernel(kernel, torch.float16 if kernel.startswith("cuda") else torch.float32, fa_overrides)
+    dtype = torch.float16 if device == "cuda" else torch.float32
+    g = torch.Generator().manual_seed(21)
+    q = rand(g, 10, 2, 64, dtype=dtype, device=device).requires_grad_()
+    k, v = (rand(g, 12, 2, 64, dtype=dtype, device=device).requires_grad_() for _ in range(2))
+    cu_q, cu_k = (torch.tensor(c, dtype=torch.int32, device=device) for c in ([0, 4, 10], [0, 5, 12]))
+    runs = []
+    for mq, mk in ((6, 7), (2 ** 40, 2 ** 40), (2 ** 62, 10 ** 6)):
+        out, lse = torch_flashattn.attention_varlen(q, k, v, cu_q, cu_k, mq, mk, causal=True, return_lse=True)
+        runs.append((out, lse, *torch.autograd.grad(out.float().sum() + lse.sum(), (q, k, v))))
+    # The C backend: the same bits; the exact path pads to max_seqlen, and CUDA sums dQ in any order.
+    atol = 0 if kernel == "cpu" else 1e-5 if dtype == torch.float32 else 1e-3
+    for other in runs[1:]:
+        for a, b in zip(runs[0], other):
+            torch.testing.assert_close(a, b, atol=atol, rtol=0)
+
+
 @pytest.mark.parametrize("kernel", ["cpu", "cpu-exact", pytest.param("cuda-exact", marks=pytest.mark.gpu)])
 def test_varlen_rows_past_the_last_sequence(kernel, fa_overrides):
     """Rows of q past cu_seqlens_q[B] belong to no sequence: NaN in out and lse, zero gradients (the
