@@ -192,57 +192,6 @@ def test_sm90_causal_sections(grid, d, forced, fa_overrides):
         assert torch.equal(w, var), f"sections of {heads} heads, window and sinks: other bits"
 
 
-# Sinks alone run on the plain kernels (sm90.cu, sm90_plain_variants), each tile's rows ending with
-# the head's sink in the denominator: (B, Hq, Hkv, Nq, Nk, d, causal) for each plain tile.
-PLAIN_SINK_SHAPES = {
-    "d64_short_causal": (2, 4, 2, 700, 700, 64, True),
-    "d64_three_consumers": (2, 4, 2, 1500, 1500, 64, True),
-    "d128": (2, 4, 2, 777, 1025, 128, True),
-    "d128_causal_fenced": (1, 4, 2, 4200, 4200, 128, True),
-    "d128_long_keys": (2, 4, 2, 3500, 2500, 128, False),      # 152 tiles: a last round the rule splits
-    "d256": (2, 4, 2, 600, 900, 256, False),
-}
-
-
-@sm90
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("shape", list(PLAIN_SINK_SHAPES))
-@pytest.mark.parametrize("tail", [0, 3], ids=["auto", "split_asked"])
-def test_sm90_sinks_on_the_plain_tiles(dtype, shape, tail, forced, fa_overrides):
-    """Sinks without other variants on each plain tile (GQA, tails, lse) against the float64
-    reference, with the last round's split asked for (sm90_tail=3: a split's merge knows no sink, so
-    the tiles stay whole); a sink of −inf adds nothing, and gives the plain call's very bits (the
-    variant kernel rounds otherwise)."""
-    from test_variants import assert_variant_accurate
-    fa_overrides(sm90_grid="persistent" if tail else "auto", sm90_tail=tail)
-    B, Hq, Hkv, nq, nk, d, causal = PLAIN_SINK_SHAPES[shape]
-    torch.manual_seed(nq + nk + d)
-    q = randn(B, Hq, nq, d, dtype=dtype, device="cuda")
-    k = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
-    v = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
-    sinks = torch.randn(Hq, device="cuda") * 3
-    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, sinks=sinks)
-    what = f"sm90 sinks {shape} {dtype} tail={tail}"
-    assert_variant_accurate(out, lse, q, k, v, what=what, causal=causal, sinks=sinks)
-    plain = torch_flashattn.attention_lse(q, k, v, causal=causal)
-    none = torch_flashattn.attention_lse(q, k, v, causal=causal, sinks=torch.full((Hq,), float("-inf"), device="cuda"))
-    assert torch.equal(none[0], plain[0]) and torch.equal(none[1], plain[1]), f"{what}: −inf sinks changed the bits"
-
-
-@sm90
-@pytest.mark.parametrize("causal,nq,nk", [(True, 1000, 1000), (False, 500, 1300)])
-def test_sm90_alignment_that_moves_nothing_is_plain(causal, nq, nk, forced):
-    """causal_align="bottom_right" where it moves no key (δ = Nk − Nq = 0, or not causal): the
-    plain kernel's bits."""
-    torch.manual_seed(nq)
-    q = randn(2, 4, nq, 128, dtype=torch.bfloat16, device="cuda")
-    k = randn(2, 2, nk, 128, dtype=torch.bfloat16, device="cuda")
-    v = randn(2, 2, nk, 128, dtype=torch.bfloat16, device="cuda")
-    plain = torch_flashattn.attention_lse(q, k, v, causal=causal)
-    right = torch_flashattn.attention_lse(q, k, v, causal=causal, causal_align="bottom_right")
-    assert torch.equal(right[0], plain[0]) and torch.equal(right[1], plain[1])
-
-
 @sm90
 def test_sm90_many_heads_and_scale_zero(forced):
     """More CTAs than one launch row of work, and scale 0 (uniform weights)."""

@@ -165,9 +165,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             a.tile_counter = (int *)scratch;            /* zeroed just before the launch */
     } else if (persistent) {
         size_t bytes = 0;
-        /* A split last round: plain kernels without sinks only (the merge knows no sink). */
-        const int may_split = !VAR && (v == NULL || v->sinks == NULL);
-        fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, may_split, &bytes);
+        fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, !VAR, &bytes);
         if (need != NULL) {
             *need = bytes;
             return FA_OK;
@@ -207,8 +205,6 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         return FA_ERR_UNSUPPORTED;
     a.scale_log2 = fmaxf(p->scale * FA_LOG2E, FLT_MIN);
     size_t launch_smem = smem;
-    if constexpr (!VAR)
-        a.sinks = v != NULL ? v->sinks : NULL;
     if constexpr (VAR) {
         /* key_mask: each batch entry's key range in 8 bytes past the struct, where they fit (else
          * the kernel tests every key of every block). */
@@ -250,10 +246,9 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     return FA_OK;
 }
 
-/* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). v: NULL, or
- * variants that leave the plain kernels' problem as it is but for its sinks (sm90_plain_variants). */
+/* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). */
 static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
-                         size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
+                         size_t *need, cudaStream_t stream)
 {
     /* fp32 has its own kernel; a negative scale (Q would need negating) and Nk == 0 go to the
      * other families; TMA coordinates are 32-bit. */
@@ -262,22 +257,22 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
     if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64_short>(p, o, scratch, scratch_bytes, need, stream, v)
-                    : sm90_launch<__half, sm90_tile_d64_short>(p, o, scratch, scratch_bytes, need, stream, v);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64_short>(p, o, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d64_short>(p, o, scratch, scratch_bytes, need, stream);
     if (p->d <= 64)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, o, scratch, scratch_bytes, need, stream, v)
-                    : sm90_launch<__half, sm90_tile_d64>(p, o, scratch, scratch_bytes, need, stream, v);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, o, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d64>(p, o, scratch, scratch_bytes, need, stream);
     if (p->d <= 128 && !p->causal && p->Nk >= FA_SM90_LONG_NK)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_long>(p, o, scratch, scratch_bytes, need, stream, v)
-                    : sm90_launch<__half, sm90_tile_d128_long>(p, o, scratch, scratch_bytes, need, stream, v);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_long>(p, o, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d128_long>(p, o, scratch, scratch_bytes, need, stream);
     if (p->d <= 128 && p->causal && p->Nk >= FA_SM90_FENCE_NK)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_causal_long>(p, o, scratch, scratch_bytes, need, stream, v)
-                    : sm90_launch<__half, sm90_tile_d128_causal_long>(p, o, scratch, scratch_bytes, need, stream, v);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_causal_long>(p, o, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d128_causal_long>(p, o, scratch, scratch_bytes, need, stream);
     if (p->d <= 128)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, o, scratch, scratch_bytes, need, stream, v)
-                    : sm90_launch<__half, sm90_tile_d128>(p, o, scratch, scratch_bytes, need, stream, v);
-    return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream, v)
-                : sm90_launch<__half, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream, v);
+        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, o, scratch, scratch_bytes, need, stream)
+                    : sm90_launch<__half, sm90_tile_d128>(p, o, scratch, scratch_bytes, need, stream);
+    return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream)
+                : sm90_launch<__half, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream);
 }
 
 /* The staged attn_mask reads 64-key panels: a tile of another key width (a tool's variant) has no
@@ -290,17 +285,6 @@ static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, size_t 
         return sm90_launch<T, sm90_tile_mask<C>, FA_VAR_ALL>(p, o, NULL, 0, need, stream, v);
     else
         return FA_ERR_UNSUPPORTED;
-}
-
-/* Whether v leaves the plain kernels' problem (every row sees key 0, the scores as they are) but for
- * its sinks, which a plain kernel adds to each row's denominator at its end: no window, softcap,
- * ALiBi, key_mask, attn_mask or packed sequences, and an alignment that moves no key (top-left; or
- * bottom-right where δ = Nk − Nq = 0 or the call is not causal). Sinks alone, causal, 4k keys, on
- * the variant kernel: 0.94x the plain kernel's TFLOP/s (H100, bench/results/variants_h100.md). */
-static bool sm90_plain_variants(const fa_params *p, const fa_variants *v)
-{
-    return !v->window && v->softcap == 0.f && v->alibi_slopes == NULL && v->key_mask == NULL && v->mask == NULL
-        && v->cu_seqlens_q == NULL && (v->align == FA_ALIGN_TOP_LEFT || !p->causal || p->Nq == p->Nk);
 }
 
 /* A call with variants (fa.h). The kernel with every variant (FA_VAR_ALL: an attn_mask, with a
@@ -317,8 +301,6 @@ static bool sm90_plain_variants(const fa_params *p, const fa_variants *v)
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
                                   size_t scratch_bytes, size_t *need, cudaStream_t stream)
 {
-    if (sm90_plain_variants(p, v))
-        return sm90_dispatch(p, o, scratch, scratch_bytes, need, stream, v);
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
         || p->B > INT32_MAX || p->Hq > INT32_MAX)
         return FA_ERR_UNSUPPORTED;

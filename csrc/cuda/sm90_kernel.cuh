@@ -485,7 +485,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         const int n_act = !VAR && p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
         fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
-        float sink2 = 0.f;                                  /* the head's sink (log2 units), read */
+        float sink2 = 0.f;                                  /* VAR: the head's sink (log2 units), read */
         if constexpr (VAR) {                                /* here, not on the tile's last step */
             y = var_rows<var_mods(VAR)>(a.var, sq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
             if (a.var.v.sinks != NULL)
@@ -585,10 +585,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         SM90_TRACE_PUT2(it, tr_issue, tr_sm);
         if (pp)                                             /* last_tile, for the last turn below */
             take_next();
-        /* A plain kernel's sinks (sm90_args.sinks): the head's, read while the last P V runs. */
-        if constexpr (!VAR && !SPLIT)
-            if (a.sinks != NULL)
-                sink2 = __ldg(a.sinks + h) * FA_LOG2E;
         {
             const int st = (kc + n_act - 1) % STAGES;
             mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);
@@ -621,12 +617,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             l += __shfl_xor_sync(0xffffffffu, l, 1);
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             float lse2 = 0.f;
-            bool end_var = VAR;                             /* VAR, or a plain kernel's sinks */
             if constexpr (VAR) {
                 fa_row_end(m_i[r] * ctx.c, l, a.var.v.sinks != NULL, sink2, &inv_l[r], &lse2);
-            } else if (!SPLIT && a.sinks != NULL) {
-                fa_row_end(m_i[r] * c, l, 1, sink2, &inv_l[r], &lse2);
-                end_var = true;
             } else {
                 inv_l[r] = 1.f / l;
             }
@@ -635,7 +627,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
             else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q) */
                 p.lse[PACKED ? h * sq.total_q + sq.q0 + row : bh * p.Nq + row] =
-                    end_var ? lse2 * FA_LN2 : fa_lse(m_i[r] * c, l);
+                    VAR ? lse2 * FA_LN2 : fa_lse(m_i[r] * c, l);
         }
 
         /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is

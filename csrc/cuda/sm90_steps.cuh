@@ -63,7 +63,6 @@ typedef struct {
     int parts;
     float *o_part;                       /* (tail item, BM rows, d) */
     float *lse_part;                     /* (tail item, BM rows), log2 units */
-    const float *sinks;                  /* plain kernels (VAR 0, no split): each head's sink, or NULL */
 } sm90_args;
 
 /* The attn_mask ring of sm90_tile_mask (block j in stage j % STAGES, as K); none for other tiles. */
