@@ -361,10 +361,13 @@ at::Tensor exact_scores(const at::Tensor &qc, const at::Tensor &k32, double scal
     }
     if (va.mask.defined() && va.mask.scalar_type() != at::kBool)
         sc = sc + va.mask.narrow(2, r0, rc).to(at::kFloat);
-    const int64_t right = causal ? 0 : va.window_right;
+    // A side of 2^62 or more reaches past every row and key (|i + δ| and Nk are tensor sizes), and
+    // i + δ ± side must not wrap past int64: such sides are taken as 2^62.
+    const int64_t far = int64_t(1) << 62;
+    const int64_t left = std::min(va.window_left, far), right = causal ? 0 : std::min(va.window_right, far);
     at::Tensor vis = at::ones({1, 1, 1, 1}, qc.options().dtype(at::kBool));
-    if (va.window_left >= 0)
-        vis = vis & (j >= i_delta - va.window_left);
+    if (left >= 0)
+        vis = vis & (j >= i_delta - left);
     if (right >= 0)
         vis = vis & (j <= i_delta + right);
     if (k_len.defined())

@@ -83,7 +83,8 @@ FA_VARIANT_FN void fa_row_end(float m, float l, int has_sink, float s2, float *o
     const int none = l == 0.0f;                      /* NaN scores keep l NaN: the row stays NaN */
     if (has_sink) {
         const float M = !none && m > s2 ? m : s2;
-        const float lt = (none ? 0.0f : l * exp2f(m - M)) + exp2f(s2 - M);
+        /* A sink of −inf adds nothing (and with no key M = −inf: exp2(−inf − −inf) would be NaN). */
+        const float lt = (none ? 0.0f : l * exp2f(m - M)) + (s2 == -INFINITY ? 0.0f : exp2f(s2 - M));
         *o_mul = none ? 0.0f : exp2f(m - M) / lt;
         *lse2 = M + log2f(lt);
     } else {

@@ -29,6 +29,10 @@ def test_patterns_recognised():
     assert _structure(mu.or_masks(mu.causal_mask_function, mu.bidirectional_mask_function)) is None
     assert _structure(mu.and_masks(mu.causal_mask_function, mu.padding_mask_function(torch.ones(1, 4, dtype=bool)))) is None
     assert _structure(lambda b, h, q, kv: kv <= q) is None
+    # Windows that hide every key (kv > q − 0; |q − kv| <= −1) are no window side (once unbounded).
+    assert _structure(mu.sliding_window_causal_mask_function(0)) is None
+    assert _structure(mu.sliding_window_bidirectional_mask_function(-1)) is None
+    assert _structure(mu.sliding_window_bidirectional_mask_function(0)) == (False, 0, 0)
 
 
 def padding(B, n, left, g):

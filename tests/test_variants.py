@@ -602,6 +602,53 @@ def test_rows_that_see_nothing(kernel, dtype, with_sinks, fa_overrides):
         assert_variant_accurate(out.to(device), lse.to(device), q, k, v, what=name, **variants)
 
 
+@pytest.mark.parametrize("kernel", VKERNELS)
+def test_a_sink_of_minus_inf_is_no_sink(kernel, fa_overrides):
+    """sinks[h] = −inf adds exp(−inf) = 0: the call without sinks, rows that see no key included
+    (0 and lse −inf; their lse was NaN, and so were the gradients), and a zero sinks gradient."""
+    dtype = torch.float16 if kernel.startswith("cuda") else torch.float32
+    device = use_vkernel(kernel, dtype, fa_overrides)
+    g = torch.Generator().manual_seed(22)
+    q, k, v = (t.requires_grad_() for t in make_qkv(g, 2, 4, 2, 40, 20, 64, dtype, device))
+    sinks = torch.tensor([float("-inf"), 0.5, float("-inf"), -1.0], device=device, requires_grad=True)
+    kw = dict(causal=True, causal_align="bottom_right")          # rows 0..19 see no key
+    runs = []
+    for s in (torch.full((4,), float("-inf"), device=device, requires_grad=True), None, sinks):
+        out, lse = torch_flashattn.attention_lse(q, k, v, sinks=s, **kw)
+        grads = torch.autograd.grad(out.float().sum() + lse[:, :, 20:].sum(), (q, k, v) + ((s,) if s is not None else ()))
+        runs.append((out, lse, grads))
+    (out, lse, grads), (out0, lse0, grads0), (out2, lse2, grads2) = runs
+    assert (out[:, :, :20] == 0).all() and (lse[:, :, :20] == NEG_INF).all()
+    tol = dict(atol=1e-5 if dtype == torch.float32 else 2e-3, rtol=0)
+    torch.testing.assert_close(out, out0, **tol)
+    torch.testing.assert_close(lse, lse0, atol=1e-5, rtol=0)
+    for a, b in zip(grads[:3], grads0):
+        assert a.isfinite().all()
+        torch.testing.assert_close(a, b, **tol)
+    assert (grads[3] == 0).all()
+    # Mixed: the −inf heads as without a sink, the others' lse of empty rows their sink.
+    assert (lse2[:, 0, :20] == NEG_INF).all() and (lse2[:, 2, :20] == NEG_INF).all()
+    torch.testing.assert_close(lse2[:, 1, :20], torch.full_like(lse2[:, 1, :20], 0.5))
+    assert all(t.isfinite().all() for t in grads2) and grads2[3][0] == 0 and grads2[3][2] == 0
+
+
+@pytest.mark.parametrize("device", VDEVICES)
+@pytest.mark.parametrize("align", ["top_left", "bottom_right"])
+def test_window_sides_near_int64_max(device, align):
+    """Window sides up to 2^63 − 1 reach every key: the call without a window (the exact path's
+    i + δ − side wrapped past int64 and hid keys)."""
+    device = use_vdevice(device)
+    g = torch.Generator().manual_seed(23)
+    q, k, v = make_qkv(g, 1, 2, 2, 6, 3, 16, torch.float32, device)
+    big = 2 ** 63 - 1
+    for causal in (False, True):
+        want, want_lse = torch_flashattn.attention_lse(q, k, v, causal=causal, causal_align=align)
+        for window in ((big, big), (big, -1), (-1, big), (2 ** 62, 2 ** 62 + 5)):
+            out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, causal_align=align, window=window)
+            torch.testing.assert_close(out, want, atol=1e-6, rtol=0, msg=lambda m: f"{window}: {m}")
+            torch.testing.assert_close(lse, want_lse, atol=1e-6, rtol=0)
+
+
 @pytest.mark.parametrize("device", VDEVICES)
 def test_no_keys_at_all(device):
     """Nk = 0 with variants: zeros; lse −inf, or the sink."""

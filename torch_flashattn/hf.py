@@ -268,10 +268,13 @@ def _structure(fn):
         cells = _closure(fn)
     except (AttributeError, ValueError):
         return None
+    # A window that hides every key (w < 1, or w < 0 both ways) is no window side: left dense.
     if name == "sliding_window_overlay.<locals>.inner_mask":          # kv > q − w
-        return False, cells["sliding_window"] - 1, None
+        w = cells["sliding_window"]
+        return (False, w - 1, None) if w >= 1 else None
     if name == "sliding_window_bidirectional_overlay.<locals>.inner_mask":   # |q − kv| <= w
-        return False, cells["sliding_window"], cells["sliding_window"]
+        w = cells["sliding_window"]
+        return (False, w, w) if w >= 0 else None
     if name == "and_masks.<locals>.and_mask":
         parts = [_structure(f) for f in cells["mask_functions"]]
         if not parts or any(p is None for p in parts):

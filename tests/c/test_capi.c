@@ -325,6 +325,13 @@ static void hostile_case(void)
     w.cu_seqlens_q = w.cu_seqlens_k = cu; w.total_q = w.total_k = 2;
     t = p; t.o_row_stride = 0;                               /* two packed rows on one */
     check(fa_forward_variants_cpu(&t, &w) == FA_ERR_BAD_STRIDE, "packed o rows on one -> FA_ERR_BAD_STRIDE");
+    /* max_seqlen far past the packed rows: the work sized by the longest sequence (2^40 looped for
+     * minutes over empty query tiles). */
+    t = p; t.B = 2; t.Nq = t.Nk = (int64_t)1 << 40; t.lse = NULL;
+    t.q_batch_stride = t.k_batch_stride = t.v_batch_stride = t.o_batch_stride = 0;
+    memset(o, 0, sizeof o);
+    check(fa_forward_variants_cpu(&t, &w) == FA_OK && o[0] == 1.0f && o[d - 1] == 4.0f && o[d] == 1.0f
+          && o[2 * d - 1] == 4.0f, "packed, max_seqlen 2^40: the answer at once");
     t = p; t.num_threads = 1000000;
     check(fa_forward_cpu(&t) == FA_OK, "num_threads 1e6: clamped");
     check(o[0] == 1.0f, "num_threads 1e6: the answer");
