@@ -272,16 +272,23 @@ int fa_check_backward(const fa_backward_params *bp, const fa_variants *v)
     return FA_OK;
 }
 
-/* Host cu_seqlens (the CPU backend): 0 first, never decreasing, each length within max_seqlen,
- * the last entry within the packed rows. */
-int fa_check_cu_seqlens(const int32_t *cu, int64_t B, int64_t max_len, int64_t total)
+/* Host cu_seqlens (the CPU backend): 0 first, never decreasing, each length within max_seqlen
+ * (*len), the last entry within the packed rows. On success *len is the longest sequence's length,
+ * which sizes the work (a max_seqlen of 2^40 over tiny tensors looped for minutes). */
+int fa_check_cu_seqlens(const int32_t *cu, int64_t B, int64_t *len, int64_t total)
 {
     if (cu[0] != 0)
         return FA_ERR_CU_SEQLENS;
-    for (int64_t b = 0; b < B; b++)
-        if (cu[b + 1] < cu[b] || cu[b + 1] - cu[b] > max_len)
+    int64_t longest = 0;
+    for (int64_t b = 0; b < B; b++) {
+        if (cu[b + 1] < cu[b] || cu[b + 1] - cu[b] > *len)
             return FA_ERR_CU_SEQLENS;
-    return cu[B] <= total ? FA_OK : FA_ERR_CU_SEQLENS;
+        longest = cu[b + 1] - cu[b] > longest ? cu[b + 1] - cu[b] : longest;
+    }
+    if (cu[B] > total)
+        return FA_ERR_CU_SEQLENS;
+    *len = longest;
+    return FA_OK;
 }
 
 int fa_kvcache_variants(const fa_kvcache_params *kp, const fa_variants *v_in, fa_variants *v)

@@ -677,21 +677,6 @@ static int run_blocks(const fa_params *p, const fa_variants *v, const int64_t *n
     return failed ? FA_ERR_OUT_OF_MEMORY : FA_OK;
 }
 
-/* Packed sequences, cu_seqlens checked: Nq and Nk (max_seqlen, a bound the caller gives) lowered
- * to the longest sequence's, which sizes the work (a bound of 2^40 over tiny tensors looped for
- * minutes). */
-static void packed_longest(fa_params *p, const fa_variants *v)
-{
-    int64_t nq = 0, nk = 0;
-    for (int64_t b = 0; b < p->B; b++) {
-        const int64_t lq = v->cu_seqlens_q[b + 1] - v->cu_seqlens_q[b], lk = v->cu_seqlens_k[b + 1] - v->cu_seqlens_k[b];
-        nq = lq > nq ? lq : nq;
-        nk = lk > nk ? lk : nk;
-    }
-    p->Nq = nq;
-    p->Nk = nk;
-}
-
 int fa_forward_variants_cpu(const fa_params *p_in, const fa_variants *v_in)
 {
     static const fa_variants none;
@@ -699,14 +684,12 @@ int fa_forward_variants_cpu(const fa_params *p_in, const fa_variants *v_in)
     int status = fa_check_variants(p_in, v);
     if (status != FA_OK)
         return status;
-    fa_params tight = *p_in;
+    fa_params tight = *p_in;                    /* packed: Nq and Nk the longest sequence's */
     const fa_params *p = &tight;
-    if (v->cu_seqlens_q != NULL) {
-        if ((status = fa_check_cu_seqlens(v->cu_seqlens_q, p->B, p->Nq, v->total_q)) != FA_OK ||
-            (status = fa_check_cu_seqlens(v->cu_seqlens_k, p->B, p->Nk, v->total_k)) != FA_OK)
-            return status;
-        packed_longest(&tight, v);
-    }
+    if (v->cu_seqlens_q != NULL
+        && ((status = fa_check_cu_seqlens(v->cu_seqlens_q, p->B, &tight.Nq, v->total_q)) != FA_OK
+            || (status = fa_check_cu_seqlens(v->cu_seqlens_k, p->B, &tight.Nk, v->total_k)) != FA_OK))
+        return status;
     if (p->B == 0 || p->Hq == 0 || p->Nq == 0)
         return FA_OK;
     return run_blocks(p, v, NULL);
@@ -1011,15 +994,13 @@ int fa_backward_cpu(const fa_backward_params *bp_in, const fa_variants *v_in)
     int status = fa_check_backward(bp_in, v);
     if (status != FA_OK)
         return status;
-    fa_backward_params tight = *bp_in;
+    fa_backward_params tight = *bp_in;          /* packed: Nq and Nk the longest sequence's */
     const fa_backward_params *bp = &tight;
     const fa_params *p = &bp->p;
-    if (v->cu_seqlens_q != NULL) {
-        if ((status = fa_check_cu_seqlens(v->cu_seqlens_q, p->B, p->Nq, v->total_q)) != FA_OK ||
-            (status = fa_check_cu_seqlens(v->cu_seqlens_k, p->B, p->Nk, v->total_k)) != FA_OK)
-            return status;
-        packed_longest(&tight.p, v);
-    }
+    if (v->cu_seqlens_q != NULL
+        && ((status = fa_check_cu_seqlens(v->cu_seqlens_q, p->B, &tight.p.Nq, v->total_q)) != FA_OK
+            || (status = fa_check_cu_seqlens(v->cu_seqlens_k, p->B, &tight.p.Nk, v->total_k)) != FA_OK))
+        return status;
     if (fa_backward_is_empty(&bp_in->p))       /* the caller's sizes: whether dK and dV are written */
         return FA_OK;
     if (p->Hq == 0 || p->Nq == 0) {             /* no query: dK = dV = 0 and dsinks = 0, q, k, v unread */

@@ -18,7 +18,7 @@ int fa_record_cuda_error(const char *name, const char *text);
 
 /* Host cu_seqlens (B + 1 entries): FA_OK, or FA_ERR_CU_SEQLENS when they do not start at 0,
  * decrease, hold a length over max_len or end past total. */
-int fa_check_cu_seqlens(const int32_t *cu, int64_t B, int64_t max_len, int64_t total);
+int fa_check_cu_seqlens(const int32_t *cu, int64_t B, int64_t *len, int64_t total);
 
 /* The backward pass's parameters (fa_check_variants, then dout, dq, dk, dv: strides >= 0, data
  * pointers of a non-empty problem not NULL); host cu_seqlens are not read here. */
