@@ -69,7 +69,9 @@ typedef enum {
     FA_ERR_VARIANT,          /* a variant field is out of range: align, window < −1, softcap <= 0,
                                 not finite or past FA_MAX_SCALE, |scale| / softcap past FA_MAX_SCALE,
                                 mask_kind, a negative variant stride,
-                                or an ALiBi, key_mask or mask offset past INT64_MAX / 8 */
+                                or an ALiBi, key_mask or mask offset past INT64_MAX / 8; in the
+                                CPU backend also an ALiBi slope or a sink (but −inf) past
+                                ±FA_MAX_SCALE */
     FA_ERR_CU_SEQLENS,       /* cu_seqlens do not start at 0, decrease, pass max_seqlen or the rows
                                 of the packed tensors (checked where they are host memory) */
     FA_NUM_STATUS
@@ -113,6 +115,8 @@ typedef struct {
     int window;              /* nonzero: window_left / window_right apply (−1: that side unbounded) */
     int64_t window_left, window_right;
     float softcap;           /* > 0: the tanh cap; 0: none */
+    /* The slopes and sinks of magnitude at most FA_MAX_SCALE (a sink may be −inf: no sink); past it,
+     * × log2 e leaves a float: the CPU backend refuses them, the CUDA kernels give NaN rows. */
     const float *alibi_slopes;          /* (Hq), or (B, Hq) with alibi_batch_stride > 0 */
     int64_t alibi_batch_stride;
     const float *sinks;                 /* (Hq) */

@@ -33,7 +33,8 @@ const char *fa_strerror(int status)
     case FA_ERR_SCRATCH:       return "scratch buffer smaller than fa_kvcache_scratch_bytes";
     case FA_ERR_OVERRIDE:      return "an override is outside its range";
     case FA_ERR_VARIANT:       return "a variant parameter is out of range (align, window, softcap, |scale| / "
-                                      "softcap past FA_MAX_SCALE, mask_kind or an extra's stride)";
+                                      "softcap past FA_MAX_SCALE, an ALiBi slope or sink past it, mask_kind "
+                                      "or an extra's stride)";
     case FA_ERR_CU_SEQLENS:    return "cu_seqlens must start at 0, not decrease, and stay within max_seqlen and the packed rows";
     default:                   return "unknown status";
     }

@@ -677,11 +677,28 @@ static int run_blocks(const fa_params *p, const fa_variants *v, const int64_t *n
     return failed ? FA_ERR_OUT_OF_MEMORY : FA_OK;
 }
 
+/* The ALiBi slopes and sinks, host memory here: one past FA_MAX_SCALE leaves a float once times
+ * log2 e (NaN rows). A sink of −inf is no sink. */
+static int check_host_variants(const fa_params *p, const fa_variants *v)
+{
+    const int64_t slope_rows = v->alibi_batch_stride > 0 ? p->B : 1;
+    for (int64_t b = 0; v->alibi_slopes != NULL && b < slope_rows; b++)
+        for (int64_t h = 0; h < p->Hq; h++)
+            if (fabsf(v->alibi_slopes[b * v->alibi_batch_stride + h]) > FA_MAX_SCALE)
+                return FA_ERR_VARIANT;
+    for (int64_t h = 0; v->sinks != NULL && h < p->Hq; h++)
+        if (fabsf(v->sinks[h]) > FA_MAX_SCALE && v->sinks[h] != -INFINITY)
+            return FA_ERR_VARIANT;
+    return FA_OK;
+}
+
 int fa_forward_variants_cpu(const fa_params *p_in, const fa_variants *v_in)
 {
     static const fa_variants none;
     const fa_variants *v = v_in != NULL ? v_in : &none;
     int status = fa_check_variants(p_in, v);
+    if (status == FA_OK)
+        status = check_host_variants(p_in, v);
     if (status != FA_OK)
         return status;
     fa_params tight = *p_in;                    /* packed: Nq and Nk the longest sequence's */
@@ -706,7 +723,8 @@ int fa_forward_kvcache_variants_cpu(const fa_kvcache_params *kp, const fa_varian
     if (status != FA_OK)
         return status;
     fa_variants v;                              /* bottom-right; no packing, no masks */
-    if ((status = fa_kvcache_variants(kp, v_in, &v)) != FA_OK)
+    if ((status = fa_kvcache_variants(kp, v_in, &v)) != FA_OK
+        || (status = check_host_variants(&kp->p, &v)) != FA_OK)
         return status;
     const fa_params *p = &kp->p;
     if (p->B == 0)
@@ -992,6 +1010,8 @@ int fa_backward_cpu(const fa_backward_params *bp_in, const fa_variants *v_in)
     if (bp_in == NULL)
         return FA_ERR_NULL_POINTER;
     int status = fa_check_backward(bp_in, v);
+    if (status == FA_OK)
+        status = check_host_variants(&bp_in->p, v);
     if (status != FA_OK)
         return status;
     fa_backward_params tight = *bp_in;          /* packed: Nq and Nk the longest sequence's */

@@ -223,10 +223,23 @@ struct Variants {
 
 const char *dtype_name(const at::Tensor &t) { return c10::toString(t.scalar_type()); }
 
-// Checks every variant argument against the problem's sizes (B sequences, Hq heads, Nq × Nk) and
-// device. Nothing reads device memory.
-Variants check_variants(const char *op, const at::Tensor &q, int64_t B, int64_t Hq, int64_t Nq, int64_t Nk,
-                        int64_t align, int64_t window_left, int64_t window_right, std::optional<double> softcap,
+// Host values past FA_MAX_SCALE: × log2 e leaves a float in the kernels (NaN rows). A sink of −inf
+// is no sink. Returns the first such value's index, or −1.
+int64_t first_past_float(const at::Tensor &t, bool minus_inf_ok)
+{
+    const float *x = t.data_ptr<float>();
+    for (int64_t i = 0; i < t.numel(); i++)
+        if (std::fabs(x[i]) > FA_MAX_SCALE && !(minus_inf_ok && x[i] == -INFINITY))
+            return i;
+    return -1;
+}
+
+// Checks every variant argument against the problem's sizes (B sequences, Hq heads, Nq × Nk), the
+// scale (scale / softcap), and device. Nothing reads device memory: the values of ALiBi slopes and
+// sinks are checked on the CPU only.
+Variants check_variants(const char *op, const at::Tensor &q, std::optional<double> scale, int64_t B, int64_t Hq,
+                        int64_t Nq, int64_t Nk, int64_t align, int64_t window_left, int64_t window_right,
+                        std::optional<double> softcap,
                         const std::optional<at::Tensor> &alibi_slopes, const std::optional<at::Tensor> &sinks,
                         const std::optional<at::Tensor> &key_mask, const std::optional<at::Tensor> &attn_mask)
 {
@@ -244,6 +257,12 @@ Variants check_variants(const char *op, const at::Tensor &q, int64_t B, int64_t 
         FA_CHECK(std::isfinite(*softcap) && static_cast<float>(*softcap) > 0.0f && *softcap <= FA_MAX_SCALE,
                  "%s: softcap must be a number in (0, %g] that a float holds (at least 1.4e-45), got %g", op,
                  (double)FA_MAX_SCALE, *softcap);
+        // The kernels take the scores times scale / softcap into the tanh: that too must stay a float.
+        const double d = static_cast<double>(q.size(-1));
+        const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(d));
+        FA_CHECK(std::fabs(sc) / static_cast<float>(*softcap) <= FA_MAX_SCALE,
+                 "%s: |scale| / softcap must be at most %g, got scale %g and softcap %g", op, (double)FA_MAX_SCALE,
+                 (double)sc, *softcap);
         va.softcap = *softcap;
     }
     if (alibi_slopes.has_value()) {
@@ -254,6 +273,9 @@ Variants check_variants(const char *op, const at::Tensor &q, int64_t B, int64_t 
                  "%s, got %s %s on %s", op, (long long)Hq, (long long)B, (long long)Hq, q.device().str().c_str(),
                  dtype_name(a), shape(a).c_str(), a.device().str().c_str());
         va.alibi = a.contiguous();
+        const int64_t i = va.alibi.is_cpu() ? first_past_float(va.alibi, false) : -1;
+        FA_CHECK(i < 0, "%s: alibi_slopes must be of magnitude at most %g, got %g at flat index %lld", op,
+                 (double)FA_MAX_SCALE, i < 0 ? 0.0 : (double)va.alibi.data_ptr<float>()[i], (long long)i);
     }
     if (sinks.has_value()) {
         const at::Tensor &t = *sinks;
@@ -261,6 +283,9 @@ Variants check_variants(const char *op, const at::Tensor &q, int64_t B, int64_t 
                  "%s: sinks must be a float32 tensor of shape (Hq,) = (%lld,) on %s, got %s %s on %s", op,
                  (long long)Hq, q.device().str().c_str(), dtype_name(t), shape(t).c_str(), t.device().str().c_str());
         va.sinks = t.contiguous();
+        const int64_t i = va.sinks.is_cpu() ? first_past_float(va.sinks, true) : -1;
+        FA_CHECK(i < 0, "%s: sinks must be -inf or of magnitude at most %g, got %g at head %lld", op,
+                 (double)FA_MAX_SCALE, i < 0 ? 0.0 : (double)va.sinks.data_ptr<float>()[i], (long long)i);
     }
     if (key_mask.has_value()) {
         const at::Tensor &m = *key_mask;
@@ -480,7 +505,7 @@ std::tuple<at::Tensor, at::Tensor> forward_variants(const at::Tensor &q, const a
     const char *op = "fa.forward_variants";
     const bool exact = g_force_exact.load();
     Call c = prepare(op, q, k, v, scale, causal, true);
-    const Variants va = check_variants(op, q, c.p.B, c.p.Hq, c.p.Nq, c.p.Nk, align, window_left, window_right,
+    const Variants va = check_variants(op, q, scale, c.p.B, c.p.Hq, c.p.Nq, c.p.Nk, align, window_left, window_right,
                                        softcap, alibi_slopes, sinks, key_mask, attn_mask);
     const fa_variants fv = to_fa_variants(va, q.scalar_type());
     if (exact || c.q.is_cuda()) {
@@ -679,7 +704,7 @@ std::tuple<at::Tensor, at::Tensor> forward_varlen(const at::Tensor &q_in, const 
     const at::Tensor cq = cu_q.contiguous(), ck = cu_k.contiguous();
     if (!q_in.is_cuda() && !exact)              // the exact path keeps CUDA's contract (no host reads)
         check_host_cu_seqlens(op, cq, ck, B, max_q, max_k, total_q, total_k);
-    const Variants va = check_variants(op, q_in, B, Hq, max_q, max_k, align, window_left, window_right, softcap,
+    const Variants va = check_variants(op, q_in, scale, B, Hq, max_q, max_k, align, window_left, window_right, softcap,
                                        alibi_slopes, sinks, std::nullopt, std::nullopt);
     // No packed query: nothing to compute. No packed key: every sequence is keyless (the CPU checked
     // it above; on CUDA one that claims keys breaks the rule lengths <= max_seqlen_k and gives NaN).
@@ -910,7 +935,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward(
         return t->contiguous();
     };
     const at::Tensor dlse = like_lse("dlse", dlse_in), delta = like_lse("delta", delta_in);
-    const Variants va = check_variants(op, q_in, B, Hq, Nq, Nk, align, window_left, window_right, softcap,
+    const Variants va = check_variants(op, q_in, scale, B, Hq, Nq, Nk, align, window_left, window_right, softcap,
                                        alibi_slopes, sinks, key_mask, attn_mask);
     const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
     const at::Tensor q = last_dim_contiguous(q_in), k = last_dim_contiguous(k_in), v = last_dim_contiguous(v_in);
@@ -990,7 +1015,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> backward_varlen(
                                   t->scalar_type() == at::kFloat && t->device() == q_in.device()),
                  "%s: %s must be float32 (Hq, total_q) = (%lld, %lld) on q's device, got %s %s", op, name,
                  (long long)Hq, (long long)total_q, t ? dtype_name(*t) : "", t ? shape(*t).c_str() : "");
-    const Variants va = check_variants(op, q_in, B, Hq, max_q, max_k, align, window_left, window_right, softcap,
+    const Variants va = check_variants(op, q_in, scale, B, Hq, max_q, max_k, align, window_left, window_right, softcap,
                                        alibi_slopes, sinks, std::nullopt, std::nullopt);
     const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(static_cast<double>(d)));
     if (total_q == 0) {                         // as forward_varlen: no row, no gradient, no data pointer
@@ -1186,8 +1211,9 @@ at::Tensor kvcache_call(const at::Tensor &q_arg, const at::Tensor &k_cache, cons
     }
 
     Call c = prepare(op, q, k_cache, v_cache, scale, causal, false);
-    const Variants va = check_variants(op, q, B, q.size(1), q.size(2), k_cache.size(2), FA_ALIGN_TOP_LEFT, window_left,
-                                       window_right, softcap, alibi_slopes, sinks, std::nullopt, std::nullopt);
+    const Variants va = check_variants(op, q, scale, B, q.size(1), q.size(2), k_cache.size(2), FA_ALIGN_TOP_LEFT,
+                                       window_left, window_right, softcap, alibi_slopes, sinks, std::nullopt,
+                                       std::nullopt);
     const fa_variants fv = to_fa_variants(va, q.scalar_type());
     fa_kvcache_params kp;
     std::memset(&kp, 0, sizeof(kp));

@@ -87,8 +87,34 @@ class TestBadInput:
         passes a float gave NaN rows on CUDA."""
         q, k, v = qkv(device)
         raises(r"softcap must be a number in \(0, 2.3e\+38\] that a float holds", q, k, v, softcap=1e-50)
-        raises(r"\|scale\| / softcap past FA_MAX_SCALE", q, k, v, softcap=1e-40, scale=0.125)
+        raises(r"\|scale\| / softcap must be at most 2.3e\+38, got scale 0.125 and softcap 1e-40", q, k, v,
+               softcap=1e-40, scale=0.125)
+        raises(r"\|scale\| / softcap must be at most 2.3e\+38, got scale 0.125 and softcap 1e-40", q, k, v,
+               softcap=1e-40)                           # the default scale, 1 / sqrt(64)
         torch_flashattn.attention(q, k, v, softcap=1e-30)   # scale / softcap 1.25e29: runs
+
+
+def test_alibi_slopes_and_sinks_past_a_float_on_the_cpu():
+    """Times log2 e, a slope or sink past ±2.3e38 leaves a float: the C backend's rows came out NaN.
+    The CPU refuses them, naming them, before anything runs (on CUDA they stay on the device, unread)."""
+    q, k, v = qkv()
+    for bad in (3e38, -3e38, math.inf, -math.inf):
+        raises(r"alibi_slopes must be of magnitude at most 2.3e\+38, got .* at flat index 5", q, k, v,
+               alibi_slopes=torch.tensor([[0.5] * 4, [0.5, bad, 0.5, 0.5]]))
+    for bad in (3e38, -3e38, math.inf):
+        raises(r"sinks must be -inf or of magnitude at most 2.3e\+38, got .* at head 2", q, k, v,
+               sinks=torch.tensor([0.0, 1.0, bad, 0.0]))
+    cache_k, cache_v = k.clone(), v.clone()
+    with pytest.raises(RuntimeError, match="fa.forward_kvcache: sinks must be -inf or of magnitude"):
+        torch_flashattn.attention_kvcache(q[:, :, :1], cache_k, cache_v, k_new=k[:, :, :1], v_new=v[:, :, :1],
+                                          cache_seqlens=torch.tensor([3, 3], dtype=torch.int32),
+                                          sinks=torch.full((4,), 3e38))
+    assert torch.equal(cache_k, k) and torch.equal(cache_v, v)
+    # The largest ones run: only the diagonal key survives a slope of 2.3e38; a sink of 2.3e38 takes it all.
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=True, alibi_slopes=torch.full((4,), 2.3e38),
+                                             sinks=torch.tensor([-math.inf, -math.inf, 0.0, 2.3e38]))
+    torch.testing.assert_close(out[:, :2], v[:, :1].expand(-1, 2, -1, -1))
+    assert torch.equal(out[:, 3], torch.zeros_like(out[:, 3])) and torch.allclose(lse[:, 3], torch.tensor(2.3e38))
 
 
 @pytest.mark.gpu

@@ -311,6 +311,15 @@ static void hostile_case(void)
     t = p; t.B = 2; t.o_batch_stride = t.q_batch_stride;
     w.alibi_slopes = slopes; w.alibi_batch_stride = INT64_MAX;
     check(fa_forward_variants_cpu(&t, &w) == FA_ERR_VARIANT, "ALiBi batch stride INT64_MAX -> FA_ERR_VARIANT");
+    /* Slopes and sinks past ±FA_MAX_SCALE: × log2 e left a float (NaN rows); a sink of −inf is none. */
+    memset(&w, 0, sizeof w);
+    float big = 3e38f, sink = -INFINITY;
+    w.alibi_slopes = &big;
+    check(fa_forward_variants_cpu(&p, &w) == FA_ERR_VARIANT, "ALiBi slope 3e38 -> FA_ERR_VARIANT");
+    w.alibi_slopes = NULL; w.sinks = &big;
+    check(fa_forward_variants_cpu(&p, &w) == FA_ERR_VARIANT, "sink 3e38 -> FA_ERR_VARIANT");
+    w.sinks = &sink;
+    check(fa_forward_variants_cpu(&p, &w) == FA_OK && o[0] == 1.0f && o[3] == 4.0f, "sink -inf: no sink");
     memset(&w, 0, sizeof w);
     w.key_mask = keys; w.key_mask_batch_stride = INT64_MAX;
     check(fa_forward_variants_cpu(&t, &w) == FA_ERR_VARIANT, "key_mask batch stride INT64_MAX -> FA_ERR_VARIANT");
