@@ -778,10 +778,11 @@ int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
 /* The backward pass.                                                         */
 
 /* One thread's backward tiles, fp32, in one 64-byte aligned allocation. For one (sequence, kv head):
- * K, V and the dK, dV accumulators of its keys; for one block of BM query rows of one head: Q and dO
- * as rows and as columns (Qᵀ · scale · log2 e, dOᵀ), dQ, and over the block's whole key range Sᵀ
- * (then Pᵀ), dPᵀ (then dSᵀ) and the softcap's tanh, keys × queries as in the forward. Key rows
- * are padded to a whole number of BN, plus MR for the micro-kernel's last row block. */
+ * K, V and the dK, dV accumulators of its keys (kr rows: padded to a whole number of BN, plus MR for
+ * the micro-kernel's last row block); for one block of BM query rows of one head: Q and dO as rows and
+ * as columns (Qᵀ · scale · log2 e, dOᵀ), dQ, and over the block's key range Sᵀ (then Pᵀ), dPᵀ (then
+ * dSᵀ) and the softcap's tanh, keys × queries as in the forward (sr rows: the widest range a block
+ * can have, whole MR blocks). */
 typedef struct {
     float *k, *v, *dk, *dv;    /* (kr, dp) */
     float *q, *dout, *dq;      /* (BM, dp) */
@@ -791,9 +792,9 @@ typedef struct {
     void *base;
 } bwd_scratch;
 
-static int bwd_scratch_alloc(bwd_scratch *t, int64_t dp, int64_t kr)
+static int bwd_scratch_alloc(bwd_scratch *t, int64_t dp, int64_t kr, int64_t sr)
 {
-    const size_t n_kv = (size_t)(kr * dp), n_q = (size_t)(BM * dp), n_s = (size_t)(kr * BM);
+    const size_t n_kv = (size_t)(kr * dp), n_q = (size_t)(BM * dp), n_s = (size_t)(sr * BM);
     float *f = zeroed_floats(4 * n_kv + 5 * n_q + 3 * n_s + BM);   /* padding columns stay zero from here on */
     if (f == NULL)
         return 0;
@@ -1049,10 +1050,15 @@ int fa_backward_cpu(const fa_backward_params *bp_in, const fa_variants *v_in)
     int failed = 0;
     const int64_t items = p->B * p->Hkv, dp = (p->d + NR - 1) / NR * NR;
     const int64_t kr = (p->Nk + BN - 1) / BN * BN + MR;   /* key rows: the longest sequence's, padded */
+    /* A block's key range: at most BM + left + right keys under a window bounded on both sides. */
+    const int64_t left = v->window ? v->window_left : -1, right = p->causal ? 0 : v->window ? v->window_right : -1;
+    int64_t sr = kr;
+    if (left >= 0 && right >= 0 && left < kr && right < kr && BM + left + right < kr)
+        sr = (BM + left + right + MR - 1) / MR * MR;
 #pragma omp parallel num_threads(threads_for(p))
     {
         bwd_scratch t;
-        const int ok = bwd_scratch_alloc(&t, dp, kr);
+        const int ok = bwd_scratch_alloc(&t, dp, kr, sr);
         if (!ok) {
 #pragma omp atomic write
             failed = 1;

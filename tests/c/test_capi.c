@@ -265,6 +265,47 @@ static void backward_case(void)
     check(fa_backward_cuda(&bp, NULL, NULL, 0, NULL) == FA_ERR_NO_CUDA, "fa_backward_cuda without CUDA -> FA_ERR_NO_CUDA");
 }
 
+/* A window bounded on both sides sizes the backward's score tiles by its width, not by Nk: the
+ * gradients must be those of the same band given as a bool mask over every key (a tile one MR block
+ * short gives 0.92 apart). Bottom-right, Nq != Nk, two query heads on one kv head. */
+static void window_backward_case(void)
+{
+    enum { Hq = 2, Nq = 150, Nk = 260, d = 8, left = 5, right = 3 };
+    const int64_t delta = Nk - Nq;
+    static float q[Hq * Nq * d], k[Nk * d], v[Nk * d], o[Hq * Nq * d], lse[Hq * Nq], dout[Hq * Nq * d];
+    static float dq[2][Hq * Nq * d], dk[2][Nk * d], dv[2][Nk * d];
+    static uint8_t band[Nq * Nk];
+    for (int i = 0; i < Hq * Nq * d; i++) q[i] = frand(), dout[i] = frand();
+    for (int i = 0; i < Nk * d; i++) k[i] = frand(), v[i] = frand();
+    for (int64_t i = 0; i < Nq; i++)
+        for (int64_t j = 0; j < Nk; j++)
+            band[i * Nk + j] = j >= i + delta - left && j <= i + delta + right;
+    fa_variants w[2];
+    memset(w, 0, sizeof w);
+    w[0].align = FA_ALIGN_BOTTOM_RIGHT; w[0].window = 1; w[0].window_left = left; w[0].window_right = right;
+    w[1].mask = band; w[1].mask_kind = FA_MASK_BOOL; w[1].mask_row_stride = Nk; w[1].mask_col_stride = 1;
+    int ok = 1;
+    for (int c = 0; c < 2; c++) {
+        fa_backward_params bp;
+        memset(&bp, 0, sizeof bp);
+        fa_params *p = &bp.p;
+        p->q = q; p->k = k; p->v = v; p->o = o; p->lse = lse;
+        p->q_head_stride = p->o_head_stride = Nq * d; p->q_row_stride = p->o_row_stride = d;
+        p->k_row_stride = p->v_row_stride = d;
+        p->B = 1; p->Hq = Hq; p->Hkv = 1; p->Nq = Nq; p->Nk = Nk; p->d = d; p->scale = 0.4f; p->dtype = FA_FLOAT32;
+        bp.dout = dout; bp.do_head_stride = bp.dq_head_stride = Nq * d; bp.do_row_stride = bp.dq_row_stride = d;
+        bp.dq = dq[c]; bp.dk = dk[c]; bp.dv = dv[c]; bp.dk_row_stride = bp.dv_row_stride = d;
+        ok &= fa_forward_variants_cpu(p, &w[c]) == FA_OK && fa_backward_cpu(&bp, &w[c]) == FA_OK;
+    }
+    double err = 0.0;
+    for (int i = 0; i < Hq * Nq * d; i++) err = fmax(err, fabs(dq[0][i] - dq[1][i]));
+    for (int i = 0; i < Nk * d; i++) err = fmax(err, fmax(fabs(dk[0][i] - dk[1][i]), fabs(dv[0][i] - dv[1][i])));
+    char what[128];
+    snprintf(what, sizeof what, "backward, window (%d, %d) over %d keys = its band as a mask: max difference %.2e",
+             left, right, Nk, err);
+    check(ok && err < 1e-5, what);
+}
+
 /* Hostile parameters that once passed the checks: each gets its status, and nothing is written
  * where it is an error; the legal ones their right answer. */
 static void hostile_case(void)
@@ -459,6 +500,7 @@ int main(void)
     free(q); free(k); free(v); free(o); free(lse);
     kvcache_case();
     backward_case();
+    window_backward_case();
     hostile_case();
     return failures != 0;
 }
