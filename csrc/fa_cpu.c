@@ -838,6 +838,7 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     const float scale_log2 = p->scale * 1.4426950408889634f, c2 = v->softcap * FA_VARIANT_LOG2E;
     const int has_sink = v->sinks != NULL;
     const float sink2 = has_sink ? v->sinks[h] * FA_VARIANT_LOG2E : -INFINITY;
+    const int scores_mod = v->softcap != 0.0f || v->alibi_slopes != NULL || v->mask != NULL;
 
     /* Q, dO as rows and as columns; rows past bm are zero. lse₂ and dlse of the rows. */
     float lse2[BM] __attribute__((aligned(64))), dlse[BM], given[BM];
@@ -878,7 +879,10 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
         if (c2 > 0.0f)
             for (int64_t x = 0; x < (int64_t)bn * BM; x++)
                 t->tt[(j0 - j_begin) * BM + x] = tanhf(st[x] / c2);
-        apply_variants(p, v, sv, 1, bm, st, i0, j0, bn);
+        if (scores_mod)
+            apply_variants(p, v, sv, 1, bm, st, i0, j0, bn);
+        else                                    /* visibility alone: whole key rows, crossed blocks */
+            mask_keys(p, v, sv, 1, bm, bm, st, i0, j0, bn);
     }
     for (int64_t x = nb * BM; x < nb8 * BM; x++)    /* the micro-kernel's rows past the range */
         t->st[x] = -INFINITY, t->dpt[x] = 0.0f;
