@@ -27,9 +27,10 @@
  * In order: dtype conversion, the softmax and GEMM pieces (and their row-by-row forms for blocks
  * of a few query rows: scores_narrow, softmax_narrow, pv_narrow), the forward (attend_rows, which
  * attend_block calls with a full block's sizes as constants; the variants of fa_variant.h applied
- * per block by apply_variants), the KV cache entry point, and at
- * the end the backward pass (backward_block: FlashAttention-2's formulas on the same tiles and
- * micro-kernel, one (sequence, kv head) per thread so that dK and dV need no atomics).
+ * per block by apply_variants, visibility alone by mask_keys), the entry points (ALiBi slopes and
+ * sinks checked on the host first), the KV cache's, and at the end the backward pass
+ * (backward_block: FlashAttention-2's formulas on the same tiles and micro-kernel, one (sequence,
+ * kv head) per thread so that dK and dV need no atomics).
  */
 #include <math.h>
 #include <stdint.h>
@@ -770,9 +771,6 @@ int fa_forward_kvcache_cpu(const fa_kvcache_params *kp)
 {
     return fa_forward_kvcache_variants_cpu(kp, NULL);
 }
-
-/* ------------------------------------------------------------------------ */
-/* Backward (FlashAttention-2's algorithm, written as plain loops).           */
 
 /* ------------------------------------------------------------------------ */
 /* The backward pass.                                                         */

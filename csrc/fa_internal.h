@@ -17,7 +17,8 @@ extern "C" {
 int fa_record_cuda_error(const char *name, const char *text);
 
 /* Host cu_seqlens (B + 1 entries): FA_OK, or FA_ERR_CU_SEQLENS when they do not start at 0,
- * decrease, hold a length over max_len or end past total. */
+ * decrease, hold a length over *len (max_seqlen on entry) or end past total. On FA_OK *len is the
+ * longest sequence's length. */
 int fa_check_cu_seqlens(const int32_t *cu, int64_t B, int64_t *len, int64_t total);
 
 /* The backward pass's parameters (fa_check_variants, then dout, dq, dk, dv: strides >= 0, data
