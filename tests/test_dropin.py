@@ -15,6 +15,12 @@ def fresh_stats():
     torch_flashattn.reset_stats()
 
 
+@pytest.fixture
+def no_amx(monkeypatch):
+    """The CPU taken as one without AMX-BF16, whatever this machine has: bf16 calls on our kernels."""
+    monkeypatch.setattr(torch_flashattn.sdpa, "_cpu_amx_bf16", lambda: False)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("causal", [False, True])
 def test_sdpa_signature_runs_fa(device, causal):
@@ -31,7 +37,7 @@ def test_sdpa_signature_runs_fa(device, causal):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
 @pytest.mark.parametrize("nq", [1, 3, 16])
-def test_sdpa_decode_step_runs_kvcache(device, dtype, nq):
+def test_sdpa_decode_step_runs_kvcache(device, dtype, nq, no_amx):
     """A generation step (few queries, a longer run of keys, no causal mask) runs the split-KV
     decode kernel, also on the valid prefix of a preallocated cache (a strided view)."""
     torch.manual_seed(nq)
@@ -83,6 +89,47 @@ def test_sdpa_fallbacks_are_exact(device):
                    else "requires_grad (SDPA's backward is faster)")
     assert s["fallback_reasons"]["dropout_p > 0"] == 1 and s["fallback_reasons"][grad_reason] == 1
     assert s["fa"] == 1 and s["sdpa"] == 7           # the 5 cases, dropout, the gradient
+
+
+@pytest.mark.parametrize("amx", [False, True])
+def test_sdpa_bf16_on_an_amx_cpu(monkeypatch, amx):
+    """On a CPU with AMX-BF16 (taken as present or absent here), bf16 calls go to SDPA's AMX kernel but
+    for decoding steps and gradients up to CPU_AMX_GRAD_MAX_KEY_ELEMENTS key elements per head; fp32
+    and fp16 calls, and every call without AMX, stay on ours. Each result is SDPA's by the accuracy rule."""
+    from torch_flashattn import sdpa
+    monkeypatch.setattr(sdpa, "_cpu_amx_bf16", lambda: amx)
+    reason = "bf16 on an AMX CPU (SDPA's AMX kernel is faster)"
+    grad_reason = "requires_grad, bf16 on an AMX CPU (SDPA's AMX kernel is faster)"
+    g = torch.Generator().manual_seed(5)
+    bf = dict(dtype=torch.bfloat16)
+    q, k, v = (torch.randn(2, 4, 50, 32, generator=g).to(**bf) for _ in range(3))
+    cases = [   # (args, kwargs, path with AMX)
+        ((q, k, v), dict(is_causal=True), "sdpa"),                                    # prefill
+        ((q[:, :, :1], k, v), {}, "fa_decode"),                                      # a generation step
+        ((q[:, 0], k[:, 0], v[:, 0]), {}, "sdpa"),                                   # (B, L, E)
+        (tuple(t.float() for t in (q, k, v)), {}, "fa"),
+        (tuple(t.half() for t in (q, k, v)), dict(is_causal=True), "fa"),
+    ]
+    for args, kw, path in cases:
+        torch_flashattn.reset_stats()
+        out = torch_flashattn.scaled_dot_product_attention(*args, **kw)
+        assert_accurate(out, *args, kw.get("is_causal", False), None, what=f"{args[0].dtype} {args[0].shape}")
+        s = torch_flashattn.stats()
+        want = path if amx or path == "fa_decode" else "fa"
+        assert s[want] == 1 and s["sdpa"] == (want == "sdpa"), (args[0].shape, s)
+        assert s["fallback_reasons"] == ({reason: 1} if want == "sdpa" else {}), s
+    # Gradients: ours up to the threshold (50 · 32 key elements), SDPA's above it (600 · 32).
+    big = tuple(torch.randn(1, 2, 600, 32, generator=g).to(**bf) for _ in range(3))
+    for inputs, path in (((q, k, v), "fa"), (big, "sdpa" if amx else "fa")):
+        torch_flashattn.reset_stats()
+        leaves = [t.clone().requires_grad_() for t in inputs]
+        torch_flashattn.scaled_dot_product_attention(*leaves, is_causal=True).float().square().sum().backward()
+        ref = [t.clone().requires_grad_() for t in inputs]
+        F.scaled_dot_product_attention(*ref, is_causal=True).float().square().sum().backward()
+        for a, b in zip(leaves, ref):
+            torch.testing.assert_close(a.grad.float(), b.grad.float(), atol=0.05, rtol=0.05)
+        s = torch_flashattn.stats()
+        assert s[path] == 1 and s["fallback_reasons"] == ({grad_reason: 1} if path == "sdpa" else {}), s
 
 
 @pytest.mark.gpu
@@ -227,7 +274,7 @@ def test_sdpa_kernel_choice_is_honoured():
     assert s["fa"] == 1 and s["fallback_reasons"] == {"sdpa_kernel without FLASH_ATTENTION": 2}, s
 
 
-def test_sdpa_under_autocast_casts_as_pytorch():
+def test_sdpa_under_autocast_casts_as_pytorch(no_amx):
     """Under autocast the drop-in takes the inputs as autocast hands them to SDPA: its output dtype."""
     q, k, v = (randn(1, 2, 33, 16) for _ in range(3))
     with torch.autocast("cpu", dtype=torch.bfloat16):

@@ -135,6 +135,44 @@ def test_structured_mask_with_position_bias(case):
     torch.testing.assert_close(ours[seen], ref[seen].float(), atol=2e-5, rtol=0, msg=name)
 
 
+@pytest.mark.parametrize("amx", [False, True])
+def test_bf16_on_an_amx_cpu(monkeypatch, amx):
+    """On a CPU with AMX-BF16 (taken as present or absent here), a bf16 StructuredMask call without
+    gradients goes to SDPA's AMX kernel with the dense mask, as the drop-in's rule says, but for a
+    decoding step and a softcap (which SDPA cannot compute); fp32 stays on the op. Each result is
+    transformers' sdpa attention's with the dense mask."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    import torch_flashattn.hf as hf
+    monkeypatch.setattr(torch_flashattn.sdpa, "_cpu_amx_bf16", lambda: amx)
+    module = type("M", (), dict(is_causal=True, training=False, num_key_value_groups=1))()
+    B, H, d = 3, 2, 16
+    g = torch.Generator().manual_seed(9)
+    for nq, nk, dtype, softcap, path in ((12, 12, torch.bfloat16, None, "sdpa"), (1, 13, torch.bfloat16, None, "fa"),
+                                         (12, 12, torch.bfloat16, 20.0, "fa"), (12, 12, torch.float32, None, "fa")):
+        kw = dict(batch_size=B, q_length=nq, kv_length=nk, q_offset=nk - nq, kv_offset=0,
+                  mask_function=mu.causal_mask_function, attention_mask=padding(B, nk, True, g))
+        m = structured_mask(**kw)
+        assert isinstance(m, StructuredMask)
+        q = torch.randn(B, H, nq, d, generator=g).to(dtype)
+        k, v = (torch.randn(B, H, nk, d, generator=g).to(dtype) for _ in range(2))
+        torch_flashattn.reset_stats()
+        ours, _ = hf.attention_forward(module, q, k, v, m, scaling=0.5, **({"softcap": softcap} if softcap else {}))
+        want = path if amx else "fa"
+        assert torch_flashattn.stats()[want] == 1 and torch_flashattn.stats()["sdpa"] == (want == "sdpa"), \
+            (nq, dtype, softcap, torch_flashattn.stats())
+        dense = mu.sdpa_mask(**kw, allow_is_causal_skip=False)
+        if softcap:
+            s = (q.double() @ k.double().transpose(-1, -2)) * 0.5
+            s = (softcap * torch.tanh(s / softcap)).masked_fill(~dense, float("-inf"))
+            ref = (s.softmax(-1) @ v.double()).transpose(1, 2)
+        else:
+            ref, _ = sdpa_attention_forward(module, q.double(), k.double(), v.double(), dense, scaling=0.5)
+        seen = dense.expand(B, H, nq, nk).any(-1).transpose(1, 2)
+        torch.testing.assert_close(ours[seen].double(), ref[seen], atol=2e-2 if dtype == torch.bfloat16 else 2e-5,
+                                   rtol=0, msg=f"{nq} {dtype} {softcap}")
+
+
 @pytest.mark.parametrize("nq,nk,q_off", [(7, 7, 0), (1, 9, 8), (3, 11, 8)], ids=["prefill", "decoding step", "chunk"])
 def test_padding_mask_is_not_read_on_the_host(monkeypatch, nq, nk, q_off):
     """A padding mask, all ones or not, goes to the kernels as key_mask: the mask function reads no

@@ -329,20 +329,23 @@ def _needs_grad(t):
     return torch.is_grad_enabled() and t.requires_grad
 
 
-def _structured_takes(query, key, value, dropout, grad_ok=lambda: False):
+def _structured_takes(query, key, value, dropout, grad_ok=lambda: False, sdpa_ok=True):
     """Whether torch_flashattn.attention runs a StructuredMask call at its speed: no dropout, no gradient
     unless grad_ok (softcap or sinks, which SDPA cannot compute: the op's backward takes key_mask and
     the window in its kernel; or a CPU call where our backward beats SDPA's with the dense mask, as the
     drop-in's rule says: 1.4-3.2x fp32 from the threshold, 2.0-5.1x bf16 on 2 cores with a quarter of
     the keys padded, tools/cpu_grad_time.py padded, bench/LOG.md 2026-12-02, backward variants), (B, H, L, d) inputs of one dtype, on the CPU or in fp16/bf16 on a
     CUDA GPU of compute capability 8.0 or later (elsewhere the op would compute it exactly through
-    PyTorch). grad_ok is asked only for a call that needs gradients."""
+    PyTorch). grad_ok is asked only for a call that needs gradients. sdpa_ok: SDPA could compute the
+    call (no softcap or sinks); then a bf16 CPU call without gradients on an AMX CPU, not a decoding step,
+    is left to SDPA's AMX kernel with the dense mask (the drop-in's _cpu_amx_sdpa)."""
     grad = _sdpa._needs_grad(query, key, value)
     if (dropout or (grad and not grad_ok())
             or not (query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype)):
         return False
     if query.device.type == "cpu":
-        return query.dtype in (torch.float32, torch.float16, torch.bfloat16)
+        return (query.dtype in (torch.float32, torch.float16, torch.bfloat16)
+                and (grad or not sdpa_ok or not _sdpa._cpu_amx_sdpa(query, key, value, False)))
     return (query.device.type == "cuda" and query.dtype in (torch.float16, torch.bfloat16)
             and _sdpa._capability(query.device.index) >= (8, 0))
 
@@ -363,7 +366,8 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
                 and not any(k in given for k in ("indices", "block_indices"))
                 and not ("s_aux" in given and "sinks" in given)
                 and _structured_takes(query, key, value, dropout, grad_ok=lambda: bias is None and (
-                    any(k in given for k in _EAGER) or _sdpa._cpu_grad_ours(query, key)))
+                    any(k in given for k in _EAGER) or _sdpa._cpu_grad_ours(query, key)),
+                    sdpa_ok=not any(k in given for k in _EAGER))
                 and (bias is None or (_broadcasts(bias, query.shape[:3] + key.shape[2:3])
                                       and not _needs_grad(bias)))):
             op = attention_mask.op_arguments(key, value)

@@ -37,10 +37,11 @@ _MAX_SCALE = 2.3e38             # fa.h's FA_MAX_SCALE: scale · log2 e must stay
 # Calls with at most this many queries and more keys than queries, without a causal mask, run the
 # split-KV decode kernel (fa::forward_kvcache with no append), as in a generation step.
 DECODE_MAX_QUERIES = 16
-# Calls that need gradients run on our kernels on the CPU: fp16 and bf16 always (forward + backward
-# 1.9-20x and 1.2-6.5x torch's CPU SDPA on the 2-core machine, 28 shapes each), fp32 from this many key
-# elements per head (Nk · E: 1.3-2.4x there, 0.7-1.2x below, 32 keys of 32 the slowest;
-# tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward). On CUDA, compute capability 9.0, fp16/bf16
+# Calls that need gradients run on our kernels on the CPU: fp16 and bf16 (forward + backward 1.9-20x
+# and 1.2-6.5x torch's CPU SDPA on 2 cores of an AMD EPYC, 28 shapes each; bf16 on AMX CPUs below), fp32
+# from this many key elements per head (Nk · E: 1.3-2.4x there, 0.7-1.2x below, 32 keys of 32 the
+# slowest; tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward; on 2 cores of an Intel Xeon with
+# AMX, 0.87-1.54x from it, non-causal calls the slower: 2026-12-06-amx). On CUDA, compute capability 9.0, fp16/bf16
 # calls at head dim 64 or 128 (the Hopper backward's tile widths) with at least CUDA_GRAD_MIN_KEYS keys
 # run on our forward and Hopper backward (_cuda_grad_ours): on the H200, forward + backward 1.02-1.15x
 # SDPA's default there (cuDNN) from 2k keys, 0.96-1.04x below (bf16, at 44668d3;
@@ -49,6 +50,13 @@ DECODE_MAX_QUERIES = 16
 # SDPA's flash backend.
 CPU_GRAD_MIN_KEY_ELEMENTS = 4096
 CUDA_GRAD_MIN_KEYS = 2048
+# On a CPU with AMX-BF16 tiles (Intel Xeon from Sapphire Rapids on), torch's CPU SDPA runs bf16 matmuls
+# on them; our C backend computes bf16 in fp32. There (2 cores, bench/LOG.md 2026-12-06-amx) ours ran
+# bf16 prefill at 0.25-0.60x SDPA, and forward + backward at 0.66-1.48x above this many key elements per
+# head (1.26-7.6x at or below it): bf16 calls without gradients (_cpu_amx_sdpa), and those with
+# gradients above it (_cpu_grad_ours), go to SDPA. Decoding steps stay on fa::forward_kvcache (0.47-1.40x
+# there, geomean 0.92x).
+CPU_AMX_GRAD_MAX_KEY_ELEMENTS = 16384
 _counts = collections.Counter()
 _reasons = collections.Counter()
 
@@ -107,11 +115,30 @@ def _needs_grad(query, key, value):
     return torch.is_grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad)
 
 
+@functools.cache
+def _cpu_amx_bf16():
+    """Whether this CPU has AMX-BF16 tiles (torch's CPU SDPA then computes bf16 on them)."""
+    capabilities = getattr(torch.cpu, "get_capabilities", None)   # torch 2.10 and later
+    return bool(capabilities is not None and capabilities().get("amx_bf16", False))
+
+
+def _cpu_amx_sdpa(query, key, value, is_causal):
+    """Whether a bf16 CPU call without gradients goes to SDPA's AMX kernel: on a CPU with AMX-BF16,
+    every such call but a decoding step (_is_decode; CPU_AMX_GRAD_MAX_KEY_ELEMENTS' comment)."""
+    return (query.device.type == "cpu" and query.dtype == torch.bfloat16 and _cpu_amx_bf16()
+            and not _is_decode(query, key, value, is_causal))
+
+
 def _cpu_grad_ours(query, key):
     """Whether our forward + backward beats torch's CPU SDPA for a call needing gradients: on the CPU,
-    fp16/bf16, or fp32 from CPU_GRAD_MIN_KEY_ELEMENTS key elements per head."""
-    return query.device.type == "cpu" and (query.dtype != torch.float32
-                                           or key.shape[-2] * key.shape[-1] >= CPU_GRAD_MIN_KEY_ELEMENTS)
+    fp16/bf16 (on a CPU with AMX-BF16, bf16 up to CPU_AMX_GRAD_MAX_KEY_ELEMENTS key elements per head),
+    or fp32 from CPU_GRAD_MIN_KEY_ELEMENTS key elements per head."""
+    if query.device.type != "cpu":
+        return False
+    elements = key.shape[-2] * key.shape[-1]
+    if query.dtype == torch.float32:
+        return elements >= CPU_GRAD_MIN_KEY_ELEMENTS
+    return not (query.dtype == torch.bfloat16 and _cpu_amx_bf16() and elements > CPU_AMX_GRAD_MAX_KEY_ELEMENTS)
 
 
 def _cuda_grad_ours(query, key, value, attn_mask):
@@ -174,7 +201,8 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
             if not (device.type == "cuda" and _cuda_grad_ours(query, key, value, attn_mask)):
                 return "requires_grad (SDPA's backward is faster)"
         elif not _cpu_grad_ours(query, key):
-            return "requires_grad, few keys (SDPA's backward is faster)"
+            return ("requires_grad, few keys (SDPA's backward is faster)" if query.dtype == torch.float32
+                    else "requires_grad, bf16 on an AMX CPU (SDPA's AMX kernel is faster)")
     qs, ks, vs = query.shape, key.shape, value.shape
     if not (len(qs) == len(ks) == len(vs) and len(qs) in (3, 4)):
         return "not 3-D or 4-D"
@@ -191,6 +219,8 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
             return "Hq not a multiple of Hkv"       # SDPA raises its own error for this
     if ks[:-1] != vs[:-1] or qs[0] != ks[0]:
         return "shapes differ"                  # SDPA broadcasts them or raises its own error
+    if not grad and _cpu_amx_sdpa(query, key, value, is_causal):
+        return "bf16 on an AMX CPU (SDPA's AMX kernel is faster)"
     return None
 
 
