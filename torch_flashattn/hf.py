@@ -17,8 +17,9 @@ the installed transformers). Six paths, each counted by ``torch_flashattn.stats(
 - a relative position bias (``position_bias``, T5) for inference on the CPU or in fp16/bf16 on sm_80+:
   ``torch_flashattn.attention`` with the bias as its float ``attn_mask`` (read tile by tile), beside a
   ``StructuredMask``'s ``key_mask`` and window, or with a dense mask folded into it;
-- PyTorch's SDPA: a dense mask elsewhere, and a position bias (training, other devices) or a sparse key
-  selection (``indices``) folded into that mask;
+- PyTorch's SDPA: a dense mask elsewhere (bf16 prefill on a CPU with AMX-BF16 too, as the drop-in's
+  ``_cpu_amx_sdpa`` says), and a position bias (training, other devices) or a sparse key selection
+  (``indices``) folded into that mask;
 - on the CPU, a ``StructuredMask`` call that needs gradients where the drop-in's rule sends them to our
   backward (fp16/bf16, fp32 from ``CPU_GRAD_MIN_KEY_ELEMENTS`` key elements per head), key_mask and the
   window in the C backend's backward;

@@ -55,7 +55,7 @@ CUDA_GRAD_MIN_KEYS = 2048
 # bf16 prefill at 0.25-0.60x SDPA, and forward + backward at 0.66-1.48x above this many key elements per
 # head (1.26-7.6x at or below it): bf16 calls without gradients (_cpu_amx_sdpa), and those with
 # gradients above it (_cpu_grad_ours), go to SDPA. Decoding steps stay on fa::forward_kvcache (0.47-1.40x
-# there, geomean 0.92x).
+# there, geomean 0.94x).
 CPU_AMX_GRAD_MAX_KEY_ELEMENTS = 16384
 _counts = collections.Counter()
 _reasons = collections.Counter()
