@@ -26,8 +26,8 @@
  *
  * In order: dtype conversion, the softmax and GEMM pieces (and their row-by-row forms for blocks
  * of a few query rows: scores_narrow, softmax_narrow, pv_narrow), the forward (attend_rows, which
- * attend_block calls with a full block's sizes as constants; the variants of fa_variant.h applied
- * per block by apply_variants, visibility alone by mask_keys), the entry points (ALiBi slopes and
+ * attend_block calls with a full block's sizes as constants; score changes (softcap, ALiBi, a
+ * float mask) applied per block by apply_variants, visibility by mask_keys), the entry points (ALiBi slopes and
  * sinks checked on the host first), the KV cache's, and at the end the backward pass
  * (backward_block: FlashAttention-2's formulas on the same tiles and micro-kernel, one (sequence,
  * kv head) per thread so that dK and dV need no atomics).
@@ -166,6 +166,34 @@ static inline v16f exp2_neg(v16f x)
     t = t * y + 1.0f;                                               /* e^y = 2^f */
     const v16f pow2n = (v16f)((n + 127) << 23);
     return vselect(tiny, (v16f){0}, t * pow2n);
+}
+
+/* tanh(x), within 3 ulp of tanhf: |x| < 0.4 by its odd Taylor series to x^13 (the next term is
+ * below 1e-8 of the result); beyond, (1 − e) / (1 + e) with e = e^(−2|x|) ≤ 0.45 (no cancellation),
+ * the sign put back. NaN stays NaN, ±inf gives ±1. */
+static inline v16f tanh16(v16f x)
+{
+    const v16i sign = (v16i)x & INT32_MIN;
+    const v16f a = (v16f)((v16i)x ^ sign), a2 = a * a;
+    v16f t = a2 * (21844.0f / 6081075.0f) - 1382.0f / 155925.0f;
+    t = t * a2 + 62.0f / 2835.0f;
+    t = t * a2 - 17.0f / 315.0f;
+    t = t * a2 + 2.0f / 15.0f;
+    t = t * a2 - 1.0f / 3.0f;
+    const v16f e = exp2_neg(a * (-2.0f * 1.4426950408889634f));
+    const v16f r = vselect(a < 0.4f, a + a * a2 * t, (1.0f - e) / (1.0f + e));
+    return (v16f)((v16i)r | sign);
+}
+
+/* dst[x] = tanh(src[x] · inv) for n floats, n a multiple of 16 (tanh16); dst may be src. */
+static inline void tanh_scaled(float *dst, const float *src, int64_t n, float inv)
+{
+    for (int64_t x = 0; x < n; x += 16) {
+        v16f y;
+        memcpy(&y, src + x, sizeof y);
+        y = tanh16(y * inv);
+        memcpy(dst + x, &y, sizeof y);
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -369,36 +397,52 @@ static float mask_value(const fa_variants *v, fa_dtype dt, int64_t b, int64_t h,
     }
 }
 
+static void mask_keys(const fa_params *p, const fa_variants *v, const seq_view *sv, int nh, int span, int ncols,
+                      float *st, int64_t i0, int64_t j0, int bn);
+
+/* A float attn_mask added to one head's span columns of Sᵀ (log2 units), read along the mask's rows. */
+static void add_mask(const fa_variants *v, fa_dtype dt, const seq_view *s_h, float *st, int span, int64_t i0,
+                     int64_t j0, int bn)
+{
+    for (int q = 0; q < span; q++)
+        for (int k = 0; k < bn; k++)
+            st[k * BM + q] += fa_mask_log2(mask_value(v, dt, s_h->b, s_h->h, i0 + q, j0 + k));
+}
+
 /* The variants on one block of scores Sᵀ (keys j0 .. j0 + bn; column p · span + q is query i0 + q
- * of head sv[p], log2 units): softcap, ALiBi and a float mask change a visible score; a key
- * outside the row's range, or masked out, becomes −inf (fa_variant.h). */
-static void apply_variants(const fa_params *p, const fa_variants *v, const seq_view *sv, int nh, int span, float *st,
-                           int64_t i0, int64_t j0, int bn)
+ * of head sv[p], log2 units; ncols columns in all): each score becomes
+ *     s = c2 · tanh(s / c2) − slope2 · |i + δ − j| + mask(i, j) · log2 e
+ * (c2 = softcap · log2 e, slope2 = slope · log2 e; the softcap's tanh by tanh16 on whole rows, ALiBi
+ * key row by key row, a float mask along its rows), then mask_keys makes a key outside the row's
+ * range, or masked out, −inf. tt (may be NULL): tanh(s / c2) of these scores, laid out as st. */
+static inline __attribute__((always_inline)) void apply_variants(const fa_params *p, const fa_variants *v,
+                                                                  const seq_view *sv, int nh, int span, int ncols,
+                                                                  float *st, const float *tt, int64_t i0, int64_t j0,
+                                                                  int bn)
 {
     const float c2 = v->softcap * FA_VARIANT_LOG2E;
+    if (c2 > 0.0f) {                                     /* s = c2 · tanh(s / c2), whole rows of Sᵀ */
+        if (tt == NULL)
+            tanh_scaled(st, st, (int64_t)bn * BM, 1.0f / c2);
+        for (int64_t x = 0; x < (int64_t)bn * BM; x++)
+            st[x] = c2 * (tt != NULL ? tt[x] : st[x]);
+    }
     for (int hp = 0; hp < nh; hp++) {
         const seq_view *s_h = &sv[hp];
         const float slope2 = fa_alibi_slope2(v, s_h->b, s_h->h);
-        for (int q = 0; q < span; q++) {
-            const int64_t i = i0 + q;
-            int64_t lo, hi;
-            fa_key_range(v, p->causal, i, s_h->delta, s_h->nk, &lo, &hi);
+        if (slope2 != 0.0f)                              /* s −= slope · |i + delta − j| */
             for (int k = 0; k < bn; k++) {
-                const int64_t j = j0 + k;
-                float *s = &st[k * BM + hp * span + q];
-                int visible = j >= lo && j < hi;
-                if (visible && v->key_mask != NULL)
-                    visible = v->key_mask[s_h->b * v->key_mask_batch_stride + j] != 0;
-                if (!visible) {
-                    *s = -INFINITY;
-                    continue;
+                float *s = &st[k * BM + hp * span];
+                const int64_t dist0 = i0 + s_h->delta - (j0 + k);
+                for (int q = 0; q < span; q++) {
+                    const int64_t dist = dist0 + q;
+                    s[q] -= slope2 * (float)(dist < 0 ? -dist : dist);
                 }
-                *s = fa_score_mod(*s, c2, slope2, i + s_h->delta - j);
-                if (v->mask != NULL)
-                    *s += fa_mask_log2(mask_value(v, p->dtype, s_h->b, s_h->h, i, j));
             }
-        }
+        if (v->mask != NULL)
+            add_mask(v, p->dtype, s_h, st + hp * span, span, i0, j0, bn);
     }
+    mask_keys(p, v, sv, nh, span, ncols, st, i0, j0, bn);
 }
 
 /* key_mask, causal and the window without a score change: a masked-out key's scores become −inf
@@ -495,7 +539,7 @@ static inline __attribute__((always_inline)) void attend_rows(const fa_params *p
             gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, ncols, d, NULL);
 
         if (scores_mod)
-            apply_variants(p, v, sv, nh, span, t->st, i0, j0, bn);
+            apply_variants(p, v, sv, nh, span, ncols, t->st, NULL, i0, j0, bn);
         else if (variants)
             mask_keys(p, v, sv, nh, span, ncols, t->st, i0, j0, bn);
         else if (p->causal && j0 + bn - 1 > i0 + delta)
@@ -875,10 +919,9 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
         gemm(st, BM, t->k + j0 * dp, dp, 1, t->qt, BM, bn8, BM, d, NULL);      /* Sᵀ = K Qᵀ */
         gemm(dpt, BM, t->v + j0 * dp, dp, 1, t->dot, BM, bn8, BM, d, NULL);    /* dPᵀ = V dOᵀ */
         if (c2 > 0.0f)
-            for (int64_t x = 0; x < (int64_t)bn * BM; x++)
-                t->tt[(j0 - j_begin) * BM + x] = tanhf(st[x] / c2);
+            tanh_scaled(t->tt + (j0 - j_begin) * BM, st, (int64_t)bn * BM, 1.0f / c2);
         if (scores_mod)
-            apply_variants(p, v, sv, 1, bm, st, i0, j0, bn);
+            apply_variants(p, v, sv, 1, bm, bm, st, c2 > 0.0f ? t->tt + (j0 - j_begin) * BM : NULL, i0, j0, bn);
         else                                    /* visibility alone: whole key rows, crossed blocks */
             mask_keys(p, v, sv, 1, bm, bm, st, i0, j0, bn);
     }

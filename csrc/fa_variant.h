@@ -43,17 +43,6 @@ FA_VARIANT_FN void fa_key_range(const fa_variants *v, int causal, int64_t i, int
     *hi = e < 0 ? 0 : e > nk ? nk : e;
 }
 
-/* A score's softcap and ALiBi, log2 units: c2 = softcap · log2 e (0: none), slope2 = slope · log2 e
- * (0: none), dist = i + δ − j. */
-FA_VARIANT_FN float fa_score_mod(float s, float c2, float slope2, int64_t dist)
-{
-    if (c2 > 0.0f)
-        s = c2 * tanhf(s / c2);
-    if (slope2 != 0.0f)
-        s -= slope2 * (float)(dist < 0 ? -dist : dist);
-    return s;
-}
-
 /* The ALiBi slope of (b, h) in log2 units; 0 without ALiBi. */
 FA_VARIANT_FN float fa_alibi_slope2(const fa_variants *v, int64_t b, int64_t h)
 {
