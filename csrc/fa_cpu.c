@@ -27,8 +27,8 @@
  * In order: dtype conversion, the softmax and GEMM pieces (and their row-by-row forms for blocks
  * of a few query rows: scores_narrow, softmax_narrow, pv_narrow), the forward (attend_rows, which
  * attend_block calls with a full block's sizes as constants; score changes (softcap, ALiBi, a
- * float mask) applied per block by apply_variants, visibility by mask_keys), the entry points (ALiBi slopes and
- * sinks checked on the host first), the KV cache's, and at the end the backward pass
+ * float mask) applied per block by apply_variants, visibility by mask_keys), the entry points
+ * (ALiBi slopes and sinks checked on the host first), the KV cache's, and at the end the backward pass
  * (backward_block: FlashAttention-2's formulas on the same tiles and micro-kernel, one (sequence,
  * kv head) per thread so that dK and dV need no atomics).
  */
