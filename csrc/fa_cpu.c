@@ -397,8 +397,30 @@ static float mask_value(const fa_variants *v, fa_dtype dt, int64_t b, int64_t h,
     }
 }
 
+/* Visibility (key_mask, causal, the window): a masked-out key's scores become −inf across the block
+ * at once (a row of Sᵀ), and a row's range is applied only to the blocks that cross it. Alone when no
+ * variant changes a score; else apply_variants ends with it. */
 static void mask_keys(const fa_params *p, const fa_variants *v, const seq_view *sv, int nh, int span, int ncols,
-                      float *st, int64_t i0, int64_t j0, int bn);
+                      float *st, int64_t i0, int64_t j0, int bn)
+{
+    if (v->key_mask != NULL) {
+        const uint8_t *km = v->key_mask + sv->b * v->key_mask_batch_stride + j0;
+        for (int k = 0; k < bn; k++)
+            if (km[k] == 0)
+                for (int c = 0; c < ncols; c++)
+                    st[k * BM + c] = -INFINITY;
+    }
+    for (int q = 0; q < span; q++) {
+        int64_t lo, hi;
+        fa_key_range(v, p->causal, i0 + q, sv->delta, sv->nk, &lo, &hi);
+        if (lo <= j0 && hi >= j0 + bn)
+            continue;
+        for (int k = 0; k < bn; k++)
+            if (j0 + k < lo || j0 + k >= hi)
+                for (int hp = 0; hp < nh; hp++)
+                    st[k * BM + hp * span + q] = -INFINITY;
+    }
+}
 
 /* A float attn_mask added to one head's span columns of Sᵀ (log2 units), read along the mask's rows. */
 static void add_mask(const fa_variants *v, fa_dtype dt, const seq_view *s_h, float *st, int span, int64_t i0,
@@ -443,31 +465,6 @@ static inline __attribute__((always_inline)) void apply_variants(const fa_params
             add_mask(v, p->dtype, s_h, st + hp * span, span, i0, j0, bn);
     }
     mask_keys(p, v, sv, nh, span, ncols, st, i0, j0, bn);
-}
-
-/* key_mask, causal and the window without a score change: a masked-out key's scores become −inf
- * across the block at once (a row of Sᵀ), and a row's range is applied only to the blocks that
- * cross it. The same visibility as apply_variants. */
-static void mask_keys(const fa_params *p, const fa_variants *v, const seq_view *sv, int nh, int span, int ncols,
-                      float *st, int64_t i0, int64_t j0, int bn)
-{
-    if (v->key_mask != NULL) {
-        const uint8_t *km = v->key_mask + sv->b * v->key_mask_batch_stride + j0;
-        for (int k = 0; k < bn; k++)
-            if (km[k] == 0)
-                for (int c = 0; c < ncols; c++)
-                    st[k * BM + c] = -INFINITY;
-    }
-    for (int q = 0; q < span; q++) {
-        int64_t lo, hi;
-        fa_key_range(v, p->causal, i0 + q, sv->delta, sv->nk, &lo, &hi);
-        if (lo <= j0 && hi >= j0 + bn)
-            continue;
-        for (int k = 0; k < bn; k++)
-            if (j0 + k < lo || j0 + k >= hi)
-                for (int hp = 0; hp < nh; hp++)
-                    st[k * BM + hp * span + q] = -INFINITY;
-    }
 }
 
 /* Attention for query rows [i0, i0 + span) of nh heads of one sequence that share a kv head
