@@ -41,10 +41,10 @@ DECODE_MAX_QUERIES = 16
 # and 1.2-6.5x torch's CPU SDPA on 2 cores of an AMD EPYC, 28 shapes each; bf16 on AMX CPUs below), fp32
 # from this many key elements per head (Nk · E: 1.3-2.4x there, 0.7-1.2x below, 32 keys of 32 the
 # slowest; tools/cpu_grad_time.py, bench/LOG.md 2026-12-02-backward; on 2 cores of an Intel Xeon with
-# AMX, 0.87-1.54x from it, non-causal calls the slower: 2026-12-06-amx). On CUDA, compute capability 9.0, fp16/bf16
-# calls at head dim 64 or 128 (the Hopper backward's tile widths) with at least CUDA_GRAD_MIN_KEYS keys
-# run on our forward and Hopper backward (_cuda_grad_ours): on the H200, forward + backward 1.02-1.15x
-# SDPA's default there (cuDNN) from 2k keys, 0.96-1.04x below (bf16, at 44668d3;
+# AMX, 0.87-1.56x from it, non-causal calls the slower: 2026-12-06-amx). On CUDA, compute capability
+# 9.0, fp16/bf16 calls at head dim 64 or 128 (the Hopper backward's tile widths) with at least
+# CUDA_GRAD_MIN_KEYS keys run on our forward and Hopper backward (_cuda_grad_ours): on the H200, forward
+# + backward 1.02-1.15x SDPA's default there (cuDNN) from 2k keys, 0.96-1.04x below (bf16, at 44668d3;
 # bench/results/backward_fwdbwd_44668d3.md).
 # Every other CUDA call that needs gradients stays on SDPA: other GPUs run our sm_80 kernel, 0.78-0.95x
 # SDPA's flash backend.
