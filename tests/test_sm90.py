@@ -192,6 +192,60 @@ def test_sm90_causal_sections(grid, d, forced, fa_overrides):
         assert torch.equal(w, var), f"sections of {heads} heads, window and sinks: other bits"
 
 
+# Sinks alone run on the plain tiles' SINK kernels (sm90.cu, sm90_sinks_alone), each row ending with
+# its head's sink in the denominator: (B, Hq, Hkv, Nq, Nk, d, causal) for each plain tile.
+PLAIN_SINK_SHAPES = {
+    "d64_short_causal": (2, 4, 2, 700, 700, 64, True),
+    "d64_three_consumers": (2, 4, 2, 1500, 1500, 64, True),
+    "d128": (2, 4, 2, 777, 1025, 128, True),
+    "d128_causal_fenced": (1, 4, 2, 4200, 4200, 128, True),
+    "d128_long_keys": (2, 4, 2, 3500, 2500, 128, False),      # 152 tiles: a last round the rule would split
+    "d256": (2, 4, 2, 600, 900, 256, False),
+}
+
+
+@sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", list(PLAIN_SINK_SHAPES))
+@pytest.mark.parametrize("grid", ["auto", "tile", "persistent"])
+def test_sm90_sinks_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides):
+    """Sinks without other variants on each plain tile (GQA, tails, lse) against the float64
+    reference, on each grid. A sink of −inf adds nothing: the plain call's very bits where that call
+    keeps its tiles whole (sm90_tail=1; a split last round's merge knows no sink, so the SINK kernels
+    never split)."""
+    from test_variants import assert_variant_accurate
+    fa_overrides(sm90_grid=grid)
+    B, Hq, Hkv, nq, nk, d, causal = PLAIN_SINK_SHAPES[shape]
+    torch.manual_seed(nq + nk + d)
+    q = randn(B, Hq, nq, d, dtype=dtype, device="cuda")
+    k = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
+    v = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
+    sinks = torch.randn(Hq, device="cuda") * 3
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, sinks=sinks)
+    what = f"sm90 sinks {shape} {dtype} grid={grid}"
+    assert_variant_accurate(out, lse, q, k, v, what=what, causal=causal, sinks=sinks)
+    none = torch_flashattn.attention_lse(q, k, v, causal=causal, sinks=torch.full((Hq,), float("-inf"), device="cuda"))
+    fa_overrides(sm90_grid=grid, sm90_tail=1)
+    plain = torch_flashattn.attention_lse(q, k, v, causal=causal)
+    assert torch.equal(none[0], plain[0]) and torch.equal(none[1], plain[1]), f"{what}: −inf sinks changed the bits"
+
+
+@sm90
+@pytest.mark.parametrize("causal,nq,nk", [(True, 1000, 1000), (False, 500, 1300)])
+def test_sm90_alignment_that_moves_nothing_is_plain(causal, nq, nk, forced):
+    """causal_align="bottom_right" where it moves no key (δ = Nk − Nq = 0, or not causal): the plain
+    kernel's bits, with and without sinks."""
+    torch.manual_seed(nq)
+    q = randn(2, 4, nq, 128, dtype=torch.bfloat16, device="cuda")
+    k = randn(2, 2, nk, 128, dtype=torch.bfloat16, device="cuda")
+    v = randn(2, 2, nk, 128, dtype=torch.bfloat16, device="cuda")
+    sinks = torch.randn(4, device="cuda")
+    for kw in ({}, {"sinks": sinks}):
+        top = torch_flashattn.attention_lse(q, k, v, causal=causal, **kw)
+        right = torch_flashattn.attention_lse(q, k, v, causal=causal, causal_align="bottom_right", **kw)
+        assert torch.equal(right[0], top[0]) and torch.equal(right[1], top[1]), kw
+
+
 @sm90
 def test_sm90_many_heads_and_scale_zero(forced):
     """More CTAs than one launch row of work, and scale 0 (uniform weights)."""

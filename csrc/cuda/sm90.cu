@@ -80,13 +80,14 @@ static fa_sm90_shape sm90_shape()
  * the last round's tiles run whole), or PACKED the walk's counter (without it the walk is static).
  * need != NULL: only the scratch the call would use is returned in *need, nothing runs. VAR: the
  * kernel with the variants of v, which never splits a tile; PACKED: with packed sequences (v's
- * cu_seqlens, which every packed call has and no other). */
-template <typename T, class C, int VAR = 0, bool PACKED = false>
+ * cu_seqlens, which every packed call has and no other); SINK: the plain kernel with v's sinks,
+ * which never splits a tile either. */
+template <typename T, class C, int VAR = 0, bool PACKED = false, bool SINK = false>
 static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                        size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
 {
     typedef typename sm90_kargs<VAR>::type args_t;
-    void (*kernel)(const args_t) = fa_sm90_forward_kernel<T, C, false, VAR, PACKED>;
+    void (*kernel)(const args_t) = fa_sm90_forward_kernel<T, C, false, VAR, PACKED, SINK>;
     const size_t smem = sizeof(sm90_smem<C>) + 1024;  /* + alignment of the base to 1024 */
 
     /* Once per device (bit dev of s_ok / s_checked; devices past 31 every call): compute
@@ -110,7 +111,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             /* VAR: up to all of it, for key_mask's ranges past the struct (a.key_rows). */
             FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              VAR ? info.smem_optin : (int)smem));
-            if constexpr (sm90_splits<C>() && !VAR)
+            if constexpr (sm90_splits<C>() && !VAR && !SINK)
                 FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, 0, false>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         }
@@ -165,7 +166,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             a.tile_counter = (int *)scratch;            /* zeroed just before the launch */
     } else if (persistent) {
         size_t bytes = 0;
-        fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, !VAR, &bytes);
+        fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, !VAR && !SINK, &bytes);
         if (need != NULL) {
             *need = bytes;
             return FA_OK;
@@ -204,6 +205,8 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
                     p->o_row_stride, 64))
         return FA_ERR_UNSUPPORTED;
     a.scale_log2 = fmaxf(p->scale * FA_LOG2E, FLT_MIN);
+    if constexpr (SINK)
+        a.sinks = v->sinks;
     size_t launch_smem = smem;
     if constexpr (VAR) {
         /* key_mask: each batch entry's key range in 8 bytes past the struct, where they fit (else
@@ -228,7 +231,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.tile_stride = grid;
     a.snake = persistent && p->causal;
     a.pairs = pairs && heads == 1 && a.n_full == a.n_tiles;
-    if constexpr (sm90_splits<C>() && !VAR) {
+    if constexpr (sm90_splits<C>() && !VAR && !SINK) {
         if (a.parts > 1) {
             fa_sm90_forward_kernel<T, C, true, 0, false><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
             FA_CUDA_TRY(cudaGetLastError());
@@ -246,9 +249,11 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     return FA_OK;
 }
 
-/* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). */
+/* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). SINK: the
+ * call's variants v are sinks alone (sm90_sinks_alone), run by the plain tiles' SINK kernels. */
+template <bool SINK = false>
 static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
-                         size_t *need, cudaStream_t stream)
+                         size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
 {
     /* fp32 has its own kernel; a negative scale (Q would need negating) and Nk == 0 go to the
      * other families; TMA coordinates are 32-bit. */
@@ -256,23 +261,21 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
         || p->Nk > INT32_MAX - 256 || p->B > INT32_MAX || p->Hq > INT32_MAX)
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
+#define FA_SM90_LAUNCH(tile)                                                                          \
+    (bf16 ? sm90_launch<__nv_bfloat16, tile, 0, false, SINK>(p, o, scratch, scratch_bytes, need, stream, v) \
+          : sm90_launch<__half, tile, 0, false, SINK>(p, o, scratch, scratch_bytes, need, stream, v))
     if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64_short>(p, o, scratch, scratch_bytes, need, stream)
-                    : sm90_launch<__half, sm90_tile_d64_short>(p, o, scratch, scratch_bytes, need, stream);
+        return FA_SM90_LAUNCH(sm90_tile_d64_short);
     if (p->d <= 64)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d64>(p, o, scratch, scratch_bytes, need, stream)
-                    : sm90_launch<__half, sm90_tile_d64>(p, o, scratch, scratch_bytes, need, stream);
+        return FA_SM90_LAUNCH(sm90_tile_d64);
     if (p->d <= 128 && !p->causal && p->Nk >= FA_SM90_LONG_NK)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_long>(p, o, scratch, scratch_bytes, need, stream)
-                    : sm90_launch<__half, sm90_tile_d128_long>(p, o, scratch, scratch_bytes, need, stream);
+        return FA_SM90_LAUNCH(sm90_tile_d128_long);
     if (p->d <= 128 && p->causal && p->Nk >= FA_SM90_FENCE_NK)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128_causal_long>(p, o, scratch, scratch_bytes, need, stream)
-                    : sm90_launch<__half, sm90_tile_d128_causal_long>(p, o, scratch, scratch_bytes, need, stream);
+        return FA_SM90_LAUNCH(sm90_tile_d128_causal_long);
     if (p->d <= 128)
-        return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128>(p, o, scratch, scratch_bytes, need, stream)
-                    : sm90_launch<__half, sm90_tile_d128>(p, o, scratch, scratch_bytes, need, stream);
-    return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream)
-                : sm90_launch<__half, sm90_tile_d256>(p, o, scratch, scratch_bytes, need, stream);
+        return FA_SM90_LAUNCH(sm90_tile_d128);
+    return FA_SM90_LAUNCH(sm90_tile_d256);
+#undef FA_SM90_LAUNCH
 }
 
 /* The staged attn_mask reads 64-key panels: a tile of another key width (a tool's variant) has no
@@ -287,7 +290,17 @@ static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, size_t 
         return FA_ERR_UNSUPPORTED;
 }
 
-/* A call with variants (fa.h). The kernel with every variant (FA_VAR_ALL: an attn_mask, with a
+/* Whether v leaves the plain kernels' problem as it is but for sinks, which a SINK kernel adds to
+ * each row's denominator at its end: no window, softcap, ALiBi, key_mask, attn_mask or packed
+ * sequences, and an alignment that moves no key (top-left; or bottom-right where the call is not
+ * causal or δ = Nk − Nq = 0). */
+static bool sm90_sinks_alone(const fa_params *p, const fa_variants *v)
+{
+    return !v->window && v->softcap == 0.f && v->alibi_slopes == NULL && v->key_mask == NULL && v->mask == NULL
+        && v->cu_seqlens_q == NULL && (v->align == FA_ALIGN_TOP_LEFT || !p->causal || p->Nq == p->Nk);
+}
+
+/* A call with variants (fa.h). Sinks alone (or no variant at all) run on the plain tiles. The kernel with every variant (FA_VAR_ALL: an attn_mask, with a
  * softcap or ALiBi too) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for
  * the per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
  * 3 consumers at d = 64 (but short causal calls), and at d <= 128 for non-causal calls from
@@ -301,6 +314,9 @@ static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, size_t 
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
                                   size_t scratch_bytes, size_t *need, cudaStream_t stream)
 {
+    if (sm90_sinks_alone(p, v))
+        return v->sinks != NULL ? sm90_dispatch<true>(p, o, scratch, scratch_bytes, need, stream, v)
+                                : sm90_dispatch<false>(p, o, scratch, scratch_bytes, need, stream);
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
         || p->B > INT32_MAX || p->Hq > INT32_MAX)
         return FA_ERR_UNSUPPORTED;

@@ -233,8 +233,10 @@ __device__ __forceinline__ sm90_item any_item(const A &a, int64_t item, const in
 
 /* ---- The kernel ---------------------------------------------------------------------------- */
 
-/* PACKED (VAR only): a packed call's kernel, walking the items of packed_find. */
-template <typename T, class C, bool SPLIT, int VAR, bool PACKED>
+/* PACKED (VAR only): a packed call's kernel, walking the items of packed_find. SINK (a plain kernel
+ * with no split): each row ends with its head's sink (a.sinks) in the denominator, as a VAR kernel's
+ * rows do; the rest is the plain kernel's code. */
+template <typename T, class C, bool SPLIT, int VAR, bool PACKED, bool SINK = false>
 __global__ void __launch_bounds__(C::THREADS, 1)
 fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 {
@@ -245,6 +247,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     constexpr bool RESCALE_EARLY = FA_SM90_RESCALE_EARLY < 0 ? C::RESCALE_EARLY : FA_SM90_RESCALE_EARLY > 0;
     static_assert(!MSMEM || VAR == FA_VAR_ALL, "a staged mask is a variant");
     static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
+    static_assert(!SINK || (!VAR && !SPLIT), "a plain kernel's sinks: tiles whole (the merge knows no sink)");
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
@@ -485,8 +488,10 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         const int n_act = !VAR && p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
         fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
-        float sink2 = 0.f;                                  /* VAR: the head's sink (log2 units), read */
-        if constexpr (VAR) {                                /* here, not on the tile's last step */
+        float sink2 = 0.f;                                  /* VAR, SINK: the head's sink (log2 units), */
+        if constexpr (SINK)                                 /* read here, not on the tile's last step */
+            sink2 = __ldg(a.sinks + h) * FA_LOG2E;
+        if constexpr (VAR) {
             y = var_rows<var_mods(VAR)>(a.var, sq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
             if (a.var.v.sinks != NULL)
                 sink2 = a.var.v.sinks[h] * FA_LOG2E;
@@ -608,8 +613,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         kc += n_blocks;
         SM90_TRACE(it, 4);
 
-        /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. VAR: a
-         * sink joins the denominator, and a row that saw no key (l = 0) gets O = 0 (fa_row_end). */
+        /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. VAR or SINK:
+         * a sink joins the denominator; VAR: a row that saw no key (l = 0) gets O = 0 (fa_row_end). */
         float inv_l[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
@@ -618,7 +623,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             float lse2 = 0.f;
             if constexpr (VAR) {
-                fa_row_end(m_i[r] * ctx.c, l, a.var.v.sinks != NULL, sink2, &inv_l[r], &lse2);
+                fa_row_end(m_i[r] * ctx.c - y.shift2[r], l, a.var.v.sinks != NULL, sink2, &inv_l[r], &lse2);
+            } else if constexpr (SINK) {
+                fa_row_end(m_i[r] * c, l, 1, sink2, &inv_l[r], &lse2);
             } else {
                 inv_l[r] = 1.f / l;
             }
@@ -627,7 +634,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
             else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q) */
                 p.lse[PACKED ? h * sq.total_q + sq.q0 + row : bh * p.Nq + row] =
-                    VAR ? lse2 * FA_LN2 : fa_lse(m_i[r] * c, l);
+                    VAR || SINK ? lse2 * FA_LN2 : fa_lse(m_i[r] * c, l);
         }
 
         /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is

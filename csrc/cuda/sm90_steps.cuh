@@ -63,6 +63,7 @@ typedef struct {
     int parts;
     float *o_part;                       /* (tail item, BM rows, d) */
     float *lse_part;                     /* (tail item, BM rows), log2 units */
+    const float *sinks;                  /* SINK kernels: each query head's sink (fa_variants.sinks) */
 } sm90_args;
 
 /* The attn_mask ring of sm90_tile_mask (block j in stage j % STAGES, as K); none for other tiles. */
