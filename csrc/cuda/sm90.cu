@@ -80,8 +80,8 @@ static fa_sm90_shape sm90_shape()
  * the last round's tiles run whole), or PACKED the walk's counter (without it the walk is static).
  * need != NULL: only the scratch the call would use is returned in *need, nothing runs. VAR: the
  * kernel with the variants of v, which never splits a tile; PACKED: with packed sequences (v's
- * cu_seqlens, which every packed call has and no other); SINK: the plain kernel with v's sinks,
- * which never splits a tile either. */
+ * cu_seqlens, which every packed call has and no other); SINK: the plain kernel with v's sinks
+ * (its split tiles' merge adds them too). */
 template <typename T, class C, int VAR = 0, bool PACKED = false, bool SINK = false>
 static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                        size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
@@ -111,8 +111,8 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             /* VAR: up to all of it, for key_mask's ranges past the struct (a.key_rows). */
             FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              VAR ? info.smem_optin : (int)smem));
-            if constexpr (sm90_splits<C>() && !VAR && !SINK)
-                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, 0, false>,
+            if constexpr (sm90_splits<C>() && !VAR)
+                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, 0, false, SINK>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         }
         if (dev < 32) {
@@ -166,7 +166,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             a.tile_counter = (int *)scratch;            /* zeroed just before the launch */
     } else if (persistent) {
         size_t bytes = 0;
-        fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, !VAR && !SINK, &bytes);
+        fa_sm90_walk w = fa_plan_sm90_walk(p, o, sm90_shape<C>(), a.n_q_tiles, a.n_tiles, grid, !VAR, &bytes);
         if (need != NULL) {
             *need = bytes;
             return FA_OK;
@@ -231,12 +231,12 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.tile_stride = grid;
     a.snake = persistent && p->causal;
     a.pairs = pairs && heads == 1 && a.n_full == a.n_tiles;
-    if constexpr (sm90_splits<C>() && !VAR && !SINK) {
+    if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {
-            fa_sm90_forward_kernel<T, C, true, 0, false><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+            fa_sm90_forward_kernel<T, C, true, 0, false, SINK><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
             FA_CUDA_TRY(cudaGetLastError());
             const int64_t merge_blocks = a.n_split / a.parts * C::BM / MERGE_ROWS;
-            fa_sm90_merge_kernel<T, C><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
+            fa_sm90_merge_kernel<T, C, SINK><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
             FA_CUDA_TRY(cudaGetLastError());
             return FA_OK;
         }

@@ -233,9 +233,9 @@ __device__ __forceinline__ sm90_item any_item(const A &a, int64_t item, const in
 
 /* ---- The kernel ---------------------------------------------------------------------------- */
 
-/* PACKED (VAR only): a packed call's kernel, walking the items of packed_find. SINK (a plain kernel
- * with no split): each row ends with its head's sink (a.sinks) in the denominator, as a VAR kernel's
- * rows do; the rest is the plain kernel's code. */
+/* PACKED (VAR only): a packed call's kernel, walking the items of packed_find. SINK (a plain
+ * kernel): each row of a whole tile ends with its head's sink (a.sinks) in the denominator, as a VAR
+ * kernel's rows do; a split tile's parts leave it to the merge; the rest is the plain kernel's code. */
 template <typename T, class C, bool SPLIT, int VAR, bool PACKED, bool SINK = false>
 __global__ void __launch_bounds__(C::THREADS, 1)
 fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
@@ -247,7 +247,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     constexpr bool RESCALE_EARLY = FA_SM90_RESCALE_EARLY < 0 ? C::RESCALE_EARLY : FA_SM90_RESCALE_EARLY > 0;
     static_assert(!MSMEM || VAR == FA_VAR_ALL, "a staged mask is a variant");
     static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
-    static_assert(!SINK || (!VAR && !SPLIT), "a plain kernel's sinks: tiles whole (the merge knows no sink)");
+    static_assert(!SINK || !VAR, "sinks: a plain kernel's SINK, or a variant kernel's own");
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
@@ -623,8 +623,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             l += __shfl_xor_sync(0xffffffffu, l, 2);
             float lse2 = 0.f;
             if constexpr (VAR) {
-                fa_row_end(m_i[r] * ctx.c - y.shift2[r], l, a.var.v.sinks != NULL, sink2, &inv_l[r], &lse2);
-            } else if constexpr (SINK) {
+                fa_row_end(m_i[r] * ctx.c, l, a.var.v.sinks != NULL, sink2, &inv_l[r], &lse2);
+            } else if (SINK && !(SPLIT && w.j >= 0)) {     /* a part's sink: in the merge */
                 fa_row_end(m_i[r] * c, l, 1, sink2, &inv_l[r], &lse2);
             } else {
                 inv_l[r] = 1.f / l;
@@ -705,9 +705,10 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 /* The split tiles' parts merged, one warp per row of a tail tile, MERGE_ROWS rows per CTA (grid
  * n_split / parts · BM / MERGE_ROWS): O = Σ_q w_q O_q / Σ_q w_q, w_q = exp2(lse_q − M),
  * M = max_q lse_q; lse = M + log2 Σ_q w_q. Every part reads at least one key (non-causal), so each
- * lse_q is finite for finite inputs. */
+ * lse_q is finite for finite inputs. SINK: the head's sink s2 (log2 units) joins the denominator,
+ * M = max(M, s2), Σ_q w_q + exp2(s2 − M) (a sink of −inf adds nothing). */
 #define MERGE_ROWS 4
-template <typename T, class C>
+template <typename T, class C, bool SINK = false>
 __global__ void __launch_bounds__(32 * MERGE_ROWS) fa_sm90_merge_kernel(const __grid_constant__ sm90_args a)
 {
 #ifdef FA_SM90_DEVICE
@@ -730,7 +731,12 @@ __global__ void __launch_bounds__(32 * MERGE_ROWS) fa_sm90_merge_kernel(const __
         lse[q] = q < parts ? a.lse_part[(j0 + q) * BM + r] : -INFINITY;
         M = fmaxf(M, lse[q]);
     }
-    float wt[MAX_PARTS], l = 0.f;
+    float s2 = -INFINITY;
+    if constexpr (SINK) {
+        s2 = __ldg(a.sinks + tp.h) * FA_LOG2E;
+        M = fmaxf(M, s2);
+    }
+    float wt[MAX_PARTS], l = SINK && s2 != -INFINITY ? exp2f(s2 - M) : 0.f;
 #pragma unroll
     for (int q = 0; q < MAX_PARTS; q++) {
         wt[q] = q < parts ? exp2f(lse[q] - M) : 0.f;

@@ -277,8 +277,6 @@ typedef struct {
     float cap_in;                       /* softcap: scale / softcap */
     bool cap;                           /* a softcap (also with scale 0: every score capped to 0) */
     float slope2;                       /* ALiBi slope · log2 e; 0: none */
-    float shift2[2];                    /* added to every score of each row (log2 units; var_scores),
-                                         * to be taken off its max at the row's end */
     const uint8_t *key_mask;            /* row b of key_mask; NULL: none */
     const uint8_t *mask;                /* attn_mask at (b, h, 0, 0); NULL: none */
     const uint8_t *mask_rows[2];        /* at (b, h, row, 0) for each row (past Nq: the last row) */
@@ -329,10 +327,6 @@ __device__ __forceinline__ fa_var_rows var_rows(const fa_var &x, const fa_var_se
     y.cap_in = y.cap ? scale / v.softcap : 0.f;
     y.slope2 = (MODS & FA_MOD_ALIBI) ? fa_alibi_slope2(&v, b, h) : 0.f;
     y.raw = raw_ok && y.slope2 == 0.f && (!has_mask || v.mask_kind == FA_MASK_BOOL);
-    /* ALiBi folded (var_scores): row + 8 carries 8 · slope more than its true scores. */
-    const bool fold = (MODS & FA_MOD_ALIBI) && !(MODS & FA_MOD_MASK) && y.slope2 != 0.f;
-    y.shift2[0] = 0.f;
-    y.shift2[1] = fold ? 8.f * y.slope2 : 0.f;
     /* raw: c > 0 even for scale 0, so that a masked −inf stays −inf (not −inf · 0). */
     y.c = y.cap ? v.softcap * FA_LOG2E : y.raw ? fmaxf(scale * FA_LOG2E, FLT_MIN) : scale * FA_LOG2E;
     y.key_mask = v.key_mask != NULL && !kr.dense ? v.key_mask + b * v.key_mask_batch_stride : NULL;
@@ -451,28 +445,20 @@ __device__ __forceinline__ void var_scores(float (&r_s)[BN / 2], int key0, int t
         /* i + δ − j = d0[r] − k for this thread's column k = 8·(i/4) + i%2 of the block (0..BN − 7),
          * as float: one I2F per row and block. Where it has one sign over all of them (every block
          * but the diagonal's), slope · |i + δ − j| = ±(slope · k − slope · d0[r]): a product and a
-         * fused add per score, where |·| costs one more. Folded, row + 8 (d0[1] = d0[0] + 8) carries
-         * y.shift2[1] = 8 · slope more than its true scores in every block, so that left of the
-         * diagonal (all a causal call's blocks but one) both rows add the same slope · k − slope ·
-         * d0[0]: one fused add per column, not per score. */
+         * fused add per score, where |·| costs one more. */
         const int e0 = y.rd[0] - key0 - 2 * t, e1 = y.rd[1] - key0 - 2 * t;
         const float d0[2] = {(float)e0, (float)e1};
         const bool left = min(e0, e1) >= BN - 7, right = max(e0, e1) <= 0;
-        if (fold && left) {
-            const float base = -y.slope2 * d0[0];
+        if (fold && (left || right)) {
+            const float sl = left ? y.slope2 : -y.slope2, base[2] = {-sl * d0[0], -sl * d0[1]};
 #pragma unroll
             for (int i = 0; i < BN / 2; i++)
-                r_s[i] = fmaf(r_s[i], y.c, fmaf(y.slope2, (float)(8 * (i / 4) + i % 2), base));
-        } else if (fold && right) {
-            const float base[2] = {y.slope2 * d0[0], y.slope2 * d0[1] + y.shift2[1]};
-#pragma unroll
-            for (int i = 0; i < BN / 2; i++)
-                r_s[i] = fmaf(r_s[i], y.c, fmaf(-y.slope2, (float)(8 * (i / 4) + i % 2), base[(i / 2) % 2]));
+                r_s[i] = fmaf(r_s[i], y.c, fmaf(sl, (float)(8 * (i / 4) + i % 2), base[(i / 2) % 2]));
         } else {
 #pragma unroll
             for (int i = 0; i < BN / 2; i++)
                 r_s[i] = fmaf(-y.slope2, fabsf(d0[(i / 2) % 2] - (float)(8 * (i / 4) + i % 2)),
-                              fold ? fmaf(r_s[i], y.c, y.shift2[(i / 2) % 2]) : r_s[i]);
+                              fold ? r_s[i] * y.c : r_s[i]);
         }
     }
     if (y.key_mask != NULL) {                           /* key_mask[b, j] == 0: hidden */

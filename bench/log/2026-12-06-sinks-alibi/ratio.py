@@ -5,8 +5,11 @@ each variant's largest difference from the exact path (torch_flashattn._testing.
 JSON line per timing; the label names the build.
 
     PYTHONPATH=<build> python3 bench/log/2026-12-06-sinks-alibi/ratio.py LABEL [rounds] >> ratio.jsonl
+
+WHO=dense,sinks: those providers alone.
 """
 import json
+import os
 import sys
 
 import torch
@@ -28,6 +31,7 @@ for dt, d, N, causal in points:
     kws = {"dense": {}, "sinks": {"sinks": torch.randn(H, device="cuda", generator=g)},
            "alibi": {"alibi_slopes": torch.tensor([2 ** (-8 * (h + 1) / H) for h in range(H)], device="cuda")},
            "softcap": {"softcap": 30.0}}
+    kws = {n: kw for n, kw in kws.items() if n in os.environ.get("WHO", ",".join(kws)).split(",")}
     fns = {n: (lambda kw=kw: torch_flashattn.attention(q, k, v, causal=causal, **kw)) for n, kw in kws.items()}
     for n, fn in fns.items():
         got = fn()

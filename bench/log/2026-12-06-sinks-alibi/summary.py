@@ -29,7 +29,7 @@ for p in points:
                 med[(lab, who)] = statistics.median(xs)
     for lab in labels:
         if (lab, "dense") in med:
-            row.append("%s dense %5.1f sinks %.3f alibi %.3f softcap %.3f" % (
-                lab, med[(lab, "dense")], med[(lab, "sinks")] / med[(lab, "dense")],
-                med[(lab, "alibi")] / med[(lab, "dense")], med[(lab, "softcap")] / med[(lab, "dense")]))
+            row.append("%s dense %5.1f" % (lab, med[(lab, "dense")]) + "".join(
+                " %s %.3f" % (who, med[(lab, who)] / med[(lab, "dense")])
+                for who in ("sinks", "alibi", "softcap") if (lab, who) in med))
     print("%-8s d %3d N %5d causal %d | %s" % (*p, " | ".join(row)))
