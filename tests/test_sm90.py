@@ -192,9 +192,9 @@ def test_sm90_causal_sections(grid, d, forced, fa_overrides):
         assert torch.equal(w, var), f"sections of {heads} heads, window and sinks: other bits"
 
 
-# Sinks alone and ALiBi alone run on the plain tiles' SM90_SINK and SM90_ALIBI kernels (sm90.cu,
-# sm90_plain_extra): (B, Hq, Hkv, Nq, Nk, d, causal) for each plain tile.
-PLAIN_TILE_SHAPES = {
+# Sinks alone run on the plain tiles' SINK kernels (sm90.cu, sm90_sinks_alone), each row ending with
+# its head's sink in the denominator: (B, Hq, Hkv, Nq, Nk, d, causal) for each plain tile.
+PLAIN_SINK_SHAPES = {
     "d64_short_causal": (2, 4, 2, 700, 700, 64, True),
     "d64_three_consumers": (2, 4, 2, 1500, 1500, 64, True),
     "d128": (2, 4, 2, 777, 1025, 128, True),
@@ -206,7 +206,7 @@ PLAIN_TILE_SHAPES = {
 
 @sm90
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("shape", list(PLAIN_TILE_SHAPES))
+@pytest.mark.parametrize("shape", list(PLAIN_SINK_SHAPES))
 @pytest.mark.parametrize("grid", ["auto", "tile", "split"])
 def test_sm90_sinks_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides):
     """Sinks without other variants on each plain tile (GQA, tails, lse) against the float64
@@ -216,7 +216,7 @@ def test_sm90_sinks_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides)
     plain row end fuses m · c into m · c + log2 l)."""
     from test_variants import assert_variant_accurate
     fa_overrides(**({"sm90_grid": "persistent", "sm90_tail": 3} if grid == "split" else {"sm90_grid": grid}))
-    B, Hq, Hkv, nq, nk, d, causal = PLAIN_TILE_SHAPES[shape]
+    B, Hq, Hkv, nq, nk, d, causal = PLAIN_SINK_SHAPES[shape]
     torch.manual_seed(nq + nk + d)
     q = randn(B, Hq, nq, d, dtype=dtype, device="cuda")
     k = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
@@ -232,56 +232,16 @@ def test_sm90_sinks_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides)
 
 
 @sm90
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("shape", list(PLAIN_TILE_SHAPES))
-@pytest.mark.parametrize("grid", ["auto", "tile", "split"])
-def test_sm90_alibi_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides):
-    """ALiBi without other variants on each plain tile (its term loaded into S's accumulator before
-    Q Kᵀ lands on it) against the float64 reference: the paper's slopes per head, then (B, Hq) slopes
-    with a scale of 0.3; zero slopes give the plain call's bits (Q Kᵀ added onto zeros)."""
-    from test_variants import alibi_heads, assert_variant_accurate
-    fa_overrides(**({"sm90_grid": "persistent", "sm90_tail": 3} if grid == "split" else {"sm90_grid": grid}))
-    B, Hq, Hkv, nq, nk, d, causal = PLAIN_TILE_SHAPES[shape]
-    torch.manual_seed(nq + nk + d)
-    q = randn(B, Hq, nq, d, dtype=dtype, device="cuda")
-    k = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
-    v = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
-    for slopes, scale in ((alibi_heads(Hq, "cuda"), None), (torch.rand(B, Hq, device="cuda") * 0.3, 0.3)):
-        out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, scale=scale, alibi_slopes=slopes)
-        what = f"sm90 ALiBi {shape} {dtype} grid={grid} slopes {tuple(slopes.shape)}"
-        assert_variant_accurate(out, lse, q, k, v, what=what, causal=causal, scale=scale, alibi_slopes=slopes)
-    zero = torch_flashattn.attention_lse(q, k, v, causal=causal, alibi_slopes=torch.zeros(Hq, device="cuda"))
-    plain = torch_flashattn.attention_lse(q, k, v, causal=causal)
-    assert torch.equal(zero[0], plain[0]) and torch.equal(zero[1], plain[1]), f"{shape} {dtype}: zero slopes, other bits"
-
-
-@sm90
-@pytest.mark.parametrize("scale", [0.0, 1e-35])
-def test_sm90_alibi_with_a_tiny_scale(scale, forced):
-    """ALiBi with a scale below 1e-30 stays on the variant kernel (the plain kernels put its term in
-    units of slope / scale): the float64 reference's answer."""
-    from test_variants import alibi_heads, assert_variant_accurate
-    torch.manual_seed(5)
-    q = randn(2, 4, 300, 64, dtype=torch.bfloat16, device="cuda")
-    k = randn(2, 2, 300, 64, dtype=torch.bfloat16, device="cuda")
-    v = randn(2, 2, 300, 64, dtype=torch.bfloat16, device="cuda")
-    slopes = alibi_heads(4, "cuda")
-    out, lse = torch_flashattn.attention_lse(q, k, v, causal=True, scale=scale, alibi_slopes=slopes)
-    assert_variant_accurate(out, lse, q, k, v, what=f"scale {scale}", causal=True, scale=scale, alibi_slopes=slopes)
-
-
-@sm90
 @pytest.mark.parametrize("causal,nq,nk", [(True, 1000, 1000), (False, 500, 1300)])
 def test_sm90_alignment_that_moves_nothing_is_plain(causal, nq, nk, forced):
     """causal_align="bottom_right" where it moves no key (δ = Nk − Nq = 0, or not causal): the plain
-    kernel's bits, with and without sinks; ALiBi's distance moves with δ, so only where δ = 0."""
+    kernel's bits, with and without sinks."""
     torch.manual_seed(nq)
     q = randn(2, 4, nq, 128, dtype=torch.bfloat16, device="cuda")
     k = randn(2, 2, nk, 128, dtype=torch.bfloat16, device="cuda")
     v = randn(2, 2, nk, 128, dtype=torch.bfloat16, device="cuda")
     sinks = torch.randn(4, device="cuda")
-    slopes = torch.rand(4, device="cuda") * 0.3
-    for kw in ({}, {"sinks": sinks}) + (({"alibi_slopes": slopes},) if nq == nk else ()):
+    for kw in ({}, {"sinks": sinks}):
         top = torch_flashattn.attention_lse(q, k, v, causal=causal, **kw)
         right = torch_flashattn.attention_lse(q, k, v, causal=causal, causal_align="bottom_right", **kw)
         assert torch.equal(right[0], top[0]) and torch.equal(right[1], top[1]), kw

@@ -66,8 +66,8 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * +1.8 % over the snake, 8k +2.6 % (B = 2) and +2.2 % (B = 1) over one CTA per tile, 2k −0.3 %, 16k
  * even; d = 64 −1.5 / −1.9 % (4k / 16k), d = 256 −1.1 to +2.7 %: the d = 128 tiles of plain calls
  * from 2049 to 8192 keys, with an even number of query tiles a head. The variants that leave each
- * tile's keys as causal makes them (softcap, ALiBi, sinks, either alignment; sinks alone and ALiBi
- * alone with δ = 0 run on the plain kernels, v NULL here; H100, two calls of three
+ * tile's keys as causal makes them (softcap, ALiBi, sinks with them, either alignment; sinks alone run
+ * on the plain kernels, v NULL here; H100, two calls of three
  * rounds, 2026-12-05-variant-pairs): 8k keys −2.0 to +6.4 % over one CTA per tile, +2.4 % on average
  * over ten readings (eight gains), 4k −0.1 to −4.7 % against the snake: from 4097 keys. A window,
  * key_mask or attn_mask makes the tiles' costs other than a triangle's (and key_mask makes each CTA

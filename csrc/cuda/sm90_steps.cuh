@@ -63,15 +63,8 @@ typedef struct {
     int parts;
     float *o_part;                       /* (tail item, BM rows, d) */
     float *lse_part;                     /* (tail item, BM rows), log2 units */
-    const float *sinks;                  /* SM90_SINK kernels: each query head's sink (fa_variants.sinks) */
-    const float *alibi;                  /* SM90_ALIBI kernels: ALiBi slopes (Hq), or (B, Hq) rows */
-    int64_t alibi_batch_stride;          /* apart (0: one row for every batch entry) */
+    const float *sinks;                  /* SINK kernels: each query head's sink (fa_variants.sinks) */
 } sm90_args;
-
-/* The variants a plain kernel may carry (its EXTRA template argument): a sink in each row's
- * denominator, added at the row's end and in a split tile's merge; ALiBi's −slope · |i − j|, loaded
- * into the S accumulator before Q Kᵀ lands on it (sm90_alibi_init). */
-enum { SM90_SINK = 1, SM90_ALIBI = 2 };
 
 /* The attn_mask ring of sm90_tile_mask (block j in stage j % STAGES, as K); none for other tiles. */
 template <int STAGES, int BM, int BN>
@@ -110,37 +103,11 @@ struct sm90_smem {
 
 /* S = Q Kᵀ (64 × BN) issued as D/16 wgmmas down the panels, 32 bytes of Q and K each; s_q: this
  * warpgroup's rows of Q panel 0, s_k: the K stage. Completes at the next wgmma_wait. */
-template <typename T, class C, bool ONTO = false>
+template <typename T, class C>
 __device__ __forceinline__ void issue_qk(float (&r_s)[C::BN / 2], uint32_t s_q, uint32_t s_k)
 {
     wgmma_fence();
-    issue_ab_t<T, C::D, C::BN, C::BM * 128, C::BN * 128, ONTO>(r_s, s_q, s_k);
-}
-
-/* S's accumulator for the block of keys key0.. (element i: row row0 + 8·((i/2)%2), key key0 +
- * 8·(i/4) + 2t + i%2) set to −sl · |i − j|, sl = slope / scale (ALiBi in the scores' own units),
- * so that S = Q Kᵀ − sl · |i − j| once Q Kᵀ is issued onto it (issue_qk ONTO): the bias costs the
- * warps' wait for their turn, not the softmax's path. i − j = d0[r] − k for this thread's column
- * k = 8·(i/4) + i%2; where it has one sign over the block (all but the diagonal's blocks), one
- * fused add per score. */
-template <int BN>
-__device__ __forceinline__ void sm90_alibi_init(float (&r_s)[BN / 2], int key0, int row0, int t, float sl)
-{
-    const int e0 = row0 - key0 - 2 * t;
-    const float d0[2] = {(float)e0, (float)(e0 + 8)};
-    if (e0 >= BN - 7) {                                 /* every key left of both rows' diagonals */
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            r_s[i] = fmaf(sl, (float)(8 * (i / 4) + i % 2), -sl * d0[(i / 2) % 2]);
-    } else if (e0 + 8 <= 0) {                           /* every key right of them */
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            r_s[i] = fmaf(-sl, (float)(8 * (i / 4) + i % 2), sl * d0[(i / 2) % 2]);
-    } else {
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            r_s[i] = -sl * fabsf(d0[(i / 2) % 2] - (float)(8 * (i / 4) + i % 2));
-    }
+    issue_ab_t<T, C::D, C::BN, C::BM * 128, C::BN * 128>(r_s, s_q, s_k);
 }
 
 /* O += P V issued as BN/16 wgmmas; V (keys × D, panels BN·128 bytes apart) is the MN-major B

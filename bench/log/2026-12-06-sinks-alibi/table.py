@@ -34,8 +34,9 @@ for who, calls in RUNS.items():
 print("Sinks and ALiBi against our own dense kernel on the same tensors (TFLOP/s ratio, medians of three "
       "rounds per build; `bench/log/2026-12-06-sinks-alibi/ratio.py`, bf16 unless named, B · N = 16k, "
       "H · d = 2048). Before: d6d89ea, where both ran on the variant kernels; after: the plain tiles' "
-      "SM90_SINK (f22357f) and SM90_ALIBI (615c1ae) kernels. Sinks on the H200 (calls 2 and 4), ALiBi "
-      "on an H100 (call 5).\n")
+      "SINK kernels (f22357f, taken) and SM90_ALIBI kernels (615c1ae, withdrawn for an accuracy defect: "
+      "bench/LOG.md 2026-12-06-sinks-alibi; ALiBi runs on the variant kernel, the \"before\" column). Sinks "
+      "on the H200 (calls 2 and 4), ALiBi on an H100 (call 5).\n")
 print("| dtype | d | N | causal | sinks before (call 2) | sinks after (call 2) | sinks after (call 4) | "
       "ALiBi before (call 5) | ALiBi after (call 5) |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
