@@ -2,7 +2,7 @@ import torch, math, numpy as np, sys
 torch.set_default_dtype(torch.float64)
 LOG2E = np.float32(1.4426950408889634)
 import importlib.util
-exec(open(__file__.replace('sim_v2b.py', 'sim.py')).read().split('def run(')[0])
+exec(open(__file__.replace('sim_next.py', 'sim.py')).read().split('def run(')[0])
 BN = 128
 f32 = lambda x: x.to(torch.float32).double()
 
@@ -59,6 +59,32 @@ def kernel_v2b(q, k, v, slope, scale, rows, dtype):
         m = mnew
     return (O / l).to(dtype).double(), ((m + torch.log2(l)) * math.log(2)).squeeze(1)
 
+def kernel_v2c(q, k, v, slope, scale, rows, dtype):
+    # the running max in two parts: ms = S'*c of its element (small), nm = its block's nearest-key distance
+    d = q.shape[1]; Nk = k.shape[0]
+    c = float(np.float32(np.float32(scale) * LOG2E))
+    sl = float(np.float32(np.float32(np.float32(slope) * LOG2E) / np.float32(c)))
+    s2 = float(np.float32(sl * c))
+    qd, kd = q.double()[rows], k.double()
+    n = len(rows)
+    ms = torch.full((n, 1), -math.inf); nm = torch.zeros(n, 1); l = torch.zeros(n, 1); O = torch.zeros(n, v.shape[1])
+    for key0 in range(0, Nk, BN):
+        j = torch.arange(key0, min(key0 + BN, Nk))
+        dist = (rows[:, None] - j[None, :]).abs().double()
+        near = (rows - rows.clamp(key0, key0 + BN - 1)).abs().double()[:, None]
+        acc = f32(-sl * dist + f32(sl * near))
+        for ch in range(d // 16):
+            acc = f32(acc + qd[:, 16*ch:16*ch+16] @ kd[j][:, 16*ch:16*ch+16].T)
+        cand = f32(acc.max(1, keepdim=True).values * c)
+        diff = torch.where(torch.isinf(ms), torch.full_like(ms, math.inf), f32(-s2 * (near - nm) + f32(cand - ms)))
+        take = diff > 0
+        alpha = torch.where(take, torch.where(torch.isinf(ms), torch.zeros_like(ms), f32(torch.exp2(f32(-diff)))), torch.ones_like(ms))
+        ms = torch.where(take, cand, ms); nm = torch.where(take, near, nm)
+        add = f32(-s2 * (near - nm) - ms)
+        P = f32(torch.exp2(f32(acc * c + add)))
+        l = f32(l * alpha + P.sum(1, keepdim=True)); O = O * alpha + P.to(dtype).double() @ v.double()[j]
+    return (O / l).to(dtype).double(), ((ms - s2 * nm + torch.log2(l)) * math.log(2)).squeeze(1)
+
 def var_kernel(q, k, v, slope, scale, rows, dtype):
     # the variant kernel: S = Q K^T (rounded per k-step from 0), then fmaf(S, c, -slope2*|d|)
     d = q.shape[1]; Nk = k.shape[0]
@@ -89,6 +115,7 @@ def run(dtype, d, Nk, offsets, slope, seed=0):
         for name, fn in (('v1', lambda: kernel(q, k, v, slope, scale, rows, dtype, 'v1')),
                          ('v2', lambda: kernel(q, k, v, slope, scale, rows, dtype, 'v2')),
                          ('v2b', lambda: kernel_v2b(q, k, v, slope, scale, rows, dtype)),
+                         ('v2c', lambda: kernel_v2c(q, k, v, slope, scale, rows, dtype)),
                          ('var', lambda: var_kernel(q, k, v, slope, scale, rows, dtype))):
             O, L = fn()
             out.append(f"{name} {(O - R).abs().max().item():.2e}/{(L - Rl).abs().max().item():.1e}")
