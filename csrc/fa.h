@@ -227,7 +227,8 @@ int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v, struct CU
  * forward kernels, the same result up to rounding. Packed sequences on compute capability 9.0 keep
  * the Hopper kernel's tile counter there (4 bytes): its CTAs then take the sequences' query tiles
  * as they come free; with less each CTA walks a fixed share (the same bits, slower where the
- * tiles' costs differ). The size depends on the shapes and the current device only. v NULL (or
+ * tiles' costs differ). Sinks alone there use it as fa_forward_cuda_scratch does (a split last
+ * round; with less, those tiles run whole). The size depends on the shapes and the current device only. v NULL (or
  * without any variant): fa_forward_scratch_bytes and fa_forward_cuda_scratch. */
 int fa_forward_variants_scratch_bytes(const fa_params *p, const fa_variants *v, size_t *bytes);
 int fa_forward_variants_cuda_scratch(const fa_params *p, const fa_variants *v, void *scratch, size_t scratch_bytes,

@@ -150,7 +150,7 @@ extern "C" int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t
 }
 
 /* Scratch of a call with variants: the split-KV route's (plan.h, fa_plan_decode_variants), else the
- * Hopper kernel's (a packed call's tile counter), else none. */
+ * Hopper kernel's (a packed call's tile counter; for sinks alone, the split last round's), else none. */
 extern "C" int fa_forward_variants_scratch_bytes(const fa_params *p, const fa_variants *v, size_t *bytes)
 {
     *bytes = 0;

@@ -31,8 +31,10 @@ int fa_sm90_forward(const fa_params *p, const fa_overrides *o, void *scratch, si
                     cudaStream_t stream);
 int fa_sm90_scratch_bytes(const fa_params *p, const fa_overrides *o, size_t *bytes);
 /* The same kernel with the variants of v (checked by fa_check_variants), packed sequences
- * included. scratch: a packed call's tile counter (fa_sm90_variants_scratch_bytes: what the call
- * would use, 0 for any other); without it a packed call walks its tiles statically. */
+ * included. scratch (fa_sm90_variants_scratch_bytes: what the call would use): a packed call's tile
+ * counter, without which it walks its tiles statically; for sinks alone (the plain tiles' SINK
+ * kernels) and calls whose variants leave nothing to do, the split last round's, as
+ * fa_sm90_forward's; 0 for any other. */
 int fa_sm90_forward_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
                              size_t scratch_bytes, cudaStream_t stream);
 int fa_sm90_variants_scratch_bytes(const fa_params *p, const fa_variants *v, const fa_overrides *o,
