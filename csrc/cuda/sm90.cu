@@ -300,8 +300,9 @@ static bool sm90_sinks_alone(const fa_params *p, const fa_variants *v)
         && v->cu_seqlens_q == NULL && (v->align == FA_ALIGN_TOP_LEFT || !p->causal || p->Nq == p->Nk);
 }
 
-/* A call with variants (fa.h). Sinks alone (or no variant at all) run on the plain tiles. The kernel with every variant (FA_VAR_ALL: an attn_mask, with a
- * softcap or ALiBi too) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for
+/* A call with variants (fa.h). Sinks alone (or no variant at all) run on the plain tiles
+ * (sm90_sinks_alone). The kernel with every variant (FA_VAR_ALL: an attn_mask, with a softcap or
+ * ALiBi too) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for
  * the per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
  * 3 consumers at d = 64 (but short causal calls), and at d <= 128 for non-causal calls from
  * FA_SM90_LONG_NK keys. A softcap or ALiBi without attn_mask (FA_VAR_CAP: its block loop 1406 SASS
