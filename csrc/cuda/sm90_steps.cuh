@@ -123,32 +123,32 @@ __device__ __forceinline__ void issue_qk(float (&r_s)[C::BN / 2], uint32_t s_q, 
  * Q Kᵀ is issued onto it (issue_qk ONTO) S = Q Kᵀ − sl · (|i − j| − near[r]), sl = slope / scale (the
  * scores' own units), near[r] = |i − j_r|; the softmax takes slope · near[r] off in log2 units
  * (sm90_softmax's ALiBi form). The term costs the warps' wait for their turn, not the softmax's path;
- * what the wgmma's k-steps round S onto is at most |sl| · BN, 0 at j_r, and never above it (summing
- * onto −sl · |i − j| itself rounds each k-step at the distance's own magnitude). A block wholly on one
- * side of both rows gives both the same values: one multiply per column pair. */
+ * what the wgmma's k-steps round S onto is at most |sl| · BN (summing onto −sl · |i − j| itself
+ * rounds each k-step at the distance's own magnitude). A block wholly on one side of both rows gives
+ * both the same values, one fused multiply-add per score (j_r's term then within an ulp of sl · BN
+ * of 0, as every other key's is of its own: bench/LOG.md 2026-12-06-alibi-plain). */
 template <int BN>
 __device__ __forceinline__ void sm90_alibi_init(float (&r_s)[BN / 2], float (&near)[2], int key0, int row0, int t,
                                                 float sl, int Nk)
 {
-    /* The block's last key that exists (keys past Nk are masked: none of them can be j_r). Each
-     * value is sl times a small integer, exact, so that j_r gets exactly 0 and no other key more. */
+    /* The block's last key that exists (keys past Nk are masked: none of them can be j_r). */
     const int last = min(key0 + BN, Nk) - 1;
     const bool up = sl >= 0.f;                          /* the term heaviest at the nearest key */
     if (last <= row0) {                                 /* left of both rows */
         const int ref = up ? last : key0;
-        const float base = (float)(key0 + 2 * t - ref);
+        const float base = sl * (float)(key0 + 2 * t - ref);
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
-            r_s[i] = sl * ((float)(8 * (i / 4) + i % 2) + base);
+            r_s[i] = fmaf(sl, (float)(8 * (i / 4) + i % 2), base);
 #pragma unroll
         for (int r = 0; r < 2; r++)
             near[r] = (float)(row0 + 8 * r - ref);
     } else if (key0 >= row0 + 8) {                      /* right of both rows */
         const int ref = up ? key0 : last;
-        const float base = (float)(key0 + 2 * t - ref);
+        const float base = sl * (float)(ref - key0 - 2 * t);
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
-            r_s[i] = -sl * ((float)(8 * (i / 4) + i % 2) + base);
+            r_s[i] = fmaf(-sl, (float)(8 * (i / 4) + i % 2), base);
 #pragma unroll
         for (int r = 0; r < 2; r++)
             near[r] = (float)(ref - row0 - 8 * r);

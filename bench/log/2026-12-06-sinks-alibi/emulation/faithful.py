@@ -1,4 +1,4 @@
-# Faithful float32 emulation of alibi_plain_next.diff's sm90_alibi_init + sm90_softmax<OFF> + epilogue.
+# Faithful float32 emulation of alibi_plain_next.diff's (one fused multiply-add per score on blocks wholly on one side, 2026-12-06 second session) sm90_alibi_init + sm90_softmax<OFF> + epilogue.
 import numpy as np, math, sys
 f32 = np.float32
 LOG2E = f32(1.4426950408889634)
@@ -13,13 +13,13 @@ def alibi_init(BN, key0, row0, t, sl, Nk):
     up = sl >= 0
     if last <= row0:
         ref = last if up else key0
-        base = f32(key0 + 2 * t - ref)
-        for i in range(BN // 2): r_s[i] = f32(sl * f32(f32(8 * (i // 4) + i % 2) + base))
+        base = f32(sl * f32(key0 + 2 * t - ref))
+        for i in range(BN // 2): r_s[i] = fmaf(sl, f32(8 * (i // 4) + i % 2), base)
         near = [f32(row0 + 8 * r - ref) for r in range(2)]
     elif key0 >= row0 + 8:
         ref = key0 if up else last
-        base = f32(key0 + 2 * t - ref)
-        for i in range(BN // 2): r_s[i] = f32(-sl * f32(f32(8 * (i // 4) + i % 2) + base))
+        base = f32(sl * f32(ref - key0 - 2 * t))
+        for i in range(BN // 2): r_s[i] = fmaf(-sl, f32(8 * (i // 4) + i % 2), base)
         near = [f32(ref - row0 - 8 * r) for r in range(2)]
     else:
         d0 = []; near = [None, None]
