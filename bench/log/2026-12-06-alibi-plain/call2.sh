@@ -15,6 +15,10 @@ R=bench/log/2026-12-06-sinks-alibi
 WHO=dense,alibi PYTHONPATH=$PWD timeout $(left 340) python3 $R/ratio.py call2 3 > $OUT/ratio.jsonl 2> $OUT/ratio.err; echo "ratio rc $? $(( $(date +%s) - t0 )) s"
 python3 $R/summary.py $OUT/ratio.jsonl | tee $OUT/summary.txt; tail -3 $OUT/ratio.err
 if [ $trc = 0 ]; then
-  timeout $(left 585) bash tests/gpu.sh > $OUT/suite.txt 2>&1; echo "suite rc $? $(( $(date +%s) - t0 )) s"
+  timeout $(left 560) bash tests/gpu.sh > $OUT/suite.txt 2>&1; echo "suite rc $? $(( $(date +%s) - t0 )) s"
   grep -E "^FAILED|^ERROR" $OUT/suite.txt | head; grep -E "passed|failed" $OUT/suite.txt | tail -3
+fi
+if [ $(left 590) -gt 25 ]; then
+  WHO=dense,alibi PYTHONPATH=$PWD timeout $(left 590) python3 $R/ratio.py call2b 3 >> $OUT/ratio.jsonl 2>> $OUT/ratio.err; echo "ratio b rc $?"
+  python3 $R/summary.py $OUT/ratio.jsonl | tee $OUT/summary.txt
 fi
