@@ -97,6 +97,25 @@ def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90", key_mask=N
     return ok
 
 
+def check_plain_extra(what, B, Hq, Hkv, Nq, Nk, d, causal, note):
+    """Sinks alone or ALiBi alone (what), which the Hopper kernel runs on its plain tiles' SM90_SINK /
+    SM90_ALIBI instantiations, checked against the CPU backend; True when right."""
+    q = torch.randn(B, Hq, Nq, d, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    kw = {"sinks": torch.randn(Hq, device="cuda")} if what == "sinks" else \
+        {"alibi_slopes": torch.rand(B, Hq, device="cuda") * 0.1}
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, **kw)
+    torch.cuda.synchronize()
+    ref, ref_lse = torch_flashattn.attention_lse(q.float().cpu(), k.float().cpu(), v.float().cpu(), causal=causal,
+                                                 **{n: x.cpu() for n, x in kw.items()})
+    err = (out.float().cpu() - ref).abs().max().item()
+    lse_err = (lse.cpu() - ref_lse).abs().max().item()
+    ok = err < 2e-2 and lse_err < 1e-3
+    print(f"{'ok  ' if ok else 'FAIL'} sm90 {what} alone B={B} Hq={Hq} Hkv={Hkv} Nq={Nq} Nk={Nk} d={d} causal={causal}"
+          f"{note}: max err {err:.1e}, lse {lse_err:.1e}")
+    return ok
+
+
 def packed_inputs(d, bad, device="cuda"):
     """(cu_seqlens_q, cu_seqlens_k on the CPU, q, k, v) of the packed cases: tails that end inside the
     next sequence's rows, an empty sequence, one query; bad: cu_seqlens_q decreasing."""
@@ -221,13 +240,14 @@ def check_backward_varlen(d, bad=False):
 def main():
     torch.manual_seed(0)
     failures = 0
-    # SANITIZE_ONLY=kvcache / sm90 / variants / turing / backward / decode_step: the decode cases, the
-    # Hopper kernel's, the variants', the Turing kernel's, the backward kernel's or the padded decoding
-    # step's alone (a quicker run after a change to decode.cu, sm90.cu, variants.cuh, turing.cu or
-    # sm80_backward.cu)
+    # SANITIZE_ONLY=kvcache / sm90 / variants / turing / backward / decode_step / extra: the decode cases,
+    # the Hopper kernel's, the variants', the Turing kernel's, the backward kernel's, the padded decoding
+    # step's or the Hopper plain tiles' sinks and ALiBi alone (a quicker run after a change to
+    # decode.cu, sm90.cu, variants.cuh, turing.cu or sm80_backward.cu)
     only = os.environ.get("SANITIZE_ONLY")
     families = {f: t for f, t in FAMILIES.items() if only not in ("sm90", "turing") or f == only}
-    for family, dtypes in ({} if only in ("kvcache", "variants", "backward", "decode_step") else families).items():
+    for family, dtypes in ({} if only in ("kvcache", "variants", "backward", "decode_step", "extra")
+                           else families).items():
         set_overrides(family=family)
         for dtype in dtypes:
             for case in CASES:
@@ -278,6 +298,17 @@ def main():
         for grid in ("persistent", "tile", "pairs"):
             set_overrides(family="sm90", sm90_grid=grid)
             failures += not check_forward("sm90", torch.bfloat16, 1, 2, 1, 4100, 4100, 128, True, " long causal")
+    if "sm90" in FAMILIES and only in (None, "sm90", "variants", "extra"):
+        # Sinks alone and ALiBi alone on the plain tiles (SM90_SINK, SM90_ALIBI): every tile width,
+        # both grids, and the persistent grid's last round split in 3 parts and merged.
+        for what in ("sinks", "alibi"):
+            for grid in ("persistent", "tile"):
+                set_overrides(family="sm90", sm90_grid=grid)
+                for d in (64, 128, 256):
+                    for causal in (False, True):
+                        failures += not check_plain_extra(what, 2, 4, 2, 333, 517, d, causal, " " + grid)
+            set_overrides(family="sm90", sm90_grid="persistent", sm90_tail=3)
+            failures += not check_plain_extra(what, 3, 16, 4, 777, 2049, 128, False, " last round in 3 parts")
     if "sm90" in FAMILIES and only in (None, "sm90", "variants"):
         # The variants in the Hopper kernel (VAR): windows that skip key blocks, bottom-right rows
         # that see nothing, key_mask and a strided float attn_mask read per element, sinks,
@@ -321,7 +352,7 @@ def main():
         set_overrides(family="auto")
     # The split rule's own plans, then 5 and 20 splits merged by each combine kernel (no clusters).
     merges = (("auto", "rule"), ("simt", "rule"), ("auto", "elem"), ("auto", "wide"))
-    for family, merge in () if only in ("sm90", "variants", "decode_step") else merges:
+    for family, merge in () if only in ("sm90", "variants", "decode_step", "extra") else merges:
         set_overrides(family=family)
         if merge != "rule":
             set_overrides(family=family, decode_splits=5 if merge == "elem" else 20, decode_cluster="off",

@@ -496,15 +496,15 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         /* ALIBI: sl = slope / scale (c = scale · log2 e; sm90_dispatch_variants keeps scales below
          * 1e-6 off these kernels) within ±2^96, so that sl times any distance stays a float: where it
          * binds, every key but the row's own weighs 2^−(1.1e23 or more), 0 as it should. A slope
-         * past fa.h's ±2.3e38, or NaN, makes the rows NaN, as on the variant kernel. off: each row's
-         * offset for the block in flight (sm90_alibi_init). */
-        float alibi_sl = 0.f, alibi_s2 = 0.f, alibi_true2 = 0.f, alibi_near[2] = {0.f, 0.f},
+         * past fa.h's ±2.3e38, or NaN, makes the rows NaN, as on the variant kernel. near: each row's
+         * offset for the block in flight (sm90_alibi_init); alibi_slope (unbounded) for lse. */
+        float alibi_sl = 0.f, alibi_s2 = 0.f, alibi_slope = 0.f, alibi_near[2] = {0.f, 0.f},
               alibi_near_m[2] = {0.f, 0.f};
         if constexpr (ALIBI) {
             const float slope = __ldg(a.alibi + b * a.alibi_batch_stride + h);
             alibi_sl = fabsf(slope) <= 2.3e38f ? fmaxf(fminf(slope * FA_LOG2E / c, 0x1p96f), -0x1p96f) : NAN;
-            alibi_s2 = alibi_sl * c;                        /* slope · log2 e, bounded alike: the */
-            alibi_true2 = alibi_sl == alibi_sl ? slope * FA_LOG2E : NAN;   /* blocks' weights; unbounded: lse */
+            alibi_s2 = alibi_sl * c;                        /* slope · log2 e, bounded alike */
+            alibi_slope = alibi_sl == alibi_sl ? slope : NAN;
         }
 
         if constexpr (VAR) {
@@ -656,11 +656,12 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             const int row = row0 + 8 * r;
             if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM) */
                 a.lse_part[w.j * BM + row - m0] =
-                    (ALIBI ? fmaf(-alibi_true2, alibi_near_m[r], m_i[r]) : m_i[r] * c) + log2f(l);
-            else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q) */
-                p.lse[PACKED ? h * sq.total_q + sq.q0 + row : bh * p.Nq + row] =
-                    VAR || SINK ? lse2 * FA_LN2
-                                : fa_lse(ALIBI ? fmaf(-alibi_true2, alibi_near_m[r], m_i[r]) : m_i[r] * c, l);
+                    (ALIBI ? fmaf(-alibi_slope * FA_LOG2E, alibi_near_m[r], m_i[r]) : m_i[r] * c) + log2f(l);
+            else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q); */
+                p.lse[PACKED ? h * sq.total_q + sq.q0 + row : bh * p.Nq + row] =   /* ALiBi's term: one */
+                    VAR || SINK ? lse2 * FA_LN2                                      /* rounding, in nats */
+                    : ALIBI     ? fmaf(-alibi_slope, alibi_near_m[r], fa_lse(m_i[r], l))
+                                : fa_lse(m_i[r] * c, l);
         }
 
         /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is
