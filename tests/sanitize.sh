@@ -9,7 +9,7 @@
 #     SANITIZE_ONLY=kvcache tests/sanitize.sh   # the decode cases only
 #     SANITIZE_ONLY=sm90 tests/sanitize.sh memcheck racecheck synccheck   # the Hopper kernel's only
 #     SANITIZE_ONLY=variants tests/sanitize.sh   # the variants and packed sequences (sm90, sm80) only
-#     SANITIZE_ONLY=extra tests/sanitize.sh memcheck racecheck   # sinks / ALiBi alone on the Hopper plain tiles
+#     SANITIZE_ONLY=extra tests/sanitize.sh memcheck racecheck   # sinks alone, ALiBi alone on the Hopper kernel
 #     SANITIZE_ONLY=backward tests/sanitize.sh memcheck racecheck   # the backward kernel only
 #     SANITIZE_ONLY=decode_step tests/sanitize.sh memcheck   # attention calls on the split-KV kernel only
 set -uo pipefail

@@ -98,8 +98,8 @@ def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90", key_mask=N
 
 
 def check_plain_extra(what, B, Hq, Hkv, Nq, Nk, d, causal, note):
-    """Sinks alone or ALiBi alone (what), which the Hopper kernel runs on its plain tiles' SM90_SINK /
-    SM90_ALIBI instantiations, checked against the CPU backend; True when right."""
+    """Sinks alone or ALiBi alone (what) on the Hopper kernel (sinks on the plain tiles' SINK
+    instantiations), checked against the CPU backend; True when right."""
     q = torch.randn(B, Hq, Nq, d, device="cuda", dtype=torch.bfloat16)
     k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
     kw = {"sinks": torch.randn(Hq, device="cuda")} if what == "sinks" else \
@@ -242,7 +242,7 @@ def main():
     failures = 0
     # SANITIZE_ONLY=kvcache / sm90 / variants / turing / backward / decode_step / extra: the decode cases,
     # the Hopper kernel's, the variants', the Turing kernel's, the backward kernel's, the padded decoding
-    # step's or the Hopper plain tiles' sinks and ALiBi alone (a quicker run after a change to
+    # step's or the Hopper kernel's sinks alone and ALiBi alone (a quicker run after a change to
     # decode.cu, sm90.cu, variants.cuh, turing.cu or sm80_backward.cu)
     only = os.environ.get("SANITIZE_ONLY")
     families = {f: t for f, t in FAMILIES.items() if only not in ("sm90", "turing") or f == only}
@@ -299,8 +299,8 @@ def main():
             set_overrides(family="sm90", sm90_grid=grid)
             failures += not check_forward("sm90", torch.bfloat16, 1, 2, 1, 4100, 4100, 128, True, " long causal")
     if "sm90" in FAMILIES and only in (None, "sm90", "variants", "extra"):
-        # Sinks alone and ALiBi alone on the plain tiles (SM90_SINK, SM90_ALIBI): every tile width,
-        # both grids, and the persistent grid's last round split in 3 parts and merged.
+        # Sinks alone (the plain tiles' SINK kernels) and ALiBi alone: every tile width, both grids,
+        # and the persistent grid's last round split in 3 parts and merged.
         for what in ("sinks", "alibi"):
             for grid in ("persistent", "tile"):
                 set_overrides(family="sm90", sm90_grid=grid)

@@ -1,4 +1,5 @@
-# Faithful float32 emulation of alibi_plain_next.diff's (one fused multiply-add per score on blocks wholly on one side, 2026-12-06 second session) sm90_alibi_init + sm90_softmax<OFF> + epilogue.
+# Faithful float32 emulation of alibi_plain_next.diff's as amended in bench/log/2026-12-06-alibi-plain (one fused
+# multiply-add per score on blocks wholly on one side, the slope's 8 low bits cleared there: TRUNC=1; lse in natural units) sm90_alibi_init + sm90_softmax<OFF> + epilogue.
 import numpy as np, math, sys
 f32 = np.float32
 LOG2E = f32(1.4426950408889634)
@@ -6,20 +7,29 @@ def fmaf(a, b, c): return f32(np.float64(a) * np.float64(b) + np.float64(c))
 def ex2(x):
     with np.errstate(over='ignore', invalid='ignore'): return f32(np.exp2(np.float64(x)))
 
+import os
+TRUNC = os.environ.get("TRUNC", "1") == "1"            # alibi_plain_exact.diff (1) or the FFMA form without it (0)
+NATURAL_LSE = os.environ.get("NATURAL_LSE", "1") == "1"
+
+
 def alibi_init(BN, key0, row0, t, sl, Nk):
     """r_s[BN/2] and near[2] as the CUDA code computes them (alibi_plain_next.diff)"""
     r_s = np.zeros(BN // 2, np.float32); near = [0.0, 0.0]
+    slt = sl
+    if TRUNC:   # the one-sided blocks' slope with its 8 low mantissa bits cleared: slt · n exact for |n| < 256
+        slt = np.array([sl], np.float32).view(np.uint32)[0] & np.uint32(0xFFFFFF00)
+        slt = np.array([slt], np.uint32).view(np.float32)[0]
     last = min(key0 + BN, Nk) - 1
     up = sl >= 0
     if last <= row0:
         ref = last if up else key0
-        base = f32(sl * f32(key0 + 2 * t - ref))
-        for i in range(BN // 2): r_s[i] = fmaf(sl, f32(8 * (i // 4) + i % 2), base)
+        base = f32(slt * f32(key0 + 2 * t - ref))
+        for i in range(BN // 2): r_s[i] = fmaf(slt, f32(8 * (i // 4) + i % 2), base)
         near = [f32(row0 + 8 * r - ref) for r in range(2)]
     elif key0 >= row0 + 8:
         ref = key0 if up else last
-        base = f32(sl * f32(ref - key0 - 2 * t))
-        for i in range(BN // 2): r_s[i] = fmaf(-sl, f32(8 * (i // 4) + i % 2), base)
+        base = f32(slt * f32(ref - key0 - 2 * t))
+        for i in range(BN // 2): r_s[i] = fmaf(-slt, f32(8 * (i // 4) + i % 2), base)
         near = [f32(ref - row0 - 8 * r) for r in range(2)]
     else:
         d0 = []; near = [None, None]
@@ -41,6 +51,7 @@ def run_row0(q, k, v, row0, slope, scale, causal, BN, kblocks, always_take, row_
     sl = f32(max(min(sl, f32(2.0**96)), f32(-2.0**96))) if not np.isnan(sl) else sl
     s2 = f32(sl * c)
     true2 = f32(f32(slope) * LOG2E) if not np.isnan(sl) else f32('nan')
+    slope_nat = f32(slope) if not np.isnan(sl) else f32('nan')
     m_i = [f32(-np.inf)] * 2; l_i = [[f32(0)] * 2 for _ in range(4)]; near_m = [f32(0)] * 2
     O = np.zeros((2, d)); Lsum = [0.0, 0.0]
     kd = k.astype(np.float64); qd = q.astype(np.float64)
@@ -89,9 +100,13 @@ def run_row0(q, k, v, row0, slope, scale, causal, BN, kblocks, always_take, row_
     out = []; lses = []
     for r in range(2):
         l = sum(float(l_i[t][r]) for t in range(4))
-        m2 = fmaf(-true2, near_m[r], m_i[r])
         with np.errstate(all='ignore'):
-            out.append(O[r] / l); lses.append((float(m2) + math.log2(l)) * math.log(2) if l > 0 else float('nan'))
+            out.append(O[r] / l)
+            if NATURAL_LSE:   # fmaf(-slope, near_m, fa_lse(m_i, l)): one rounding of the distance term
+                lses.append(float(fmaf(-slope_nat, near_m[r], f32((float(m_i[r]) + math.log2(l)) * math.log(2)))) if l > 0 else float('nan'))
+            else:
+                m2 = fmaf(-true2, near_m[r], m_i[r])
+                lses.append((float(m2) + math.log2(l)) * math.log(2) if l > 0 else float('nan'))
     return out, lses, (m_i, near_m, l_i)
 
 def ref(q, k, v, rows, slope, scale, causal):
@@ -129,3 +144,9 @@ if __name__ == '__main__':
     case("negative slope -1e8 non-causal row0=100", 700, 700, 32, -1e8, False, 100, 128)
     case("tail block: Nk=300, rows past, slope 3", 900, 300, 32, 3.0, False, 700, 128)
     case("slope 8 rows 4000 past Nk=512", 4600, 512, 32, 8.0, False, 4500, 128)
+    # the tail block's last key on a row0 (Nk - 1 = 999 = 7 mod 16): the left branch's reference key
+    # is that row's own, at distance 0 (an FFMA's rounding there is the heaviest key's, undamped)
+    for s in (0.5, 8.0, 30.0, 1e3, 1e20, 1e30):
+        case(f"causal Nk=1000 row0=999 slope {s:g}", 1008, 1000, 32, s, True, 999, 128, [4, 5, 6, 7])
+    for s in (8.0, 1e3, -8.0):
+        case(f"noncausal Nk=1000 row0=999 slope {s:g}", 1008, 1000, 32, s, False, 999, 128)
