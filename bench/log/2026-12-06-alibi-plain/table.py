@@ -1,8 +1,9 @@
 """bench/results/variants_own_dense.md from ratio.py's runs: for each point, sinks and ALiBi against
 our dense kernel on the same tensors (medians over the rounds of each run). Sinks: d6d89ea (variant
-kernel) and f22357f (plain tiles' SM90_SINK), H200, 2026-12-06-sinks-alibi calls 2 and 4. ALiBi:
-d6d89ea (variant kernel), H100, that folder's call 5; the plain tiles' SM90_ALIBI kernels, H100, this
-folder's calls 2 and 4 (first pass of each).
+kernel) and f22357f (plain tiles' SINK), H200, 2026-12-06-sinks-alibi calls 2 and 4. ALiBi:
+d6d89ea (variant kernel, where main runs it), H100, that folder's call 5; the plain tiles' SM90_ALIBI
+kernels in their fused multiply-add form (bd87052, withdrawn: bench/LOG.md 2026-12-06-alibi-plain),
+H100, this folder's calls 2 and 4 (first pass of each).
 
     python3 bench/log/2026-12-06-alibi-plain/table.py > bench/results/variants_own_dense.md
 """
@@ -18,8 +19,8 @@ COLUMNS = [("sinks, variant kernel (H200)", BEFORE / "call2", "base", "sinks"),
            ("sinks, plain tiles (H200, call 2)", BEFORE / "call2", "new", "sinks"),
            ("sinks, plain tiles (H200, call 4)", BEFORE / "call4", "new", "sinks"),
            ("ALiBi, variant kernel (H100)", BEFORE / "call5", "base", "alibi"),
-           ("ALiBi, plain tiles (H100, call 2)", HERE / "call2", "call2", "alibi"),
-           ("ALiBi, plain tiles (H100, call 4)", HERE / "call4", "call4", "alibi")]
+           ("ALiBi, plain tiles, withdrawn (H100, call 2)", HERE / "call2", "call2", "alibi"),
+           ("ALiBi, plain tiles, withdrawn (H100, call 4)", HERE / "call4", "call4", "alibi")]
 
 
 def medians(path):
@@ -39,10 +40,11 @@ for title, path, label, who in COLUMNS:
             rows[(dt, d, n, causal)][title] = x / m[(lab, dt, d, n, causal, "dense")]
 print("Sinks and ALiBi against our own dense kernel on the same tensors (TFLOP/s ratio, medians of three "
       "rounds; `bench/log/2026-12-06-sinks-alibi/ratio.py`, bf16 unless named, B · N = 16k, H · d = 2048). "
-      "Variant kernel: d6d89ea, where both ran on the variant kernels; plain tiles: sinks on the SM90_SINK "
-      "instantiations (f22357f), ALiBi on the SM90_ALIBI ones (bench/LOG.md 2026-12-06-sinks-alibi and "
-      "2026-12-06-alibi-plain). A column's ratios come from one process; columns from different calls "
-      "compare through the dense kernel, whose code is the same in all of them.\n")
+      "Variant kernel: d6d89ea, where both ran on the variant kernels (ALiBi still does); plain tiles: sinks on "
+      "the SINK instantiations (f22357f, taken), ALiBi on SM90_ALIBI ones (bd87052, withdrawn: the reference "
+      "key kept an fma's rounding; bench/LOG.md 2026-12-06-sinks-alibi and 2026-12-06-alibi-plain). A "
+      "column's ratios come from one process; columns from different calls compare through the dense "
+      "kernel, whose code is the same in all of them.\n")
 print("| dtype | d | N | causal | " + " | ".join(c[0] for c in COLUMNS) + " |")
 print("| --- | --- | --- | --- | " + " | ".join("---" for _ in COLUMNS) + " |")
 for (dt, d, n, causal), r in sorted(rows.items(), key=lambda kv: (kv[0][0] != "bfloat16", kv[0][1], kv[0][2], kv[0][3])):
