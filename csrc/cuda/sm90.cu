@@ -28,11 +28,12 @@
  * encoded through the driver entry point: nothing links libcuda.
  *
  * Where the rest lives: the kernel arguments, shared memory and consumer steps in sm90_steps.cuh,
- * the kernel itself (producer, consumers, split-tile merge) in sm90_kernel.cuh, the tile shapes and
- * their measured reasons in tiles.h, the Hopper PTX wrappers in ptx_sm90.cuh (wgmma instructions:
- * wgmma.cuh, generated), the grid and walk rules in plan.c, the tools' timing hooks in trace.cuh, the
- * variants' steps (VAR) in variants.cuh and sm90_variants.cuh. This file: the host launch (tensor
- * maps, grid, the tile for a call) and the entry points of families.h. Builds with plain nvcc:
+ * the work items' walks in sm90_walk.cuh, the kernel itself (producer, consumers, split-tile merge)
+ * in sm90_kernel.cuh, the tile shapes and their measured reasons in tiles.h, the Hopper PTX wrappers
+ * in ptx_sm90.cuh (wgmma instructions: wgmma.cuh, generated), the grid and walk rules in plan.c, the
+ * tools' timing hooks in trace.cuh, the variants' steps (VAR) in variants.cuh and sm90_variants.cuh.
+ * This file: the host launch (tensor maps, grid, the tile for a call) and the entry points of
+ * families.h. Builds with plain nvcc:
  *     nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -c csrc/cuda/sm90.cu -Icsrc -Icsrc/cuda
  */
 #include <cuda.h>
@@ -56,6 +57,7 @@
 #include "trace.cuh"
 
 #include "sm90_steps.cuh"
+#include "sm90_walk.cuh"
 #include "sm90_kernel.cuh"
 
 /* ---- Host launch --------------------------------------------------------------------------- */
