@@ -1,5 +1,10 @@
-# Faithful float32 emulation of alibi_plain_next.diff's as amended in bench/log/2026-12-06-alibi-plain (one fused
-# multiply-add per score on blocks wholly on one side, the slope's 8 low bits cleared there: TRUNC=1; lse in natural units) sm90_alibi_init + sm90_softmax<OFF> + epilogue.
+# Faithful float32 emulation of the ALiBi plain-tile kernels' arithmetic: sm90_alibi_init, sm90_softmax's
+# two-part max (OFF), the row end. MODE picks the one-sided blocks' form (bench/LOG.md
+# 2026-12-06-alibi-plain): "hybrid" (default; the next patch: one fma of the full slope where
+# |slope| <= 1, else the exact sl * (nb +- k); causal rows take key0 as a negative slope's reference
+# in the blocks that straddle them; a fully masked block's exponent offset 0), "fma" (bd87052, run
+# on the GPU, withdrawn), "trunc" (the fma on the slope with 8 low bits cleared), "exact"
+# (sl * (nb +- k) everywhere, call 1's form). lse in natural units (NATURAL_LSE=1, db9cd60).
 import numpy as np, math, sys
 f32 = np.float32
 LOG2E = f32(1.4426950408889634)
@@ -8,39 +13,45 @@ def ex2(x):
     with np.errstate(over='ignore', invalid='ignore'): return f32(np.exp2(np.float64(x)))
 
 import os
-TRUNC = os.environ.get("TRUNC", "1") == "1"            # alibi_plain_exact.diff (1) or the FFMA form without it (0)
+MODE = os.environ.get("MODE", "hybrid")
+assert MODE in ("hybrid", "fma", "trunc", "exact"), MODE
 NATURAL_LSE = os.environ.get("NATURAL_LSE", "1") == "1"
 
 
-def alibi_init(BN, key0, row0, t, sl, Nk):
-    """r_s[BN/2] and near[2] as the CUDA code computes them (alibi_plain_next.diff)"""
+def alibi_init(BN, key0, row0, t, sl, Nk, causal=False, gentle=True):
+    """r_s[BN/2] and near[2] as the CUDA code computes them; gentle: |slope| <= 1 (hybrid's switch)"""
     r_s = np.zeros(BN // 2, np.float32); near = [0.0, 0.0]
+    form = MODE if MODE != "hybrid" else ("fma" if gentle else "exact")
     slt = sl
-    if TRUNC:   # the one-sided blocks' slope with its 8 low mantissa bits cleared: slt · n exact for |n| < 256
+    if form == "trunc":   # the slope with its 8 low mantissa bits cleared: slt * n exact for |n| < 256
         slt = np.array([sl], np.float32).view(np.uint32)[0] & np.uint32(0xFFFFFF00)
         slt = np.array([slt], np.uint32).view(np.float32)[0]
     last = min(key0 + BN, Nk) - 1
     up = sl >= 0
+    kk = [f32(8 * (i // 4) + i % 2) for i in range(BN // 2)]
     if last <= row0:
         ref = last if up else key0
-        base = f32(slt * f32(key0 + 2 * t - ref))
-        for i in range(BN // 2): r_s[i] = fmaf(slt, f32(8 * (i // 4) + i % 2), base)
+        nb = f32(key0 + 2 * t - ref)
+        for i in range(BN // 2):
+            r_s[i] = f32(sl * f32(nb + kk[i])) if form == "exact" else fmaf(slt, kk[i], f32(slt * nb))
         near = [f32(row0 + 8 * r - ref) for r in range(2)]
     elif key0 >= row0 + 8:
         ref = key0 if up else last
-        base = f32(slt * f32(ref - key0 - 2 * t))
-        for i in range(BN // 2): r_s[i] = fmaf(-slt, f32(8 * (i // 4) + i % 2), base)
+        nb = f32(ref - key0 - 2 * t)
+        for i in range(BN // 2):
+            r_s[i] = f32(sl * f32(nb - kk[i])) if form == "exact" else fmaf(-slt, kk[i], f32(slt * nb))
         near = [f32(ref - row0 - 8 * r) for r in range(2)]
     else:
         d0 = []; near = [None, None]
         for r in range(2):
             row = row0 + 8 * r
-            ref = min(max(row, key0), last) if up else (key0 if row - key0 >= last - row else last)
+            key0_ref = (causal and MODE == "hybrid") or row - key0 >= last - row
+            ref = min(max(row, key0), last) if up else (key0 if key0_ref else last)
             d0.append(f32(row - key0 - 2 * t))
             near[r] = f32(abs(row - ref))
         for i in range(BN // 2):
             rr = (i // 2) % 2
-            r_s[i] = f32(-sl * f32(abs(f32(d0[rr] - f32(8 * (i // 4) + i % 2))) - near[rr]))
+            r_s[i] = f32(-sl * f32(abs(f32(d0[rr] - kk[i])) - near[rr]))
     return r_s, near
 
 def run_row0(q, k, v, row0, slope, scale, causal, BN, kblocks, always_take, row_first=None):
@@ -60,7 +71,7 @@ def run_row0(q, k, v, row0, slope, scale, causal, BN, kblocks, always_take, row_
         key0 = kb * BN
         S = {}
         for t in range(4):
-            r_s, near = alibi_init(BN, key0, row0, t, sl, Nk)
+            r_s, near = alibi_init(BN, key0, row0, t, sl, Nk, causal, abs(s2) <= LOG2E)
             for i in range(BN // 2):
                 key = key0 + 8 * (i // 4) + 2 * t + i % 2
                 row = row0 + 8 * ((i // 2) % 2)
@@ -89,6 +100,7 @@ def run_row0(q, k, v, row0, slope, scale, causal, BN, kblocks, always_take, row_
             else:
                 alpha[r] = f32(1)
             mc[r] = fmaf(s2, f32(near[r] - near_m[r]), m_i[r])
+            if MODE == "hybrid" and m == -np.inf: mc[r] = f32(0)   # a fully masked block: P = 0, whatever the offset
             O[r] *= alpha[r]
         for t in range(4):
             for i in range(BN // 2):
