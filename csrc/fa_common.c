@@ -5,6 +5,7 @@
  * When the library is built without CUDA, fa_forward_cuda lives here and
  * answers FA_ERR_NO_CUDA, as do the kvcache entry points.
  */
+#include <float.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -210,7 +211,8 @@ int fa_check_variants(const fa_params *p, const fa_variants *v)
         return FA_ERR_VARIANT;
     if (v->window && (v->window_left < -1 || v->window_right < -1))
         return FA_ERR_VARIANT;
-    if (v->softcap != 0.0f && !(v->softcap > 0.0f && v->softcap <= FA_MAX_SCALE))
+    /* A normal float: its reciprocal is one too (the C backend's tanh takes the scores times it). */
+    if (v->softcap != 0.0f && !(v->softcap >= FLT_MIN && v->softcap <= FA_MAX_SCALE))
         return FA_ERR_VARIANT;
     /* The kernels multiply the scores by scale / softcap before the tanh: it must be finite. */
     if (v->softcap != 0.0f && !(fabsf(p->scale) / v->softcap <= FA_MAX_SCALE))

@@ -124,6 +124,26 @@ static inline void load_row(float *restrict dst, const void *src, int64_t n, fa_
     }
 }
 
+/* Q's rows are loaded times scale · log2 e (the scores then come out of the product in log2 units)
+ * where that multiplier is at most 1, which covers every default scale from d = 3 and cannot
+ * overflow; a larger scale (up to FA_MAX_SCALE) multiplies the scores once computed instead
+ * (scale_scores), so that q · scale · log2 e past a float (|q| > 1.02 at scale 2.3e38) does not
+ * make small scores inf or NaN. */
+static inline float q_multiplier(float scale_log2)
+{
+    return fabsf(scale_log2) <= 1.0f ? scale_log2 : 1.0f;
+}
+
+/* Sᵀ[j · BM + c] *= mul for keys j < bn and columns c < cols (whole vectors; 1: nothing). */
+static inline void scale_scores(float *restrict st, int bn, int cols, float mul)
+{
+    if (mul == 1.0f)
+        return;
+    for (int j = 0; j < bn; j++)
+        for (int g = 0; g < (cols + 15) / 16; g++)
+            ((v16f *)(st + (int64_t)j * BM))[g] *= mul;
+}
+
 static inline void store_row(void *dst, const float *restrict src, int64_t n, fa_dtype dt, float mul)
 {
     if (dt == FA_FLOAT32) {
@@ -489,13 +509,14 @@ static inline __attribute__((always_inline)) void attend_rows(const fa_params *p
     const int scores_mod = v->softcap != 0.0f || v->alibi_slopes != NULL || v->mask != NULL;
     const int variants = scores_mod || v->window || v->sinks != NULL || v->key_mask != NULL;
 
-    /* Qᵀ = (Q[i0 : i0+span] · scale · log2(e))ᵀ of each head; columns rows..ncols are zero. A narrow
-     * block keeps its rows row-major instead. */
-    const float scale_log2 = p->scale * 1.4426950408889634f;
+    /* Qᵀ = (Q[i0 : i0+span] · scale · log2(e))ᵀ of each head, or Q alone and the scores scaled
+     * (q_multiplier); columns rows..ncols are zero. A narrow block keeps its rows row-major instead. */
+    const float scale_log2 = p->scale * 1.4426950408889634f, q_mul = q_multiplier(scale_log2);
+    const float s_mul = q_mul == scale_log2 ? 1.0f : scale_log2;
     for (int r = 0; r < (narrow ? rows : ncols); r++) {
         float row[FA_MAX_HEAD_DIM] = {0};
         if (r < rows)
-            load_row(row, sv[r / span].q + (i0 + r % span) * p->q_row_stride * es, d, p->dtype, scale_log2);
+            load_row(row, sv[r / span].q + (i0 + r % span) * p->q_row_stride * es, d, p->dtype, q_mul);
         for (int64_t c = 0; c < d; c++)
             if (narrow)
                 t->q[r * dp + c] = row[c];
@@ -534,6 +555,7 @@ static inline __attribute__((always_inline)) void attend_rows(const fa_params *p
             scores_narrow(t->st, kb, ks, t->q, rows, bn, dp, dv);
         else
             gemm(t->st, BM, t->k, dp, 1, t->qt, BM, (bn + MR - 1) / MR * MR, ncols, d, NULL);
+        scale_scores(t->st, bn, narrow ? rows : ncols, s_mul);
 
         if (scores_mod)
             apply_variants(p, v, sv, nh, span, ncols, t->st, NULL, i0, j0, bn);
@@ -875,6 +897,7 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     const int bm = (int)(sv->nq - i0 < BM ? sv->nq - i0 : BM);
     const size_t es = dtype_size(p->dtype);
     const float scale_log2 = p->scale * 1.4426950408889634f, c2 = v->softcap * FA_VARIANT_LOG2E;
+    const float q_mul = q_multiplier(scale_log2), s_mul = q_mul == scale_log2 ? 1.0f : scale_log2;
     const int has_sink = v->sinks != NULL;
     const float sink2 = has_sink ? v->sinks[h] * FA_VARIANT_LOG2E : -INFINITY;
     const int scores_mod = v->softcap != 0.0f || v->alibi_slopes != NULL || v->mask != NULL;
@@ -900,7 +923,7 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
             memset(gr, 0, sizeof(float) * (size_t)d);
         }
         for (int64_t c = 0; c < d; c++) {
-            t->qt[c * BM + r] = qr[c] * scale_log2;
+            t->qt[c * BM + r] = qr[c] * q_mul;
             t->dot[c * BM + r] = gr[c];
         }
     }
@@ -914,6 +937,7 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
         const int bn = (int)(j_end - j0 < BN ? j_end - j0 : BN), bn8 = (bn + MR - 1) / MR * MR;
         float *st = t->st + (j0 - j_begin) * BM, *dpt = t->dpt + (j0 - j_begin) * BM;
         gemm(st, BM, t->k + j0 * dp, dp, 1, t->qt, BM, bn8, BM, d, NULL);      /* Sᵀ = K Qᵀ */
+        scale_scores(st, bn8, BM, s_mul);
         gemm(dpt, BM, t->v + j0 * dp, dp, 1, t->dot, BM, bn8, BM, d, NULL);    /* dPᵀ = V dOᵀ */
         if (c2 > 0.0f)
             tanh_scaled(t->tt + (j0 - j_begin) * BM, st, (int64_t)bn * BM, 1.0f / c2);

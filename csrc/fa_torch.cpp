@@ -42,6 +42,7 @@
 #include <torch/library.h>
 
 #include <atomic>
+#include <cfloat>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -129,6 +130,10 @@ void check_inputs(const char *op, const at::Tensor &q, const at::Tensor &k, cons
         return "q " + shape(names.q ? *names.q : q) + ", " + kn + " " + shape(names.k_in ? *names.k_in : k) + ", "
                + vn + " " + shape(names.v_in ? *names.v_in : v);
     };
+    for (const auto &[name, t] : args)              // reachable through stride-0 (expanded) views
+        for (int i = 0; i < 3; i++)
+            FA_CHECK(t->size(i) <= FA_MAX_SIZE, "%s: %s's %s = %lld is past the largest size taken, 2^40, got %s", op,
+                     name, i == 0 ? "B" : i == 1 ? "H" : "N", (long long)t->size(i), shapes().c_str());
     FA_CHECK(k.size(0) == q.size(0) && v.size(0) == q.size(0), "%s: batch size B must match, got %s", op,
              shapes().c_str());
     FA_CHECK(k.size(3) == q.size(3) && v.size(3) == q.size(3), "%s: head dim d (last dimension) must match, got %s",
@@ -253,9 +258,10 @@ Variants check_variants(const char *op, const at::Tensor &q, std::optional<doubl
     va.window_left = window_left;
     va.window_right = window_right;
     if (softcap.has_value()) {
-        // The kernels take it as a float: one that rounds to 0 would be no softcap at all.
-        FA_CHECK(std::isfinite(*softcap) && static_cast<float>(*softcap) > 0.0f && *softcap <= FA_MAX_SCALE,
-                 "%s: softcap must be a number in (0, %g] that a float holds (at least 1.4e-45), got %g", op,
+        // The kernels take it as a float, a normal one: its reciprocal must be a float too (the C
+        // backend's tanh takes the scores times 1 / softcap).
+        FA_CHECK(std::isfinite(*softcap) && static_cast<float>(*softcap) >= FLT_MIN && *softcap <= FA_MAX_SCALE,
+                 "%s: softcap must be a number in [%g, %g] (a normal float), got %g", op, (double)FLT_MIN,
                  (double)FA_MAX_SCALE, *softcap);
         // The kernels take the scores times scale / softcap into the tanh: that too must stay a float.
         const double d = static_cast<double>(q.size(-1));

@@ -80,18 +80,20 @@ class TestBadInput:
 
     def test_huge_softcap(self, device):
         q, k, v = qkv(device)
-        raises(r"softcap must be a number in \(0, 2.3e\+38\]", q, k, v, softcap=3e38)
+        raises(r"softcap must be a number in \[1.17549e-38, 2.3e\+38\]", q, k, v, softcap=3e38)
 
     def test_tiny_softcap(self, device):
-        """A softcap that rounds to a float 0 was no softcap at all on the kernels; one whose scale / softcap
-        passes a float gave NaN rows on CUDA."""
+        """A softcap that rounds to a float 0 was no softcap at all on the kernels; a subnormal one gave
+        NaN on the CPU (0 times 1 / softcap); one whose scale / softcap passes a float gave NaN rows on
+        CUDA."""
         q, k, v = qkv(device)
-        raises(r"softcap must be a number in \(0, 2.3e\+38\] that a float holds", q, k, v, softcap=1e-50)
-        raises(r"\|scale\| / softcap must be at most 2.3e\+38, got scale 0.125 and softcap 1e-40", q, k, v,
-               softcap=1e-40, scale=0.125)
-        raises(r"\|scale\| / softcap must be at most 2.3e\+38, got scale 0.125 and softcap 1e-40", q, k, v,
-               softcap=1e-40)                           # the default scale, 1 / sqrt(64)
+        raises(r"softcap must be a number in \[1.17549e-38, 2.3e\+38\] \(a normal float\)", q, k, v, softcap=1e-50)
+        # Subnormal: 1 / softcap would leave a float (the C backend's tanh argument was 0 · inf = NaN).
+        raises(r"softcap must be a number in \[1.17549e-38, 2.3e\+38\]", q, k, v, softcap=1e-39, scale=0.0)
+        raises(r"\|scale\| / softcap must be at most 2.3e\+38, got scale 100 and softcap 1e-37", q, k, v,
+               softcap=1e-37, scale=100.0)
         torch_flashattn.attention(q, k, v, softcap=1e-30)   # scale / softcap 1.25e29: runs
+        torch_flashattn.attention(q, k, v, softcap=1.2e-38, scale=0.0)   # the smallest normal softcaps run
 
 
 def test_alibi_slopes_and_sinks_past_a_float_on_the_cpu():
@@ -115,6 +117,38 @@ def test_alibi_slopes_and_sinks_past_a_float_on_the_cpu():
                                              sinks=torch.tensor([-math.inf, -math.inf, 0.0, 2.3e38]))
     torch.testing.assert_close(out[:, :2], v[:, :1].expand(-1, 2, -1, -1))
     assert torch.equal(out[:, 3], torch.zeros_like(out[:, 3])) and torch.allclose(lse[:, 3], torch.tensor(2.3e38))
+
+
+@pytest.mark.parametrize("variants", [{}, {"softcap": 1e30}, {"sinks": torch.zeros(1)}])
+def test_huge_scale_small_scores_on_the_cpu(variants):
+    """Any scale up to ±2.3e38 is allowed, and only scores past it overflow: the C backend multiplied
+    q by scale · log2 e first, which left a float for |q| > 1.02 at 2.3e38 (NaN rows and gradients
+    where every score was about 4e9). Against float64 autograd: output, lse and gradients."""
+    torch.manual_seed(0)
+    q = torch.full((1, 1, 3, 4), 10.0, dtype=torch.float64)
+    k = torch.randn(1, 1, 5, 4, dtype=torch.float64) * 1e-30
+    v = torch.randn(1, 1, 5, 4, dtype=torch.float64)
+    scale = 1e38
+    ins = [t.float().requires_grad_() for t in (q, k, v)]
+    out, lse = torch_flashattn.attention_lse(*ins, scale=scale, **variants)
+    # Cotangents of 1e-3: dk = scale · Σ dS q stays a float (about 1e35; at 1 it passes 3.4e38).
+    dq, dk, dv = torch.autograd.grad((out.sum() + lse.sum()) * 1e-3, ins)
+    ref = [t.clone().requires_grad_() for t in (q, k, v)]
+    s = ref[0] @ ref[1].transpose(-1, -2) * scale
+    if "softcap" in variants:
+        s = variants["softcap"] * torch.tanh(s / variants["softcap"])
+    if "sinks" in variants:
+        s = torch.cat([s, torch.zeros(*s.shape[:-1], 1, dtype=s.dtype)], -1)
+    ref_lse = torch.logsumexp(s, -1)
+    p = torch.exp(s - ref_lse[..., None])[..., :5]
+    ref_out = p @ ref[2]
+    rq, rk, rv = torch.autograd.grad((ref_out.sum() + ref_lse.sum()) * 1e-3, ref)
+    assert torch.isfinite(out).all() and torch.isfinite(lse).all(), "non-finite output or lse"
+    torch.testing.assert_close(out.double(), ref_out, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=1e-6, atol=0)
+    for got, want, name in ((dq, rq, "dq"), (dk, rk, "dk"), (dv, rv, "dv")):
+        assert torch.isfinite(got).all(), f"non-finite {name}"
+        torch.testing.assert_close(got.double(), want, rtol=1e-4, atol=1e-4 * want.abs().max().item(), msg=name)
 
 
 @pytest.mark.gpu
@@ -146,10 +180,48 @@ def test_fake_kernel_errors_name_their_op():
 
 
 def test_not_a_tensor():
+    """Every entry point names the argument that is not a tensor (None reached the ops as an undefined
+    tensor, reported as a 1-D one of shape (0)); the drop-in leaves it to SDPA, which raises its own
+    TypeError (it raised an AttributeError)."""
     q, k, v = qkv()
     for name, args in (("q", (None, k, v)), ("k", (q, [1.0], v)), ("v", (q, k, 3))):
-        with pytest.raises(TypeError, match=f"attention: {name} must be a torch.Tensor"):
-            torch_flashattn.attention(*args)
+        for kw in ({}, {"softcap": 1.0}, {"window": (1, 1)}):
+            with pytest.raises(TypeError, match=f"attention: {name} must be a torch.Tensor"):
+                torch_flashattn.attention(*args, **kw)
+        with pytest.raises(TypeError, match=f"attention_lse: {name} must be a torch.Tensor"):
+            torch_flashattn.attention_lse(*args)
+    with pytest.raises(TypeError, match="attention_kvcache: q must be a torch.Tensor, got NoneType"):
+        torch_flashattn.attention_kvcache(None, k, v)
+    with pytest.raises(TypeError, match="attention_kvcache: v_cache must be a torch.Tensor"):
+        torch_flashattn.attention_kvcache(q, k, None)
+    for key, value, arg in ((None, v, "key"), (k, [1.0], "value")):
+        with pytest.raises(TypeError, match=f"argument '{arg}' .* must be Tensor"):
+            torch_flashattn.scaled_dot_product_attention(q, key, value)
+
+
+def test_varlen_arguments_not_tensors_or_ints():
+    q, k = torch.randn(5, 2, 8), torch.randn(7, 2, 8)
+    cq, ck = torch.tensor([0, 5], dtype=torch.int32), torch.tensor([0, 7], dtype=torch.int32)
+    with pytest.raises(TypeError, match="attention_varlen: cu_seqlens_k must be a torch.Tensor, got list"):
+        torch_flashattn.attention_varlen(q, k, k, cq, [0, 7], 5, 7)
+    for bad, err, match in ((7.0, TypeError, "must be an int, got float"), (None, TypeError, "must be an int, got NoneType"),
+                            (2 ** 63, ValueError, "must be an int64, got 9223372036854775808")):
+        with pytest.raises(err, match=f"attention_varlen: max_seqlen_q {match}"):
+            torch_flashattn.attention_varlen(q, k, k, cq, ck, bad, 7)
+        with pytest.raises(err, match=f"attention_varlen: max_seqlen_k {match}"):
+            torch_flashattn.attention_varlen(q, k, k, cq, ck, 5, bad)
+
+
+def test_sizes_past_2_40_name_their_tensor():
+    """Reachable only through stride-0 views: the error named no tensor (FA_ERR_BAD_SIZE's text)."""
+    q = torch.randn(1, 1, 2, 8)
+    k = torch.randn(1, 1, 1, 8).expand(1, 1, 2 ** 41, 8)
+    for kw in ({}, {"window": (0, 0)}):
+        raises(r"k's N = 2199023255552 is past the largest size taken, 2\^40", q, k, k, **kw)
+    with pytest.raises(RuntimeError, match=r"fa.forward_kvcache: k_cache's N = 2199023255552 is past"):
+        torch_flashattn.attention_kvcache(q, k, k)
+    h = torch.randn(1, 1, 1, 8).expand(1, 2 ** 41, 1, 8)
+    raises(r"q's H = 2199023255552 is past the largest size taken", h, h, h)
 
 
 def test_auxiliary_tensor_on_another_device_meta():

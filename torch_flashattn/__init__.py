@@ -46,6 +46,27 @@ def _align(causal_align):
     return _ALIGN[causal_align]
 
 
+def _tensors(op, **named):
+    """A TypeError naming the first argument that is not a tensor (None would reach the op as an
+    undefined tensor, reported there as an empty 1-D one)."""
+    for name, t in named.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
+
+
+def _seqlen(name, n):
+    """max_seqlen_q / _k: an int the op's binding takes (a SymInt under torch.compile passes as it is)."""
+    if isinstance(n, torch.SymInt):
+        return n
+    try:                                    # operator.index: ints (and integer scalars), not 7.0
+        n = operator.index(n)
+    except TypeError:
+        raise TypeError(f"attention_varlen: {name} must be an int, got {type(n).__name__}") from None
+    if not -2 ** 63 <= n < 2 ** 63:
+        raise ValueError(f"attention_varlen: {name} must be an int64, got {n}")
+    return n
+
+
 def _window(window):
     try:                                    # operator.index: ints (and integer scalars), not 1.5
         left, right = (operator.index(w) for w in window)
@@ -102,12 +123,10 @@ def attention(q, k, v, *, causal=False, scale=None, causal_align="top_left", win
     Returns:
         (B, Hq, Nq, d) tensor of q's dtype and device, contiguous.
     """
+    _tensors("attention", q=q, k=k, v=v)
     res = _variants(q, k, v, causal, scale, causal_align, window, softcap, alibi_slopes, sinks, key_mask, attn_mask)
     if res is not None:
         return res[0]
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"attention: {name} must be a torch.Tensor, got {type(t).__name__}")
     if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
         return _autograd.call(torch.ops.fa.forward_lse, q, k, v, scale, causal)[0]  # its lse saved for the backward
     return _autograd.call(torch.ops.fa.forward, q, k, v, scale, causal)
@@ -122,6 +141,7 @@ def attention_lse(q, k, v, *, causal=False, scale=None, causal_align="top_left",
         row i's softmax denominator, ``log(sum_j exp(s_ij))`` over the keys it sees, plus
         ``exp(sinks[h])`` with sinks; ``-inf`` for a row that sees no key and has no sink.
     """
+    _tensors("attention_lse", q=q, k=k, v=v)
     res = _variants(q, k, v, causal, scale, causal_align, window, softcap, alibi_slopes, sinks, key_mask, attn_mask)
     return _autograd.call(torch.ops.fa.forward_lse, q, k, v, scale, causal) if res is None else res
 
@@ -149,6 +169,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     Returns:
         (total_q, Hq, d), or ``(out, lse)`` with ``return_lse``.
     """
+    _tensors("attention_varlen", q=q, k=k, v=v, cu_seqlens_q=cu_seqlens_q, cu_seqlens_k=cu_seqlens_k)
+    max_seqlen_q, max_seqlen_k = _seqlen("max_seqlen_q", max_seqlen_q), _seqlen("max_seqlen_k", max_seqlen_k)
     left, right = _window(window)
     out, lse = _autograd.call(torch.ops.fa.forward_varlen, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                               max_seqlen_k, scale, causal, _align(causal_align), left, right, softcap, alibi_slopes,
@@ -179,6 +201,7 @@ def attention_kvcache(q, k_cache, v_cache, *, cache_seqlens=None, k_new=None, v_
     Returns:
         (B, Hq, Nq, d). A query that sees no key returns zeros.
     """
+    _tensors("attention_kvcache", q=q, k_cache=k_cache, v_cache=v_cache)
     left, right = _window(window)
     return torch.ops.fa.forward_kvcache(q, k_cache, v_cache, cache_seqlens, k_new, v_new, scale, causal, left, right,
                                         softcap, alibi_slopes, sinks)

@@ -261,7 +261,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     ``torch.func`` transform, and for arguments of types SDPA's binding refuses, SDPA itself runs.
     """
     query, key, value, attn_mask = _autocast(query, key, value, attn_mask)
-    grad = _needs_grad(query, key, value) if isinstance(query, torch.Tensor) else False
+    tensors = all(isinstance(t, torch.Tensor) for t in (query, key, value))
+    grad = _needs_grad(query, key, value) if tensors else False   # else SDPA itself runs (and raises)
     reason = _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_causal, scale, grad)
     if reason is not None:
         _count("sdpa", reason)

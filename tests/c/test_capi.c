@@ -335,8 +335,11 @@ static void hostile_case(void)
     t = p; t.scale = 3e38f;  check(fa_forward_cpu(&t) == FA_ERR_SCALE, "scale 3e38 -> FA_ERR_SCALE");
     memset(&w, 0, sizeof w); w.softcap = 3e38f;
     check(fa_forward_variants_cpu(&p, &w) == FA_ERR_VARIANT, "softcap 3e38 -> FA_ERR_VARIANT");
-    w.softcap = 1e-40f;                                  /* scale / softcap past a float: NaN rows on CUDA */
-    check(fa_forward_variants_cpu(&p, &w) == FA_ERR_VARIANT, "scale 0.5 / softcap 1e-40 -> FA_ERR_VARIANT");
+    w.softcap = 1e-39f;                                  /* subnormal: 1 / softcap past a float (NaN on the CPU) */
+    t = p; t.scale = 0.0f;
+    check(fa_forward_variants_cpu(&t, &w) == FA_ERR_VARIANT, "softcap 1e-39 -> FA_ERR_VARIANT");
+    t = p; t.scale = 100.0f; w.softcap = 1e-37f;         /* scale / softcap past a float: NaN rows on CUDA */
+    check(fa_forward_variants_cpu(&t, &w) == FA_ERR_VARIANT, "scale 100 / softcap 1e-37 -> FA_ERR_VARIANT");
     t = p; t.Nq = INT64_MAX; check(fa_forward_cpu(&t) == FA_ERR_BAD_SIZE, "Nq INT64_MAX -> FA_ERR_BAD_SIZE");
     t = p; t.B = 3; t.q_batch_stride = (int64_t)1 << 62;
     check(fa_forward_cpu(&t) == FA_ERR_BAD_STRIDE, "offsets past int64 -> FA_ERR_BAD_STRIDE");
