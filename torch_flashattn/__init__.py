@@ -106,7 +106,7 @@ def attention(q, k, v, *, causal=False, scale=None, causal_align="top_left", win
             ``window`` and ALiBi distances.
         window: (left, right): query i sees keys i + δ − left .. i + δ + right; −1 leaves a side
             unbounded. ``causal`` sets right to 0.
-        softcap: c > 0: each score s becomes c · tanh(s / c).
+        softcap: c in [1.18e-38, 2.3e38]: each score s becomes c · tanh(s / c).
         alibi_slopes: float32 (Hq,) or (B, Hq): s −= slope · |i + δ − j|.
         sinks: float32 (Hq,): exp(sinks[h]) joins each row's softmax denominator with no value.
         key_mask: (B, Nk) bool or integer: keys where it is 0 take no part (padding).
