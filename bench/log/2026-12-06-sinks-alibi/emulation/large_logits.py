@@ -1,4 +1,4 @@
-# From the review of alibi_plain_exact.diff (bench/LOG.md 2026-12-06-alibi-plain): large logits (q scaled by sigma), the
+# From the review of the ALiBi patch (bench/LOG.md 2026-12-06-alibi-plain): large logits (q scaled by sigma), the
 # test rule's bound against the emulated kernel (MODE as faithful.py).
 # The one-sided blocks' slope with its 8 low bits cleared (slt): each key's exponent is off by
 # (sl - slt)/sl * slope * (key - ref) nats; where a row's heavy keys lie far from their block's

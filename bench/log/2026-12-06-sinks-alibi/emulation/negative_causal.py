@@ -1,4 +1,4 @@
-# From the review of alibi_plain_exact.diff (bench/LOG.md 2026-12-06-alibi-plain): causal calls with negative slopes, the
+# From the review of the ALiBi patch (bench/LOG.md 2026-12-06-alibi-plain): causal calls with negative slopes, the
 # rows whose first block straddles them (MODE as faithful.py; hybrid takes key0 as their reference).
 # Causal, negative slope: rows in the first half of block 0 take the block's last key (masked) as reference.
 import numpy as np, math, sys
