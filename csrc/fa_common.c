@@ -214,9 +214,13 @@ int fa_check_variants(const fa_params *p, const fa_variants *v)
     /* A normal float: its reciprocal is one too (the C backend's tanh takes the scores times it). */
     if (v->softcap != 0.0f && !(v->softcap >= FLT_MIN && v->softcap <= FA_MAX_SCALE))
         return FA_ERR_VARIANT;
-    /* The kernels multiply the scores by scale / softcap before the tanh: it must be finite. */
-    if (v->softcap != 0.0f && !(fabsf(p->scale) / v->softcap <= FA_MAX_SCALE))
-        return FA_ERR_VARIANT;
+    /* The kernels multiply the scores by scale / softcap before the tanh: it must be finite, and
+     * normal unless the scale is 0 (a subnormal ratio keeps a few bits of the scale, or none). */
+    if (v->softcap != 0.0f) {
+        const float ratio = fabsf(p->scale) / v->softcap;
+        if (!(ratio <= FA_MAX_SCALE) || (p->scale != 0.0f && !(ratio >= FLT_MIN)))
+            return FA_ERR_VARIANT;
+    }
     if (v->mask_kind < FA_MASK_NONE || v->mask_kind > FA_MASK_ADD_F32 || (v->mask_kind != FA_MASK_NONE) != (v->mask != NULL))
         return FA_ERR_VARIANT;
     if (v->alibi_batch_stride < 0 || v->key_mask_batch_stride < 0 || v->mask_batch_stride < 0

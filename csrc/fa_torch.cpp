@@ -263,12 +263,14 @@ Variants check_variants(const char *op, const at::Tensor &q, std::optional<doubl
         FA_CHECK(std::isfinite(*softcap) && static_cast<float>(*softcap) >= FLT_MIN && *softcap <= FA_MAX_SCALE,
                  "%s: softcap must be a number in [%g, %g] (a normal float), got %g", op, (double)FLT_MIN,
                  (double)FA_MAX_SCALE, *softcap);
-        // The kernels take the scores times scale / softcap into the tanh: that too must stay a float.
+        // The kernels take the scores times scale / softcap into the tanh: that too must stay a float,
+        // a normal one unless the scale is 0 (a subnormal ratio keeps a few bits of the scale, or none).
         const double d = static_cast<double>(q.size(-1));
         const float sc = static_cast<float>(scale.has_value() ? *scale : 1.0 / std::sqrt(d));
-        FA_CHECK(std::fabs(sc) / static_cast<float>(*softcap) <= FA_MAX_SCALE,
-                 "%s: |scale| / softcap must be at most %g, got scale %g and softcap %g", op, (double)FA_MAX_SCALE,
-                 (double)sc, *softcap);
+        const float ratio = std::fabs(sc) / static_cast<float>(*softcap);
+        FA_CHECK(ratio <= FA_MAX_SCALE && (sc == 0.0f || ratio >= FLT_MIN),
+                 "%s: |scale| / softcap must be 0 or in [%g, %g], got scale %g and softcap %g", op, (double)FLT_MIN,
+                 (double)FA_MAX_SCALE, (double)sc, *softcap);
         va.softcap = *softcap;
     }
     if (alibi_slopes.has_value()) {

@@ -90,8 +90,11 @@ class TestBadInput:
         raises(r"softcap must be a number in \[1.17549e-38, 2.3e\+38\] \(a normal float\)", q, k, v, softcap=1e-50)
         # Subnormal: 1 / softcap would leave a float (the C backend's tanh argument was 0 · inf = NaN).
         raises(r"softcap must be a number in \[1.17549e-38, 2.3e\+38\]", q, k, v, softcap=1e-39, scale=0.0)
-        raises(r"\|scale\| / softcap must be at most 2.3e\+38, got scale 100 and softcap 1e-37", q, k, v,
-               softcap=1e-37, scale=100.0)
+        raises(r"\|scale\| / softcap must be 0 or in \[1.17549e-38, 2.3e\+38\], got scale 100 and softcap 1e-37", q, k,
+               v, softcap=1e-37, scale=100.0)
+        # Subnormal: the kernels' tanh argument kept a few bits of the scale (a uniform softmax at 1e-47).
+        raises(r"\|scale\| / softcap must be 0 or in \[1.17549e-38, 2.3e\+38\], got scale 1e-10 and softcap 1e\+37", q,
+               k, v, softcap=1e37, scale=1e-10)
         torch_flashattn.attention(q, k, v, softcap=1e-30)   # scale / softcap 1.25e29: runs
         torch_flashattn.attention(q, k, v, softcap=1.2e-38, scale=0.0)   # the smallest normal softcaps run
 

@@ -340,6 +340,8 @@ static void hostile_case(void)
     check(fa_forward_variants_cpu(&t, &w) == FA_ERR_VARIANT, "softcap 1e-39 -> FA_ERR_VARIANT");
     t = p; t.scale = 100.0f; w.softcap = 1e-37f;         /* scale / softcap past a float: NaN rows on CUDA */
     check(fa_forward_variants_cpu(&t, &w) == FA_ERR_VARIANT, "scale 100 / softcap 1e-37 -> FA_ERR_VARIANT");
+    t = p; t.scale = 1e-10f; w.softcap = 1e37f;          /* scale / softcap subnormal: a few bits of the scale */
+    check(fa_forward_variants_cpu(&t, &w) == FA_ERR_VARIANT, "scale 1e-10 / softcap 1e37 -> FA_ERR_VARIANT");
     t = p; t.Nq = INT64_MAX; check(fa_forward_cpu(&t) == FA_ERR_BAD_SIZE, "Nq INT64_MAX -> FA_ERR_BAD_SIZE");
     t = p; t.B = 3; t.q_batch_stride = (int64_t)1 << 62;
     check(fa_forward_cpu(&t) == FA_ERR_BAD_STRIDE, "offsets past int64 -> FA_ERR_BAD_STRIDE");
