@@ -1,6 +1,8 @@
 """The Hopper kernel (csrc/cuda/sm90.cu) forced with the sm90 family override, so that a silent fallback to the
 sm_80 kernel cannot pass for it. Runs only on compute capability 9.0; elsewhere the forced family
 must refuse with a clear error."""
+import math
+
 import pytest
 import torch
 
@@ -192,21 +194,23 @@ def test_sm90_causal_sections(grid, d, forced, fa_overrides):
         assert torch.equal(w, var), f"sections of {heads} heads, window and sinks: other bits"
 
 
-# Sinks alone run on the plain tiles' SINK kernels (sm90.cu, sm90_sinks_alone), each row ending with
-# its head's sink in the denominator: (B, Hq, Hkv, Nq, Nk, d, causal) for each plain tile.
-PLAIN_SINK_SHAPES = {
+# Sinks alone and ALiBi alone run on the plain tiles' SM90_SINK and SM90_ALIBI kernels (sm90.cu,
+# sm90_plain_extra): (B, Hq, Hkv, Nq, Nk, d, causal) for each plain tile.
+PLAIN_TILE_SHAPES = {
     "d64_short_causal": (2, 4, 2, 700, 700, 64, True),
     "d64_three_consumers": (2, 4, 2, 1500, 1500, 64, True),
     "d128": (2, 4, 2, 777, 1025, 128, True),
     "d128_causal_fenced": (1, 4, 2, 4200, 4200, 128, True),
     "d128_long_keys": (2, 4, 2, 3500, 2500, 128, False),      # 152 tiles: a last round the rule splits
     "d256": (2, 4, 2, 600, 900, 256, False),
+    "d128_pairs": (1, 4, 2, 3000, 3000, 128, True),             # 24 query tiles a head: the pairs grid
+    "d256_causal_mqa": (1, 4, 1, 900, 900, 256, True),
 }
 
 
 @sm90
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("shape", list(PLAIN_SINK_SHAPES))
+@pytest.mark.parametrize("shape", list(PLAIN_TILE_SHAPES))
 @pytest.mark.parametrize("grid", ["auto", "tile", "split"])
 def test_sm90_sinks_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides):
     """Sinks without other variants on each plain tile (GQA, tails, lse) against the float64
@@ -216,12 +220,14 @@ def test_sm90_sinks_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides)
     plain row end fuses m · c into m · c + log2 l)."""
     from test_variants import assert_variant_accurate
     fa_overrides(**({"sm90_grid": "persistent", "sm90_tail": 3} if grid == "split" else {"sm90_grid": grid}))
-    B, Hq, Hkv, nq, nk, d, causal = PLAIN_SINK_SHAPES[shape]
+    B, Hq, Hkv, nq, nk, d, causal = PLAIN_TILE_SHAPES[shape]
     torch.manual_seed(nq + nk + d)
     q = randn(B, Hq, nq, d, dtype=dtype, device="cuda")
     k = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
     v = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
-    sinks = torch.randn(Hq, device="cuda") * 3
+    # Sinks that weigh: near the rows' lse (about log Nk: a sink dropped or doubled moves the output
+    # past the rule), above every key, and far below (randn · 3 added 0.5 % to a split row's sum).
+    sinks = torch.tensor([math.log(nk) + 0.5, 30.0, -30.0, math.log(nk)], device="cuda")
     out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, sinks=sinks)
     what = f"sm90 sinks {shape} {dtype} grid={grid}"
     assert_variant_accurate(out, lse, q, k, v, what=what, causal=causal, sinks=sinks)
@@ -232,16 +238,192 @@ def test_sm90_sinks_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides)
 
 
 @sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("shape", list(PLAIN_TILE_SHAPES))
+@pytest.mark.parametrize("grid", ["auto", "tile", "split"])
+def test_sm90_alibi_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides):
+    """ALiBi without other variants on each plain tile (its term loaded into S's accumulator before
+    Q Kᵀ lands on it) against the float64 reference: the paper's slopes per head, then (B, Hq) slopes
+    with a scale of 0.3; zero slopes give the plain call's answer within a rounding."""
+    from test_variants import alibi_heads, assert_variant_accurate
+    fa_overrides(**({"sm90_grid": "persistent", "sm90_tail": 3} if grid == "split" else {"sm90_grid": grid}))
+    B, Hq, Hkv, nq, nk, d, causal = PLAIN_TILE_SHAPES[shape]
+    torch.manual_seed(nq + nk + d)
+    q = randn(B, Hq, nq, d, dtype=dtype, device="cuda")
+    k = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
+    v = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
+    for slopes, scale in ((alibi_heads(Hq, "cuda"), None), (torch.rand(B, Hq, device="cuda") * 0.3, 0.3)):
+        out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, scale=scale, alibi_slopes=slopes)
+        what = f"sm90 ALiBi {shape} {dtype} grid={grid} slopes {tuple(slopes.shape)}"
+        assert_variant_accurate(out, lse, q, k, v, what=what, causal=causal, scale=scale, alibi_slopes=slopes)
+    zero = torch_flashattn.attention_lse(q, k, v, causal=causal, alibi_slopes=torch.zeros(Hq, device="cuda"))
+    plain = torch_flashattn.attention_lse(q, k, v, causal=causal)
+    # The ALiBi kernels rescale by exp2 of rounded log2 maxima, the plain ones by exp2 of raw maxima
+    # times c: a rounding apart, so a dtype ulp apart at most.
+    torch.testing.assert_close(zero[0], plain[0], rtol=2 * torch.finfo(dtype).eps, atol=2 * torch.finfo(dtype).eps,
+                               msg=f"{shape} {dtype}: zero slopes against the plain call")
+    torch.testing.assert_close(zero[1], plain[1], rtol=1e-5, atol=1e-5, msg=f"{shape} {dtype}: zero slopes' lse")
+
+
+@sm90
+@pytest.mark.parametrize("scale", [0.0, 1e-7])
+def test_sm90_alibi_with_a_tiny_scale(scale, forced):
+    """ALiBi with a scale below 1e-6 stays on the variant kernel (the plain kernels put its term in
+    units of slope / scale): the float64 reference's answer."""
+    from test_variants import alibi_heads, assert_variant_accurate
+    torch.manual_seed(5)
+    q = randn(2, 4, 300, 64, dtype=torch.bfloat16, device="cuda")
+    k = randn(2, 2, 300, 64, dtype=torch.bfloat16, device="cuda")
+    v = randn(2, 2, 300, 64, dtype=torch.bfloat16, device="cuda")
+    slopes = alibi_heads(4, "cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=True, scale=scale, alibi_slopes=slopes)
+    assert_variant_accurate(out, lse, q, k, v, what=f"scale {scale}", causal=True, scale=scale, alibi_slopes=slopes)
+
+
+# Where the heavy keys of a row lie far from it, ALiBi's term is large where it matters: negative
+# slopes (weight on the farthest keys), rows far past every key (top-left, Nq > Nk), steep slopes.
+# (name, Nq, Nk, d, causal, slopes for 4 heads)
+ALIBI_FAR = {
+    "negative_slopes_causal": (2048, 2048, 128, True, [-0.5, -0.25, -0.05, -1.0]),
+    "negative_slopes": (1500, 1500, 128, False, [-0.5, -0.25, -0.05, -1.0]),
+    "rows_past_the_keys": (3000, 200, 128, False, [0.5, 0.25, 2.0, 0.05]),
+    "rows_past_the_keys_d256": (3000, 200, 256, False, [0.5, 0.25, 2.0, 0.05]),
+    "steep_slopes_causal": (1200, 1200, 64, True, [8.0, 4.0, 30.0, 1.0]),
+}
+
+
+@sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", list(ALIBI_FAR))
+def test_sm90_alibi_far_heavy_keys(dtype, case, forced):
+    """ALiBi where a row's heavy keys are far from it, against the float64 reference (out and lse)."""
+    from test_variants import assert_variant_accurate
+    nq, nk, d, causal, slopes = ALIBI_FAR[case]
+    torch.manual_seed(nq + nk)
+    q = randn(1, 4, nq, d, dtype=dtype, device="cuda")
+    k = randn(1, 2, nk, d, dtype=dtype, device="cuda")
+    v = randn(1, 2, nk, d, dtype=dtype, device="cuda")
+    s = torch.tensor(slopes, device="cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, alibi_slopes=s)
+    assert_variant_accurate(out, lse, q, k, v, what=f"{case} {dtype}", causal=causal, alibi_slopes=s)
+
+
+@sm90
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("causal,nq", [(True, 1000), (False, 1008)])
+def test_sm90_alibi_tail_key_on_a_row(dtype, d, causal, nq, forced):
+    """Nk = 1000: the tail block's last key, 999 (7 mod 16), lies on the first row of a quad, whose
+    block left of it then holds its reference key at distance 0, the row's heaviest, where the
+    one-sided blocks' fused multiply-add must leave exactly 0 (an fma of the full slope left its
+    rounding there: lse off, NaN rows at 1e20). Steep, huge and negative slopes, by the rule."""
+    from test_variants import assert_variant_accurate
+    torch.manual_seed(d + nq)
+    q = randn(1, 5, nq, d, dtype=dtype, device="cuda")
+    k = randn(1, 5, 1000, d, dtype=dtype, device="cuda")
+    v = randn(1, 5, 1000, d, dtype=dtype, device="cuda")
+    s = torch.tensor([0.5, 30.0, 1e3, 1e20, -8.0], device="cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, alibi_slopes=s)
+    assert_variant_accurate(out, lse, q, k, v, what=f"tail key on a row, d={d}", causal=causal, alibi_slopes=s)
+
+
+@sm90
+@pytest.mark.parametrize("shape", [s for s, v in PLAIN_TILE_SHAPES.items() if v[6]] + ["d256_causal"])
+def test_sm90_alibi_negative_slopes_causal(shape, forced):
+    """Causal calls with negative slopes, steep to huge, on every causal tile: in a diagonal block a
+    negative slope's reference key is key0, the farthest key the row sees (the block's last key, the
+    farthest of all, is hidden from the rows in the first half of a tile's first block; taken as the
+    reference it left them NaN from −1e8, emulated)."""
+    from test_variants import assert_variant_accurate
+    B, Hq, Hkv, nq, nk, d, causal = PLAIN_TILE_SHAPES.get(shape, (1, 4, 2, 700, 700, 256, True))
+    torch.manual_seed(nq + d)
+    q = randn(B, Hq, nq, d, dtype=torch.bfloat16, device="cuda")
+    k = randn(B, Hkv, nk, d, dtype=torch.bfloat16, device="cuda")
+    v = randn(B, Hkv, nk, d, dtype=torch.bfloat16, device="cuda")
+    s = torch.tensor([-1e30, -1e8, -0.5, -1e33], device="cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, alibi_slopes=s)
+    assert_variant_accurate(out, lse, q, k, v, what=f"negative slopes {shape}", causal=causal, alibi_slopes=s)
+
+
+@sm90
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_sm90_alibi_large_logits(dtype, d, forced):
+    """Scores spread wide (q scaled by 8): heavy keys far from their block's reference key, where a
+    slope a little off (its low bits cleared: 2^-15) put lse past the rule, emulated. The paper's
+    slopes for 8 heads (one fma per score), then slopes from 0.5 to 8 (past 1: exact terms)."""
+    from test_variants import alibi_heads, assert_variant_accurate
+    torch.manual_seed(d)
+    q = randn(1, 8, 1024, d, dtype=dtype, device="cuda") * 8
+    k = randn(1, 4, 1024, d, dtype=dtype, device="cuda")
+    v = randn(1, 4, 1024, d, dtype=dtype, device="cuda")
+    for s in (alibi_heads(8, "cuda"), torch.tensor([0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0], device="cuda")):
+        for causal in (True, False):
+            out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, alibi_slopes=s)
+            assert_variant_accurate(out, lse, q, k, v, what=f"large logits d={d} causal={causal} slopes {s.tolist()}",
+                                    causal=causal, alibi_slopes=s)
+
+
+@sm90
+@pytest.mark.parametrize("causal,nq,nk", [(True, 700, 700), (False, 900, 300)])
+def test_sm90_alibi_huge_and_invalid_slopes(causal, nq, nk, forced):
+    """Slopes of 1e30 and 1e35 (their terms within the scores' ±2.3e38 at every distance here, README,
+    Limits) weigh every key but the row's nearest as 0, as the float64 reference does; a NaN or
+    infinite slope makes its head's rows NaN (README, Limits), and leaves the other heads' rows as
+    they are."""
+    from test_variants import assert_variant_accurate
+    torch.manual_seed(nq)
+    q = randn(1, 4, nq, 64, dtype=torch.bfloat16, device="cuda")
+    k = randn(1, 4, nk, 64, dtype=torch.bfloat16, device="cuda")
+    v = randn(1, 4, nk, 64, dtype=torch.bfloat16, device="cuda")
+    big = torch.tensor([1e30, 1e35, 0.5, 1e35], device="cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, alibi_slopes=big)
+    assert_variant_accurate(out, lse, q, k, v, what="huge slopes", causal=causal, alibi_slopes=big)
+    bad = torch.tensor([float("nan"), 0.5, float("inf"), 0.25], device="cuda")
+    out = torch_flashattn.attention(q, k, v, causal=causal, alibi_slopes=bad)
+    assert torch.isnan(out[:, 0]).all() and torch.isnan(out[:, 2]).all(), "a NaN or inf slope's rows"
+    good = torch_flashattn.attention(q, k, v, causal=causal, alibi_slopes=torch.tensor([0.1, 0.5, 0.1, 0.25], device="cuda"))
+    assert torch.equal(out[:, [1, 3]], good[:, [1, 3]]), "the other heads' rows"   # heads are independent
+
+
+@sm90
+@pytest.mark.parametrize("shape", ["d64_short_causal", "d128_long_keys"])
+@pytest.mark.parametrize("sinks", [False, True])
+def test_sm90_huge_scores_never_a_silent_wrong_row(shape, sinks, forced, fa_overrides):
+    """Scores of about 1e10 (scale 1e9): past about 2^31 in log2 units the rounding of m · c can flush
+    every exponential of a row. Such a row must come out NaN, never finite and wrong (the SINK row
+    end read l = 0 as a row that sees nothing: 0, lse = the sink); every finite row is the
+    reference's (the heaviest key's v). The long-key shape splits its last round (SINK parts)."""
+    from test_variants import exact
+    if shape == "d128_long_keys":
+        fa_overrides(sm90_grid="persistent", sm90_tail=3)
+    B, Hq, Hkv, nq, nk, d, causal = PLAIN_TILE_SHAPES[shape]
+    torch.manual_seed(nq)
+    q = randn(B, Hq, nq, d, dtype=torch.bfloat16, device="cuda")
+    k = randn(B, Hkv, nk, d, dtype=torch.bfloat16, device="cuda")
+    v = randn(B, Hkv, nk, d, dtype=torch.bfloat16, device="cuda")
+    kw = {"sinks": torch.tensor([0.0, 1.0, -1.0, 2.0], device="cuda")} if sinks else {}
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, scale=1e9, **kw)
+    ref, ref_lse = exact(q, k, v, causal=causal, scale=1e9, **kw)
+    out, lse = out.double().cpu(), lse.double().cpu()
+    fin = torch.isfinite(out).all(-1)
+    assert torch.isfinite(lse[fin]).all(), "a finite row with a non-finite lse"
+    assert (out[fin] - ref[fin]).abs().max().item() <= 2e-2, "a finite row that is not the reference's"
+    assert ((lse[fin] - ref_lse[fin]).abs() <= 1e-5 * ref_lse[fin].abs().clamp(min=1)).all(), "a finite row's lse"
+
+
+@sm90
 @pytest.mark.parametrize("causal,nq,nk", [(True, 1000, 1000), (False, 500, 1300)])
 def test_sm90_alignment_that_moves_nothing_is_plain(causal, nq, nk, forced):
     """causal_align="bottom_right" where it moves no key (δ = Nk − Nq = 0, or not causal): the plain
-    kernel's bits, with and without sinks."""
+    kernel's bits, with and without sinks; ALiBi's distance moves with δ, so only where δ = 0."""
     torch.manual_seed(nq)
     q = randn(2, 4, nq, 128, dtype=torch.bfloat16, device="cuda")
     k = randn(2, 2, nk, 128, dtype=torch.bfloat16, device="cuda")
     v = randn(2, 2, nk, 128, dtype=torch.bfloat16, device="cuda")
     sinks = torch.randn(4, device="cuda")
-    for kw in ({}, {"sinks": sinks}):
+    slopes = torch.rand(4, device="cuda") * 0.3
+    for kw in ({}, {"sinks": sinks}) + (({"alibi_slopes": slopes},) if nq == nk else ()):
         top = torch_flashattn.attention_lse(q, k, v, causal=causal, **kw)
         right = torch_flashattn.attention_lse(q, k, v, causal=causal, causal_align="bottom_right", **kw)
         assert torch.equal(right[0], top[0]) and torch.equal(right[1], top[1]), kw

@@ -82,14 +82,14 @@ static fa_sm90_shape sm90_shape()
  * the last round's tiles run whole), or PACKED the walk's counter (without it the walk is static).
  * need != NULL: only the scratch the call would use is returned in *need, nothing runs. VAR: the
  * kernel with the variants of v, which never splits a tile; PACKED: with packed sequences (v's
- * cu_seqlens, which every packed call has and no other); SINK: the plain kernel with v's sinks
- * (its split tiles' merge adds them too). */
-template <typename T, class C, int VAR = 0, bool PACKED = false, bool SINK = false>
+ * cu_seqlens, which every packed call has and no other); EXTRA: the plain kernel with v's sinks
+ * (SM90_SINK; its split tiles' merge adds them too) or ALiBi slopes (SM90_ALIBI). */
+template <typename T, class C, int VAR = 0, bool PACKED = false, int EXTRA = 0>
 static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                        size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
 {
     typedef typename sm90_kargs<VAR>::type args_t;
-    void (*kernel)(const args_t) = fa_sm90_forward_kernel<T, C, false, VAR, PACKED, SINK>;
+    void (*kernel)(const args_t) = fa_sm90_forward_kernel<T, C, false, VAR, PACKED, EXTRA>;
     const size_t smem = sizeof(sm90_smem<C>) + 1024;  /* + alignment of the base to 1024 */
 
     /* Once per device (bit dev of s_ok / s_checked; devices past 31 every call): compute
@@ -114,7 +114,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             FA_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              VAR ? info.smem_optin : (int)smem));
             if constexpr (sm90_splits<C>() && !VAR)
-                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, 0, false, SINK>,
+                FA_CUDA_TRY(cudaFuncSetAttribute(fa_sm90_forward_kernel<T, C, true, 0, false, EXTRA>,
                                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         }
         if (dev < 32) {
@@ -207,8 +207,12 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
                     p->o_row_stride, 64))
         return FA_ERR_UNSUPPORTED;
     a.scale_log2 = fmaxf(p->scale * FA_LOG2E, FLT_MIN);
-    if constexpr (SINK)
+    if constexpr ((EXTRA & SM90_SINK) != 0)
         a.sinks = v->sinks;
+    if constexpr ((EXTRA & SM90_ALIBI) != 0) {
+        a.alibi = v->alibi_slopes;
+        a.alibi_batch_stride = v->alibi_batch_stride;
+    }
     size_t launch_smem = smem;
     if constexpr (VAR) {
         /* key_mask: each batch entry's key range in 8 bytes past the struct, where they fit (else
@@ -235,10 +239,10 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.pairs = pairs && heads == 1 && a.n_full == a.n_tiles;
     if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {
-            fa_sm90_forward_kernel<T, C, true, 0, false, SINK><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
+            fa_sm90_forward_kernel<T, C, true, 0, false, EXTRA><<<(unsigned)grid, C::THREADS, smem, stream>>>(a);
             FA_CUDA_TRY(cudaGetLastError());
             const int64_t merge_blocks = a.n_split / a.parts * C::BM / MERGE_ROWS;
-            fa_sm90_merge_kernel<T, C, SINK><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
+            fa_sm90_merge_kernel<T, C, EXTRA & SM90_SINK><<<(unsigned)merge_blocks, 32 * MERGE_ROWS, 0, stream>>>(a);
             FA_CUDA_TRY(cudaGetLastError());
             return FA_OK;
         }
@@ -251,9 +255,10 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     return FA_OK;
 }
 
-/* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). SINK: the
- * call's variants v are sinks alone (sm90_sinks_alone), run by the plain tiles' SINK kernels. */
-template <bool SINK = false>
+/* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). EXTRA: the
+ * call's variants v are sinks alone or ALiBi alone (sm90_plain_extra), run by the plain tiles'
+ * SM90_SINK or SM90_ALIBI kernels. */
+template <int EXTRA = 0>
 static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratch, size_t scratch_bytes,
                          size_t *need, cudaStream_t stream, const fa_variants *v = NULL)
 {
@@ -264,8 +269,8 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
         return FA_ERR_UNSUPPORTED;
     const int bf16 = p->dtype == FA_BFLOAT16;
 #define FA_SM90_LAUNCH(tile)                                                                          \
-    (bf16 ? sm90_launch<__nv_bfloat16, tile, 0, false, SINK>(p, o, scratch, scratch_bytes, need, stream, v) \
-          : sm90_launch<__half, tile, 0, false, SINK>(p, o, scratch, scratch_bytes, need, stream, v))
+    (bf16 ? sm90_launch<__nv_bfloat16, tile, 0, false, EXTRA>(p, o, scratch, scratch_bytes, need, stream, v) \
+          : sm90_launch<__half, tile, 0, false, EXTRA>(p, o, scratch, scratch_bytes, need, stream, v))
     if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
         return FA_SM90_LAUNCH(sm90_tile_d64_short);
     if (p->d <= 64)
@@ -292,18 +297,24 @@ static int sm90_launch_staged(const fa_params *p, const fa_overrides *o, size_t 
         return FA_ERR_UNSUPPORTED;
 }
 
-/* Whether v leaves the plain kernels' problem as it is but for sinks, which a SINK kernel adds to
- * each row's denominator at its end: no window, softcap, ALiBi, key_mask, attn_mask or packed
- * sequences, and an alignment that moves no key (top-left; or bottom-right where the call is not
- * causal or δ = Nk − Nq = 0). */
-static bool sm90_sinks_alone(const fa_params *p, const fa_variants *v)
+/* The plain kernels' EXTRA for v, or −1 where they cannot run it: v leaves the plain problem as it
+ * is (no window, softcap, key_mask, attn_mask or packed sequences; an alignment that moves no key:
+ * top-left, or bottom-right where δ = Nk − Nq = 0 or, without ALiBi, the call is not causal) but
+ * for sinks (SM90_SINK) or ALiBi (SM90_ALIBI), not both, ALiBi with a scale from 1e-6 (its term
+ * goes into the scores' units as slope / scale, bounded by 2^96). */
+static int sm90_plain_extra(const fa_params *p, const fa_variants *v)
 {
-    return !v->window && v->softcap == 0.f && v->alibi_slopes == NULL && v->key_mask == NULL && v->mask == NULL
-        && v->cu_seqlens_q == NULL && (v->align == FA_ALIGN_TOP_LEFT || !p->causal || p->Nq == p->Nk);
+    const int alibi = v->alibi_slopes != NULL;
+    if (v->window || v->softcap != 0.f || v->key_mask != NULL || v->mask != NULL || v->cu_seqlens_q != NULL
+        || (alibi && v->sinks != NULL) || (alibi && p->scale < 1e-6f))
+        return -1;
+    if (v->align != FA_ALIGN_TOP_LEFT && p->Nq != p->Nk && (p->causal || alibi))
+        return -1;
+    return alibi ? SM90_ALIBI : v->sinks != NULL ? SM90_SINK : 0;
 }
 
-/* A call with variants (fa.h). Sinks alone (or no variant at all) run on the plain tiles
- * (sm90_sinks_alone). The kernel with every variant (FA_VAR_ALL: an attn_mask, with a softcap or
+/* A call with variants (fa.h). Sinks alone, ALiBi alone (or no variant at all) run on the plain
+ * tiles (sm90_plain_extra). The kernel with every variant (FA_VAR_ALL: an attn_mask, with a softcap or
  * ALiBi too) runs 2 consumers at every width: 3 consumers' 160 registers leave no room for
  * the per-score state. The visibility variants alone (FA_VAR_MASKS) take the plain kernel's tiles:
  * 3 consumers at d = 64 (but short causal calls), and at d <= 128 for non-causal calls from
@@ -317,9 +328,14 @@ static bool sm90_sinks_alone(const fa_params *p, const fa_variants *v)
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
                                   size_t scratch_bytes, size_t *need, cudaStream_t stream)
 {
-    if (sm90_sinks_alone(p, v))
-        return v->sinks != NULL ? sm90_dispatch<true>(p, o, scratch, scratch_bytes, need, stream, v)
-                                : sm90_dispatch<false>(p, o, scratch, scratch_bytes, need, stream);
+    switch (sm90_plain_extra(p, v)) {
+    case 0:
+        return sm90_dispatch<0>(p, o, scratch, scratch_bytes, need, stream);
+    case SM90_SINK:
+        return sm90_dispatch<SM90_SINK>(p, o, scratch, scratch_bytes, need, stream, v);
+    case SM90_ALIBI:
+        return sm90_dispatch<SM90_ALIBI>(p, o, scratch, scratch_bytes, need, stream, v);
+    }
     if (p->dtype == FA_FLOAT32 || p->scale < 0.f || p->Nk < 1 || p->Nq + p->Nk > INT32_MAX - 256
         || p->B > INT32_MAX || p->Hq > INT32_MAX)
         return FA_ERR_UNSUPPORTED;

@@ -11,10 +11,11 @@
 
 /* ---- The kernel ---------------------------------------------------------------------------- */
 
-/* PACKED (VAR only): a packed call's kernel, walking the items of packed_find. SINK (a plain
- * kernel): each row of a whole tile ends with its head's sink (a.sinks) in the denominator, as a VAR
- * kernel's rows do; a split tile's parts leave it to the merge; the rest is the plain kernel's code. */
-template <typename T, class C, bool SPLIT, int VAR, bool PACKED, bool SINK = false>
+/* PACKED (VAR only): a packed call's kernel, walking the items of packed_find. EXTRA (a plain
+ * kernel's SM90_SINK / SM90_ALIBI): each row of a whole tile ends with its head's sink (a.sinks) in
+ * the denominator, as a VAR kernel's rows do, a split tile's parts leaving it to the merge; each
+ * block's S starts from ALiBi's term (sm90_alibi_init); the rest is the plain kernel's code. */
+template <typename T, class C, bool SPLIT, int VAR, bool PACKED, int EXTRA = 0>
 __global__ void __launch_bounds__(C::THREADS, 1)
 fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 {
@@ -25,7 +26,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     constexpr bool RESCALE_EARLY = FA_SM90_RESCALE_EARLY < 0 ? C::RESCALE_EARLY : FA_SM90_RESCALE_EARLY > 0;
     static_assert(!MSMEM || VAR == FA_VAR_ALL, "a staged mask is a variant");
     static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
-    static_assert(!SINK || !VAR, "sinks: a plain kernel's SINK, or a variant kernel's own");
+    constexpr bool SINK = EXTRA & SM90_SINK, ALIBI = EXTRA & SM90_ALIBI;
+    static_assert(!EXTRA || !VAR, "sinks, ALiBi: a plain kernel's EXTRA, or a variant kernel's own");
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
@@ -269,6 +271,23 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         float sink2 = 0.f;                                  /* VAR, SINK: the head's sink (log2 units), */
         if constexpr (SINK)                                 /* read here, not on the tile's last step */
             sink2 = __ldg(a.sinks + h) * FA_LOG2E;
+        /* ALIBI: sl = slope / scale (c = scale · log2 e; sm90_dispatch_variants keeps scales below
+         * 1e-6 off these kernels) within ±2^96, so that sl times any distance stays a float: where it
+         * binds, every key but the row's own weighs 2^−(1.1e23 or more), 0 as it should. A slope
+         * past fa.h's ±2.3e38, or NaN, makes the rows NaN, as on the variant kernel. near: each row's
+         * offset for the block in flight (sm90_alibi_init); alibi_slope (unbounded) for lse; gentle:
+         * |slope| ≤ 1, the one-sided blocks' terms one fma each (sm90_alibi_init). */
+        float alibi_sl = 0.f, alibi_s2 = 0.f, alibi_slope = 0.f, alibi_near[2] = {0.f, 0.f},
+              alibi_near_m[2] = {0.f, 0.f};
+        bool alibi_gentle = false;
+        if constexpr (ALIBI) {
+            const float slope = __ldg(a.alibi + b * a.alibi_batch_stride + h);
+            alibi_sl = fabsf(slope) <= 2.3e38f ? fmaxf(fminf(slope * FA_LOG2E / c, 0x1p96f), -0x1p96f) : NAN;
+            alibi_s2 = alibi_sl * c;                        /* slope · log2 e, bounded alike */
+            alibi_slope = alibi_sl == alibi_sl ? slope : NAN;
+            alibi_gentle = fabsf(alibi_s2) <= FA_LOG2E;
+        }
+
         if constexpr (VAR) {
             y = var_rows<var_mods(VAR)>(a.var, sq, kr, b, h, row_first, row_first + 63, row0, a.var.scale, true);
             if (a.var.v.sinks != NULL)
@@ -297,7 +316,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 if (MSMEM)
                     release(&s.empty_k[st], lane);
             }
-            sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, key0, ctx);
+            if constexpr (ALIBI)
+                sm90_softmax<C, false, sm90_same, true>(r_s, m_i, l_i, alpha, key0, ctx, sm90_same(), alibi_near,
+                                                        alibi_s2, alibi_near_m);
+            else
+                sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, key0, ctx);
         };
 
         SM90_TRACE_NS(it, 6);
@@ -307,10 +330,12 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         /* Block 0: S_0 = Q K_0ᵀ, P_0. */
         {
             const int st = kc % STAGES;
+            if constexpr (ALIBI)
+                sm90_alibi_init<BN>(r_s, alibi_near, kb0 * BN, row0, t, alibi_sl, Nk, p.causal, alibi_gentle);
             mbar_wait(&s.full_k[st], (kc / STAGES) & 1);
             if (pp)
                 turn_wait(cw);
-            issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
+            issue_qk<T, C, ALIBI>(r_s, s_q, smem_u32(s.k[st]));
             if (pp)
                 turn_pass(next_cw);
             /* The previous item's O has been read out of its Q buffer: the producer may refill it. */
@@ -339,11 +364,14 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         SM90_TRACE_VAR(tr_sm);
         for (int kb = 1; kb < n_act; kb++) {
             const int st = (kc + kb) % STAGES, pst = (kc + kb - 1) % STAGES;
+            if constexpr (ALIBI)                            /* r_s is free: P is in r_p; near: block kb's */
+                sm90_alibi_init<BN>(r_s, alibi_near, (kb0 + kb) * BN, row0, t, alibi_sl, Nk, p.causal,
+                                    alibi_gentle);
             SM90_TIMED(tr_kv, mbar_wait(&s.full_k[st], ((kc + kb) / STAGES) & 1);
                               mbar_wait(&s.full_v[pst], ((kc + kb - 1) / STAGES) & 1));
             if (pp)
                 SM90_TIMED(tr_turn, turn_wait(cw));
-            SM90_TIMED(tr_issue, issue_qk<T, C>(r_s, s_q, smem_u32(s.k[st]));
+            SM90_TIMED(tr_issue, issue_qk<T, C, ALIBI>(r_s, s_q, smem_u32(s.k[st]));
                                  if (RESCALE_EARLY && kb > 1) rescale<C>(r_o, alpha);
                                  issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
                                  if (pp) turn_pass(next_cw));
@@ -403,16 +431,23 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if constexpr (VAR) {
                 fa_row_end(m_i[r] * ctx.c, l, a.var.v.sinks != NULL, sink2, &inv_l[r], &lse2);
             } else if (SINK && !(SPLIT && w.j >= 0)) {     /* a part's sink: in the merge */
-                fa_row_end(m_i[r] * c, l, 1, sink2, &inv_l[r], &lse2);
+                /* Every row of a SINK tile sees a key: l = 0 is every exponential flushed (scores
+                 * past about 2^31 in log2 units round m · c by more than 126), which fa_row_end would
+                 * take for a row that sees nothing (0, lse = the sink): NaN, as the plain kernel's. */
+                fa_row_end(m_i[r] * c, l == 0.f ? NAN : l, 1, sink2, &inv_l[r], &lse2);
             } else {
                 inv_l[r] = 1.f / l;
             }
             const int row = row0 + 8 * r;
-            if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM) */
-                a.lse_part[w.j * BM + row - m0] = m_i[r] * c + log2f(l);
-            else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q) */
-                p.lse[PACKED ? h * sq.total_q + sq.q0 + row : bh * p.Nq + row] =
-                    VAR || SINK ? lse2 * FA_LN2 : fa_lse(m_i[r] * c, l);
+            if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM); */
+                a.lse_part[w.j * BM + row - m0] =           /* SINK: flushed, NaN (as above) */
+                    SINK && l == 0.f ? NAN
+                    : (ALIBI ? fmaf(-alibi_slope * FA_LOG2E, alibi_near_m[r], m_i[r]) : m_i[r] * c) + log2f(l);
+            else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q); */
+                p.lse[PACKED ? h * sq.total_q + sq.q0 + row : bh * p.Nq + row] =   /* ALiBi's term: one */
+                    VAR || SINK ? lse2 * FA_LN2                                      /* rounding, in nats */
+                    : ALIBI     ? fmaf(-alibi_slope, alibi_near_m[r], fa_lse(m_i[r], l))
+                                : fa_lse(m_i[r] * c, l);
         }
 
         /* A part of a split tile: O / l in fp32 to o_part, row r of the tile at (j·BM + r)·d (d is
@@ -486,7 +521,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
  * lse_q is finite for finite inputs. SINK: the head's sink s2 (log2 units) joins the denominator,
  * M = max(M, s2), Σ_q w_q + exp2(s2 − M) (a sink of −inf adds nothing). */
 #define MERGE_ROWS 4
-template <typename T, class C, bool SINK = false>
+template <typename T, class C, int EXTRA = 0>
 __global__ void __launch_bounds__(32 * MERGE_ROWS) fa_sm90_merge_kernel(const __grid_constant__ sm90_args a)
 {
 #ifdef FA_SM90_DEVICE
@@ -509,6 +544,7 @@ __global__ void __launch_bounds__(32 * MERGE_ROWS) fa_sm90_merge_kernel(const __
         lse[q] = q < parts ? a.lse_part[(j0 + q) * BM + r] : -INFINITY;
         M = fmaxf(M, lse[q]);
     }
+    constexpr bool SINK = EXTRA & SM90_SINK;
     float s2 = -INFINITY;
     if constexpr (SINK) {
         s2 = __ldg(a.sinks + tp.h) * FA_LOG2E;

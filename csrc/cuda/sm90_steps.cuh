@@ -63,8 +63,15 @@ typedef struct {
     int parts;
     float *o_part;                       /* (tail item, BM rows, d) */
     float *lse_part;                     /* (tail item, BM rows), log2 units */
-    const float *sinks;                  /* SINK kernels: each query head's sink (fa_variants.sinks) */
+    const float *sinks;                  /* SM90_SINK kernels: each query head's sink (fa_variants.sinks) */
+    const float *alibi;                  /* SM90_ALIBI kernels: ALiBi slopes (Hq), or (B, Hq) rows */
+    int64_t alibi_batch_stride;          /* apart (0: one row for every batch entry) */
 } sm90_args;
+
+/* The variants a plain kernel may carry (its EXTRA template argument): a sink in each row's
+ * denominator, added at the row's end and in a split tile's merge; ALiBi's −slope · |i − j|, loaded
+ * into the S accumulator before Q Kᵀ lands on it (sm90_alibi_init). */
+enum { SM90_SINK = 1, SM90_ALIBI = 2 };
 
 /* The attn_mask ring of sm90_tile_mask (block j in stage j % STAGES, as K); none for other tiles. */
 template <int STAGES, int BM, int BN>
@@ -103,11 +110,68 @@ struct sm90_smem {
 
 /* S = Q Kᵀ (64 × BN) issued as D/16 wgmmas down the panels, 32 bytes of Q and K each; s_q: this
  * warpgroup's rows of Q panel 0, s_k: the K stage. Completes at the next wgmma_wait. */
-template <typename T, class C>
+template <typename T, class C, bool ONTO = false>
 __device__ __forceinline__ void issue_qk(float (&r_s)[C::BN / 2], uint32_t s_q, uint32_t s_k)
 {
     wgmma_fence();
-    issue_ab_t<T, C::D, C::BN, C::BM * 128, C::BN * 128>(r_s, s_q, s_k);
+    issue_ab_t<T, C::D, C::BN, C::BM * 128, C::BN * 128, ONTO>(r_s, s_q, s_k);
+}
+
+/* S's accumulator for the block of keys key0.. (element i: row row0 + 8·((i/2)%2), key key0 +
+ * 8·(i/4) + 2t + i%2) set to ALiBi's term relative to the block's key j_r where that term is
+ * heaviest for row i (the nearest key for a slope ≥ 0, the farthest visible one for a negative
+ * one), so that once Q Kᵀ is issued onto it (issue_qk ONTO) S = Q Kᵀ − sl · (|i − j| − near[r]),
+ * sl = slope / scale (the scores' own units), near[r] = |i − j_r|; the softmax takes slope · near[r]
+ * off in log2 units (sm90_softmax's ALiBi form). The term costs the warps' wait for their turn, not
+ * the softmax's path; what the wgmma's k-steps round S onto is at most |sl| · BN (summing onto
+ * −sl · |i − j| itself rounds each k-step at the distance's own magnitude). j_r is visible whenever
+ * the row sees any key of the block (causal: key0, not the block's last key, for a negative slope),
+ * and its value is exactly 0 but where gentle: sl times an exact small integer, one rounding. A
+ * block wholly on one side of both rows gives both the same values; gentle (|slope| ≤ 1, uniform
+ * over the tile) as one fused multiply-add of the full slope per score, which leaves j_r the
+ * rounding of sl · k, within 2^−24 · |slope| · (BN + 6) nats (8e-6 at most): steeper slopes would
+ * carry it to NaN rows (1e20, emulated), and a slope with its low bits cleared instead was
+ * 2^−15 off, past the rule with large logits (bench/LOG.md 2026-12-06-alibi-plain). */
+template <int BN>
+__device__ __forceinline__ void sm90_alibi_init(float (&r_s)[BN / 2], float (&near)[2], int key0, int row0, int t,
+                                                float sl, int Nk, bool causal, bool gentle)
+{
+    /* The block's last key that exists (keys past Nk are masked: none of them can be j_r). */
+    const int last = min(key0 + BN, Nk) - 1;
+    const bool up = sl >= 0.f;                          /* the term heaviest at the nearest key */
+    if (last <= row0 || key0 >= row0 + 8) {             /* left of both rows, or right of both */
+        const bool left = last <= row0;
+        const int ref = left == up ? last : key0;
+        /* The term at column k: sl · (nb + k) left, sl · (nb − k) right, nb + k the key's signed
+         * distance from j_r. */
+        const float nb = (float)(left ? key0 + 2 * t - ref : ref - key0 - 2 * t), sk = left ? sl : -sl;
+        if (gentle) {
+            const float base = sl * nb;
+#pragma unroll
+            for (int i = 0; i < BN / 2; i++)
+                r_s[i] = fmaf(sk, (float)(8 * (i / 4) + i % 2), base);
+        } else {
+            const float one = left ? 1.f : -1.f;
+#pragma unroll
+            for (int i = 0; i < BN / 2; i++)
+                r_s[i] = sl * fmaf(one, (float)(8 * (i / 4) + i % 2), nb);   /* exact, then one rounding */
+        }
+#pragma unroll
+        for (int r = 0; r < 2; r++)
+            near[r] = (float)(left ? row0 + 8 * r - ref : ref - row0 - 8 * r);
+    } else {
+        float d0[2];
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const int row = row0 + 8 * r;
+            const int ref = up ? min(max(row, key0), last) : (causal || row - key0 >= last - row ? key0 : last);
+            d0[r] = (float)(row - key0 - 2 * t);
+            near[r] = (float)abs(row - ref);
+        }
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            r_s[i] = -sl * (fabsf(d0[(i / 2) % 2] - (float)(8 * (i / 4) + i % 2)) - near[(i / 2) % 2]);
+    }
 }
 
 /* O += P V issued as BN/16 wgmmas; V (keys × D, panels BN·128 bytes apart) is the MN-major B
@@ -158,7 +222,11 @@ struct sm90_same {
     __device__ __forceinline__ float operator()(float s) const { return s; }
 };
 
-/* The online softmax of the block of keys key0..key0+BN−1, in place:
+/* The online softmax of the block of keys key0..key0+BN−1, in place (OFF, ALiBi: each row's scores
+ * are r_s · c − slope2 · near[r] in log2 units, near from sm90_alibi_init; the running max is kept
+ * as m_i = its element's r_s · c and near_m[r], its block's near, so that blocks far from the row
+ * are weighed against each other through small differences and the heaviest key's exponent is
+ * exact, as in the variant kernel's log2 scores):
  *     S = −inf where key >= Nk or (causal) key > row     (tail and diagonal blocks only)
  *     m_new = max(m_i, rowmax(S)),  alpha = exp2((m_i − m_new)·c)   (0 on the first block)
  *     P = exp2(S·c − m_new·c),  l_i = l_i·alpha + rowsum(P)  (this thread's columns)
@@ -166,10 +234,11 @@ struct sm90_same {
  * map of each score (a softcap's tanh) taken here rather than before: S above is f(r_s), its row
  * max f(rowmax(r_s)), so that the maps need not all be done before the max, nor the max before the
  * exponentials start (the max element's own map gives back the max exactly). */
-template <class C, bool VAR = false, class F = sm90_same>
+template <class C, bool VAR = false, class F = sm90_same, bool OFF = false>
 __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_i)[2], float (&l_i)[2],
                                              float (&alpha)[2], int key0, const sm90_softmax_ctx &x,
-                                             const F &f = F())
+                                             const F &f = F(), const float *near = nullptr, float slope2 = 0.f,
+                                             float *near_m = nullptr)
 {
     constexpr int BN = C::BN;
     /* VAR: S arrives masked (var_scores), in log2 units with c = 1 or raw with c the scale's,
@@ -187,7 +256,7 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
     float mc[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {                       /* a row lives on the 4 lanes of a quad */
-        float m = same ? m_i[r] : -INFINITY;            /* else the block's raw max first */
+        float m = same && !OFF ? m_i[r] : -INFINITY;    /* else the block's raw max first */
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
             m = fmaxf(m, fmaxf(r_s[4 * j + 2 * r], r_s[4 * j + 2 * r + 1]));
@@ -198,6 +267,25 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
         /* Lazy: the running max moves only when the block's max passes it by more than
          * FA_SM90_LAZY (log2 units; the first block, NaN and inf always move it), so P stays
          * at most 2^FA_SM90_LAZY and O needs no rescale (alpha = 1). */
+        if constexpr (OFF) {
+            /* The max in two parts: m_i = S · c of its element (log2 units, no ALiBi term) and
+             * near_m, its block's nearest-key distance; the block's own by how much it passes it. */
+            const float cand = m * x.c;
+            const float diff = m_i[r] == -INFINITY ? INFINITY : fmaf(-slope2, near[r] - near_m[r], cand - m_i[r]);
+            if (!(diff <= (float)FA_SM90_LAZY)) {      /* passes it (NaN too), by more than LAZY */
+                alpha[r] = ex2(-diff);
+                l_i[r] *= alpha[r];
+                m_i[r] = cand;
+                near_m[r] = near[r];
+            } else {
+                alpha[r] = 1.f;
+            }
+            /* exp2(S·c − slope · (near − near_m) − m_i): the heaviest key's exponent is its S · c
+             * less that rounded, as in the plain kernel. A block the row sees nothing of: 0, so that
+             * P is 0 whatever the offset (which may overflow). */
+            mc[r] = m == -INFINITY ? 0.f : fmaf(slope2, near[r] - near_m[r], m_i[r]);
+            continue;
+        }
         if (VAR && m == -INFINITY) {
             alpha[r] = 1.f;
         } else if (FA_SM90_LAZY == 0 || !((m - m_i[r]) * x.c <= (float)FA_SM90_LAZY)) {
