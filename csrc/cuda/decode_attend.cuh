@@ -55,10 +55,12 @@ __device__ __forceinline__ void load_rows16(uint32_t s_tile, const uint16_t *g, 
 /* The splits of one row tile, a cluster, each holding its (O / l, lse) in shared memory
  * (w[0].part.o, lse_cta): the cluster's threads share out the tile's (row, column) elements and
  * merge them as the combine kernel does, O = Σ_s 2^(lse_s − M) O_s / Σ_s 2^(lse_s − M); a split
- * that saw no key has lse −inf and weight 0. Every thread of every CTA calls it. */
+ * that saw no key has lse −inf and weight 0. A split's lse is NaN where it met a NaN score, or in
+ * every split where cache_seqlens is bad: the row is then NaN (fmaxf would drop a NaN from M).
+ * Every thread of every CTA calls it. */
 template <typename T, class C, bool VAR>
 __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<C> &s, int64_t b, int64_t hk,
-                                              int r0, bool valid)
+                                              int r0)
 {
     constexpr int D = C::D;
     const fa_params &p = a.kp.p;
@@ -80,10 +82,14 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
                 o_s[sp] = ld_cluster_f32(&s.w[0].part.o[r][col], sp);
             }
         float M = -INFINITY;
+        bool nan_lse = false;
 #pragma unroll
         for (int sp = 0; sp < MAX_CLUSTER; sp++)
-            if (sp < splits)
+            if (sp < splits) {
                 M = fmaxf(M, lse_s[sp]);
+                nan_lse |= isnan(lse_s[sp]);
+            }
+        const bool valid = !nan_lse;
         float l = 0.f, o = 0.f;
         if (M != -INFINITY)
 #pragma unroll
@@ -104,7 +110,7 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
             continue;
         }
         from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + col,
-                   valid ? (l > 0.f ? o / l : 0.f) : NAN);
+                   valid ? (l == 0.f ? 0.f : o / l) : NAN);
         if (col == 0 && p.lse != NULL)
             p.lse[(b * p.Hq + h) * Nq + i] = fa_split_lse(M, l, valid);
     }
@@ -536,11 +542,12 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
             f[w] = M == -INFINITY ? 0.f : ex2(s.w[w].part.m[r] - M);
             l += s.w[w].part.l[r] * f[w];
         }
-        const float inv_l = l > 0.f ? 1.f / l : 0.f;
+        /* l = 0: no key; l NaN (a NaN score, or +inf: inf − inf) stays NaN in O and lse. */
+        const float inv_l = l == 0.f ? 0.f : 1.f / l;
 #pragma unroll
         for (int w = 0; w < WARPS; w++)
             s.wt[w][r] = valid ? f[w] * inv_l : NAN;
-        s.lse_cta[r] = valid ? (l > 0.f ? M + log2f(l) : -INFINITY) : NAN;
+        s.lse_cta[r] = valid ? (l == 0.f ? -INFINITY : M + log2f(l)) : NAN;
     }
     /* Barrier: the row weights are visible. */
     __syncthreads();
@@ -560,7 +567,7 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
         }
     }
     if (a.cluster)
-        cluster_merge<T, C, VAR>(a, s, b, hk, r0, valid);
+        cluster_merge<T, C, VAR>(a, s, b, hk, r0);
 #ifdef FA_DECODE_TRACE
     TRACE_CLK(c5);
     const uint64_t gt5 = trace_gt();

@@ -121,21 +121,23 @@ __global__ void __launch_bounds__(128, 2) fa_decode_simt_attend_kernel(const __g
         m_i = m_new;
     }
 
-    const float lse2 = valid ? (l_i > 0.f ? m_i + log2f(l_i) : -INFINITY) : NAN;
+    /* l_i = 0: the split saw no key (0, lse −inf); NaN (a NaN score, or +inf: inf − inf) stays NaN
+     * in O and lse, so that the combine makes the row NaN. */
+    const float lse2 = valid ? (l_i == 0.f ? -INFINITY : m_i + log2f(l_i)) : NAN;
 #pragma unroll
     for (int e = 0; e < 8; e++)
         if (lane + 32 * e < d)
             store_result<T>(a, split, row, b, h, i, lane + 32 * e,
-                            valid ? (l_i > 0.f ? r_o[e] / l_i : 0.f) : NAN, lse2);
+                            valid ? (l_i == 0.f ? 0.f : r_o[e] / l_i) : NAN, lse2);
 }
 
 /* ---- 3. Combine ----------------------------------------------------------------------------- */
 
 
 /* O = Σ_s O_s · w_s / l, w_s = exp2(lse_s − M), l = Σ_s w_s, M = max_s lse_s. Splits that saw no
- * key have lse −inf and O 0: weight 0. A bad cache_seqlens entry makes the attend kernels write NaN
- * for every split's lse (and nothing else does), so the row's output is then NaN: the combine
- * kernels need no load of cache_seqlens of their own.
+ * key have lse −inf and O 0: weight 0. A split's lse is NaN where it met a NaN score, and a bad
+ * cache_seqlens entry makes the attend kernels write NaN for every split's lse; the row's output
+ * is then NaN, so the combine kernels need no load of cache_seqlens of their own.
  *
  * Few splits (up to 24): one thread per output element, tpr = combine_tpr(d) threads per row
  * (two elements per thread above d = 128), 128 / tpr rows per CTA. A thread loads the lse

@@ -19,11 +19,11 @@ __device__ __forceinline__ float fa_lse(float m2, float l)
     return (m2 + log2f(l)) * FA_LN2;
 }
 
-/* A split-KV row's lse after its splits merged (max M, weight sum l): −inf when no split saw a key,
- * NaN when cache_seqlens was out of range (valid false). */
+/* A split-KV row's lse after its splits merged (max M, weight sum l): −inf when no split saw a key
+ * (l = 0), NaN when cache_seqlens was out of range or a split's lse was NaN (valid false). */
 __device__ __forceinline__ float fa_split_lse(float M, float l, bool valid)
 {
-    return valid ? (l > 0.f ? fa_lse(M, l) : -INFINITY) : NAN;
+    return valid ? (l == 0.f ? -INFINITY : fa_lse(M, l)) : NAN;
 }
 
 #endif /* FA_SOFTMAX_CUH */
