@@ -335,15 +335,15 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
     /* Keys this lane's rows g and g + 8 see (padded rows: L, harmless as their Q is zero). */
     int lim_a = p.causal && r0 + g < R ? L - Nq + (r0 + g) / G + 1 : L;
     int lim_b = p.causal && r0 + g + 8 < R ? L - Nq + (r0 + g + 8) / G + 1 : L;
-    /* VAR: each row's first key too (the window), its query's distance δ + i for ALiBi and its
-     * head's slope (log2 units; 0: none). */
-    int lo_a = 0, lo_b = 0;
-    float rd_a = 0.f, rd_b = 0.f, slope_a = 0.f, slope_b = 0.f;
+    /* VAR: each row's first key too (the window), its query's position i + δ less this lane's
+     * first column 2t for ALiBi, and its head's slope (log2 units; 0: none). */
+    int lo_a = 0, lo_b = 0, rd_a = 0, rd_b = 0;
+    float slope_a = 0.f, slope_b = 0.f;
     if constexpr (VAR) {
         const int ia = (r0 + g) / G, ib = (r0 + g + 8) / G;
         lo_a = var_lo(ia), lo_b = var_lo(ib);
         lim_a = var_hi(ia), lim_b = var_hi(ib);
-        rd_a = (float)(L - Nq + ia - 2 * t), rd_b = (float)(L - Nq + ib - 2 * t);
+        rd_a = L - Nq + ia - 2 * t, rd_b = L - Nq + ib - 2 * t;
         slope_a = fa_alibi_slope2(&a.v, b, hk * G + (r0 + g) % G);
         slope_b = fa_alibi_slope2(&a.v, b, hk * G + (r0 + g + 8) % G);
     }
@@ -430,13 +430,16 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
                     r_s[n][e] *= c;
         }
         if (VAR && (slope_a != 0.f || slope_b != 0.f)) {     /* s −= slope · |i + δ − j| */
-            const float kf = (float)key0;
+            /* i + δ − j = (rd − key0) − (8n + e%2): the first term formed in int (a block the loop
+             * reads has key0 < L, so it lies in [−Nq − 5, L + 15)) and converted once per row and
+             * block, so that the near keys' distances stay exact at any cache length (positions
+             * converted to float before the subtraction round past 2²⁴). */
+            const float da = (float)(rd_a - key0), db = (float)(rd_b - key0);
 #pragma unroll
             for (int n = 0; n < 2; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++)
-                    r_s[n][e] -= (e < 2 ? slope_a : slope_b)
-                               * fabsf((e < 2 ? rd_a : rd_b) - kf - (float)(8 * n + e % 2));
+                    r_s[n][e] -= (e < 2 ? slope_a : slope_b) * fabsf((e < 2 ? da : db) - (float)(8 * n + e % 2));
         }
         if (key0 + 16 > lim_lo || (VAR && (key0 < lo_hi || km != 0xfu))) {
 #pragma unroll
