@@ -114,3 +114,23 @@ def assert_accurate(out, q, k, v, causal=False, scale=None, what=""):
 
 def randn(*shape, dtype=torch.float32, device="cpu"):
     return torch.randn(*shape, dtype=dtype, device=device)
+
+
+def poison_scores(q, k):
+    """Writes NaN and ±inf into q (B ≥ 2, Hq = 4) and k (Hkv = 2, Nk ≥ 3001) in place, one kind of
+    non-finite score per row (every query i of it), and returns the (B, Hq) rows that SDPA makes NaN:
+      (0, 0) NaN in q: every score NaN;          (1, 0) +inf in q: scores ±inf, inf − inf;
+      (1, 2), (1, 3) key 100 of KV head 1 NaN;    (0, 1), (0, 3) a +inf score (k = +inf at keys 3000
+      and 2000, q > 0 there): inf − inf;          (0, 2) a −inf score (q < 0 there): that key's weight
+      is 0, a finite row;                         (1, 1) clean."""
+    q[0, 0, :, 3] = float("nan")
+    q[1, 0, :, 0] = float("inf")
+    k[1, 1, 100, 5] = float("nan")
+    k[0, 0, 3000, 7] = float("inf")
+    k[0, 1, 2000, 7] = float("inf")
+    q[0, 1, :, 7], q[0, 2, :, 7], q[0, 3, :, 7] = 1.0, -1.0, 1.0
+    nan_rows = torch.ones(q.shape[0], 4, dtype=torch.bool)
+    nan_rows[0, 2] = nan_rows[1, 1] = False
+    nan_rows[2:] = False
+    return nan_rows
+

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import torch_flashattn
-from conftest import DEVICES, SLACK
+from conftest import DEVICES, SLACK, poison_scores
 
 
 # Every SDPA backend, listed (torch 2.11's SDPBackend enum is not iterable).
@@ -456,6 +456,74 @@ def test_kvcache_cuda_combine_kernels(combine, splits, d, dtype, fa_overrides):
     fa_overrides(decode_combine=combine, decode_splits=splits, decode_cluster="off")
     run_case("cuda", dtype, 2, 4, 1, 2, d, 6000, [5999, 3001], 1, True)
     run_case("cuda", dtype, 2, 3, 1, 1, d, 6000, [4000, 5999], 0, False)
+
+
+# Forced plans of the split-KV kernels: each way the splits merge.
+MERGES = {"one": dict(decode_splits=1),
+          "cluster": dict(decode_splits=4, decode_cluster="on"),
+          "elem": dict(decode_splits=4, decode_cluster="off", decode_combine="elem"),
+          "wide": dict(decode_splits=40, decode_cluster="off", decode_combine="wide"),
+          "simt_elem": dict(family="simt", decode_splits=4, decode_combine="elem")}
+
+
+@gpu
+@pytest.mark.parametrize("dtype,merge", [
+    (torch.float32, "one"), (torch.float32, "elem"), (torch.float32, "wide"),
+    (torch.float16, "cluster"), (torch.float16, "elem"), (torch.bfloat16, "cluster"), (torch.bfloat16, "elem"),
+    (torch.bfloat16, "wide"), (torch.bfloat16, "simt_elem")], ids=lambda x: str(x).replace("torch.", ""))
+def test_kvcache_cuda_nonfinite_rows_every_merge(dtype, merge, fa_overrides):
+    """NaN and ±inf in q or k give NaN in exactly SDPA's NaN rows (the whole row) however the splits
+    merge: the CUDA-core kernel (fp32; fp16 and bf16 under the simt family) with one split and the
+    element and wide combine kernels, the tensor-core kernel with a cluster (where the device holds
+    one; the combine kernel elsewhere) and both combine kernels. A row whose split met a NaN score
+    came out 0 (its l read as "no key"), or with splits finite and wrong (that split dropped). The
+    rows of conftest.poison_scores: NaN or inf in q, a NaN key, a +inf and a −inf score, a clean
+    row; 4096 keys, so that every split sees keys. The finite rows are exact by the rule. (One split
+    on the tensor-core kernel gave NaN rows already; its lse is checked through attention_lse in
+    test_values.py.)"""
+    fa_overrides(**MERGES[merge])
+    torch.manual_seed(9)
+    B, Hq, Hkv, nq, d, N = 2, 4, 2, 2, 64, 4096
+    q = torch.randn(B, Hq, nq, d, dtype=dtype, device="cuda")
+    k_cache, v_cache = (torch.randn(B, Hkv, N, d, dtype=dtype, device="cuda") for _ in range(2))
+    nan_rows = poison_scores(q, k_cache)
+    out = torch_flashattn.attention_kvcache(q, k_cache, v_cache)
+    ref = reference(q, k_cache, v_cache, [N] * B, False, None)
+    assert torch.equal(ref.isnan().any(-1), nan_rows[..., None].expand(B, Hq, nq)), "the poisoned rows"
+    got = out.isnan().cpu()
+    assert torch.equal(got.any(-1), ref.isnan().any(-1)), "NaN rows differ from SDPA's"
+    assert torch.equal(got, ref.isnan()), "a NaN row is NaN in only some of its elements"
+    pt = reference(q, k_cache, v_cache, [N] * B, False, None, upcast=False)
+    fin = ~nan_rows
+    err = (out.double().cpu() - ref)[fin].abs().max().item()
+    err_pt = (pt.double().cpu() - ref)[fin].abs().max().item()
+    assert err <= 2 * err_pt + SLACK[dtype], f"finite rows: our max error {err:.3e}, PyTorch's {err_pt:.3e}"
+
+
+@gpu
+@pytest.mark.parametrize("splits", [1, 3])
+@pytest.mark.parametrize("scale", [1e38, -1e38])
+@pytest.mark.parametrize("k_mag", [1e-30, 1e-39], ids=["scores_1e9", "scores_4"])
+@pytest.mark.parametrize("dtype,family", [(torch.float32, "auto"), (torch.bfloat16, "simt")], ids=["fp32", "bf16_simt"])
+def test_kvcache_cuda_huge_scale_small_scores(dtype, family, k_mag, scale, splits, fa_overrides):
+    """Any scale up to ±2.3e38 is allowed and only scores past it overflow (test_bad_input.py's
+    test_huge_scale_small_scores_on_the_cpu): the CUDA-core attend kernel multiplied q by
+    scale · log2 e before the dot product, which left a float at q = 10, scale 1e38 (NaN scores: rows
+    of 0 or NaN). k of 1e-30 gives scores of about 1e9 (one key takes each row, with P exactly 1),
+    1e-39 (subnormal, as any k must be for scores near 1 here) scores of about 4 (a spread
+    softmax). Against float64, one split and three combined."""
+    fa_overrides(family=family, decode_splits=splits, decode_cluster="off")
+    torch.manual_seed(3)
+    B, Hq, Hkv, nq, d, N = 1, 4, 2, 2, 16, 300
+    q = torch.full((B, Hq, nq, d), 10.0, dtype=dtype, device="cuda")
+    q[:, :, 1] = -10.0
+    k_cache = (torch.randn(B, Hkv, N, d, dtype=torch.float64) * k_mag).to(device="cuda", dtype=dtype)
+    v_cache = torch.randn(B, Hkv, N, d, dtype=dtype, device="cuda")
+    out = torch_flashattn.attention_kvcache(q, k_cache, v_cache, scale=scale)
+    ref = reference(q, k_cache, v_cache, [N] * B, False, scale)
+    assert torch.isfinite(out).all(), "non-finite output"
+    tol = 1e-5 if dtype == torch.float32 else 2 ** -7
+    torch.testing.assert_close(out.double().cpu(), ref, rtol=tol, atol=1e-5)
 
 
 @gpu

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 import torch_flashattn
-from conftest import KERNELS, SLACK, pytorch_same_dtype, reference, use_kernel
+from conftest import KERNELS, SLACK, poison_scores, pytorch_same_dtype, reference, reference_lse, use_kernel
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 
@@ -108,3 +108,82 @@ def test_nonfinite_keys_and_values(kernel, dtype, fa_overrides):
     assert torch.isfinite(out[finite]).all()
     err = (out.double() - math)[finite].abs().max().item()
     assert err < (1e-5 if dtype == torch.float32 else 2e-2), f"finite rows: max difference {err:.2e}"
+
+
+# Forced plans of the split-KV route (attention calls with few query rows per KV head, and fp32 calls
+# with long keys): each way the splits merge.
+MERGES = {"auto": {},
+          "one": dict(decode_splits=1),
+          "cluster": dict(decode_splits=4, decode_cluster="on"),
+          "elem": dict(decode_splits=4, decode_cluster="off", decode_combine="elem"),
+          "wide": dict(decode_splits=40, decode_cluster="off", decode_combine="wide")}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("merge", ["one", "cluster", "elem", "wide"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_nonfinite_rows_decode_route(dtype, merge, fa_overrides):
+    """A decoding step (one query per head, 4096 keys) runs on the split-KV kernel: NaN and ±inf in
+    q or k must give NaN output (and NaN lse) in exactly SDPA's NaN rows however the splits merge. A
+    split that met a NaN score stored lse −inf ("no key"): one split gave lse −inf, merged splits
+    gave rows of 0 (or a finite lse). The rows of conftest.poison_scores; the finite rows' output
+    and lse are exact."""
+    fa_overrides(family="auto", **MERGES[merge])
+    torch.manual_seed(24)
+    q = torch.randn(2, 4, 1, 64, device="cuda", dtype=dtype)
+    k, v = (torch.randn(2, 2, 4096, 64, device="cuda", dtype=dtype) for _ in range(2))
+    nan_rows = poison_scores(q, k)[..., None]
+    out, lse = torch_flashattn.attention_lse(q, k, v)
+    ref, ref_lse = reference(q, k, v), reference_lse(q, k)
+    assert torch.equal(ref.isnan().any(-1).cpu(), nan_rows), "the poisoned rows"
+    assert torch.equal(out.isnan(), ref.isnan()), "NaN rows differ from SDPA's"
+    # lse NaN in the NaN rows, as the CPU backend gives it (float64 logsumexp reads +inf scores as +inf).
+    assert torch.equal(lse.isnan(), ref.isnan().any(-1)), "NaN lse in other rows than the NaN output"
+    fin = ~nan_rows.to(q.device)
+    err = (out.double() - ref)[fin[..., None].expand_as(out)].abs().max().item()
+    assert err < 2e-2, f"finite rows: max difference {err:.2e}"
+    err_lse = (lse.double() - ref_lse)[fin].abs().max().item()
+    assert err_lse < 1e-4, f"finite rows: lse max difference {err_lse:.2e}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("merge", ["auto", "one", "elem", "wide"])
+def test_nonfinite_key_fp32_long_keys(merge, fa_overrides):
+    """fp32 with 40 000 keys and few query rows runs on the split-KV route's CUDA-core kernel: one
+    NaN key makes every row NaN (output and lse), as in SDPA. That kernel read a NaN sum as "no
+    key": rows of 0 with one split, and with several the NaN key's split dropped (finite rows)."""
+    fa_overrides(family="auto", **MERGES[merge])
+    torch.manual_seed(25)
+    q = torch.randn(1, 1, 3, 32, device="cuda")
+    k, v = (torch.randn(1, 1, 40000, 32, device="cuda") for _ in range(2))
+    k[0, 0, 12345, 7] = float("nan")
+    out, lse = torch_flashattn.attention_lse(q, k, v)
+    assert out.isnan().all() and lse.isnan().all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scale", [1e38, -1e38])
+@pytest.mark.parametrize("k_mag", [1e-30, 1e-39], ids=["scores_1e9", "scores_4"])
+@pytest.mark.parametrize("route,dtype", [("fp32", torch.float32), ("simt", torch.float32), ("simt", torch.bfloat16),
+                                         ("long_keys", torch.float32)], ids=lambda x: str(x).replace("torch.", ""))
+def test_huge_scale_small_scores(route, dtype, k_mag, scale, fa_overrides):
+    """Any scale up to ±2.3e38 is allowed and only scores past it overflow (test_bad_input.py's
+    test_huge_scale_small_scores_on_the_cpu, on CUDA): the fp32 family (fp32.cu), the simt family
+    (simt.cu) and the split-KV route's CUDA-core kernel (fp32 with 40 000 keys, non-causal) multiplied
+    q by scale · log2 e first, which left a float at q = 10, scale 1e38: NaN scores, rows of NaN or 0.
+    Past |scale · log2 e| = 1 the factor belongs on the scores. k of 1e-30 gives scores of about
+    1e9 (one key takes each row, with P exactly 1), 1e-39 (subnormal, as any k must be for scores
+    near 1 here) scores of about 4 (a spread softmax). Output and lse against float64."""
+    fa_overrides(family={"long_keys": "auto"}.get(route, route))
+    torch.manual_seed(26)
+    nq, nk = (3, 40000) if route == "long_keys" else (70, 150)
+    q = torch.full((1, 2, nq, 32), 10.0, dtype=dtype, device="cuda")
+    q[:, :, 1::2] = -10.0
+    k = (torch.randn(1, 2, nk, 32, dtype=torch.float64) * k_mag).to(device="cuda", dtype=dtype)
+    v = torch.randn(1, 2, nk, 32, dtype=dtype, device="cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v, scale=scale)
+    assert torch.isfinite(out).all() and torch.isfinite(lse).all(), "non-finite output or lse"
+    ref, ref_lse = reference(q, k, v, scale=scale), reference_lse(q, k, scale=scale)
+    tol = 1e-5 if dtype == torch.float32 else 2 ** -7
+    torch.testing.assert_close(out.double(), ref, rtol=tol, atol=1e-5)
+    torch.testing.assert_close(lse.double(), ref_lse, rtol=1e-6, atol=0)

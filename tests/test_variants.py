@@ -962,6 +962,42 @@ def test_kvcache_variants_match_attention(device):
                                atol=2e-6, rtol=0)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("route", ["kvcache_window", "attention_key_mask"])
+def test_alibi_past_2_25_keys(route):
+    """ALiBi over 2²⁵ + 5 keys (bf16, d = 8: two 512 MB caches) on the split-KV kernel: the near keys,
+    which carry the softmax, must get their exact distances |i + δ − j|. Formed from positions
+    converted to float before the subtraction, distances 0..5 came out as 0, 1, 0, 3, 4, 5 and the
+    output was off by 0.23 (bench/log/2026-12-06-alibi-plain/reviews/decode/alibi_dist.py).
+    kvcache_window: attention_kvcache with window (63, −1), whose splits start from the window's
+    first key (not a multiple of 16): the last 64 keys are all a reference needs. attention_key_mask:
+    attention_lse, bottom-right, every key but one near the end visible (the key_mask route); with
+    slope 0.5 the keys before the last 256 add less than e⁻⁹⁰ of the sum, so the reference takes
+    those 256."""
+    torch.manual_seed(27)
+    N, d = (1 << 25) + 5, 8
+    k, v = (torch.randn(1, 1, N, d, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    q = torch.randn(1, 1, 1, d, device="cuda", dtype=torch.bfloat16)
+    slopes = torch.tensor([0.5], device="cuda")
+    tail = 64 if route == "kvcache_window" else 256
+    variants = dict(alibi_slopes=slopes, causal_align="bottom_right")
+    if route == "attention_key_mask":
+        key_mask = torch.ones(1, N, dtype=torch.bool, device="cuda")
+        key_mask[0, N - 3] = False
+        variants["key_mask"] = key_mask[:, -tail:]
+    ref, ref_lse = exact(q, k[:, :, -tail:], v[:, :, -tail:], **variants)
+    pt, pt_lse = pytorch_like(q, k[:, :, -tail:], v[:, :, -tail:], **variants)
+    what = f"ALiBi over {N} keys, {route}"
+    if route == "kvcache_window":
+        out = torch_flashattn.attention_kvcache(q, k, v, alibi_slopes=slopes, window=(63, -1))
+        assert_rule(out, ref, pt, torch.bfloat16, what)
+    else:
+        out, lse = torch_flashattn.attention_lse(q, k, v, alibi_slopes=slopes, causal_align="bottom_right",
+                                                 key_mask=key_mask)
+        assert_rule(out, ref, pt, torch.bfloat16, what)
+        assert_lse(lse, ref_lse, pt_lse, what)
+
+
 # ---- bad input ---------------------------------------------------------------------------------
 
 def qkv(device, B=2, Hq=4, Hkv=2, Nq=8, Nk=10, d=16):

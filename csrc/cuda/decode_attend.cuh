@@ -55,10 +55,12 @@ __device__ __forceinline__ void load_rows16(uint32_t s_tile, const uint16_t *g, 
 /* The splits of one row tile, a cluster, each holding its (O / l, lse) in shared memory
  * (w[0].part.o, lse_cta): the cluster's threads share out the tile's (row, column) elements and
  * merge them as the combine kernel does, O = Σ_s 2^(lse_s − M) O_s / Σ_s 2^(lse_s − M); a split
- * that saw no key has lse −inf and weight 0. Every thread of every CTA calls it. */
+ * that saw no key has lse −inf and weight 0. A split's lse is NaN where it met a NaN score, or in
+ * every split where cache_seqlens is bad: the row is then NaN (fmaxf would drop a NaN from M).
+ * Every thread of every CTA calls it. */
 template <typename T, class C, bool VAR>
 __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<C> &s, int64_t b, int64_t hk,
-                                              int r0, bool valid)
+                                              int r0)
 {
     constexpr int D = C::D;
     const fa_params &p = a.kp.p;
@@ -80,10 +82,14 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
                 o_s[sp] = ld_cluster_f32(&s.w[0].part.o[r][col], sp);
             }
         float M = -INFINITY;
+        bool nan_lse = false;
 #pragma unroll
         for (int sp = 0; sp < MAX_CLUSTER; sp++)
-            if (sp < splits)
+            if (sp < splits) {
                 M = fmaxf(M, lse_s[sp]);
+                nan_lse |= isnan(lse_s[sp]);
+            }
+        const bool valid = !nan_lse;
         float l = 0.f, o = 0.f;
         if (M != -INFINITY)
 #pragma unroll
@@ -104,7 +110,7 @@ __device__ __forceinline__ void cluster_merge(const decode_args &a, decode_smem<
             continue;
         }
         from_float((T *)p.o + b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride + col,
-                   valid ? (l > 0.f ? o / l : 0.f) : NAN);
+                   valid ? (l == 0.f ? 0.f : o / l) : NAN);
         if (col == 0 && p.lse != NULL)
             p.lse[(b * p.Hq + h) * Nq + i] = fa_split_lse(M, l, valid);
     }
@@ -329,15 +335,15 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
     /* Keys this lane's rows g and g + 8 see (padded rows: L, harmless as their Q is zero). */
     int lim_a = p.causal && r0 + g < R ? L - Nq + (r0 + g) / G + 1 : L;
     int lim_b = p.causal && r0 + g + 8 < R ? L - Nq + (r0 + g + 8) / G + 1 : L;
-    /* VAR: each row's first key too (the window), its query's distance δ + i for ALiBi and its
-     * head's slope (log2 units; 0: none). */
-    int lo_a = 0, lo_b = 0;
-    float rd_a = 0.f, rd_b = 0.f, slope_a = 0.f, slope_b = 0.f;
+    /* VAR: each row's first key too (the window), its query's position i + δ less this lane's
+     * first column 2t for ALiBi, and its head's slope (log2 units; 0: none). */
+    int lo_a = 0, lo_b = 0, rd_a = 0, rd_b = 0;
+    float slope_a = 0.f, slope_b = 0.f;
     if constexpr (VAR) {
         const int ia = (r0 + g) / G, ib = (r0 + g + 8) / G;
         lo_a = var_lo(ia), lo_b = var_lo(ib);
         lim_a = var_hi(ia), lim_b = var_hi(ib);
-        rd_a = (float)(L - Nq + ia - 2 * t), rd_b = (float)(L - Nq + ib - 2 * t);
+        rd_a = L - Nq + ia - 2 * t, rd_b = L - Nq + ib - 2 * t;
         slope_a = fa_alibi_slope2(&a.v, b, hk * G + (r0 + g) % G);
         slope_b = fa_alibi_slope2(&a.v, b, hk * G + (r0 + g + 8) % G);
     }
@@ -424,13 +430,16 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
                     r_s[n][e] *= c;
         }
         if (VAR && (slope_a != 0.f || slope_b != 0.f)) {     /* s −= slope · |i + δ − j| */
-            const float kf = (float)key0;
+            /* i + δ − j = (rd − key0) − (8n + e%2): the first term formed in int (a block the loop
+             * reads has key0 < L, so it lies in [−Nq − 5, L + 15)) and converted once per row and
+             * block, so that the near keys' distances stay exact at any cache length (positions
+             * converted to float before the subtraction round past 2²⁴). */
+            const float da = (float)(rd_a - key0), db = (float)(rd_b - key0);
 #pragma unroll
             for (int n = 0; n < 2; n++)
 #pragma unroll
                 for (int e = 0; e < 4; e++)
-                    r_s[n][e] -= (e < 2 ? slope_a : slope_b)
-                               * fabsf((e < 2 ? rd_a : rd_b) - kf - (float)(8 * n + e % 2));
+                    r_s[n][e] -= (e < 2 ? slope_a : slope_b) * fabsf((e < 2 ? da : db) - (float)(8 * n + e % 2));
         }
         if (key0 + 16 > lim_lo || (VAR && (key0 < lo_hi || km != 0xfu))) {
 #pragma unroll
@@ -536,11 +545,12 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
             f[w] = M == -INFINITY ? 0.f : ex2(s.w[w].part.m[r] - M);
             l += s.w[w].part.l[r] * f[w];
         }
-        const float inv_l = l > 0.f ? 1.f / l : 0.f;
+        /* l = 0: no key; l NaN (a NaN score, or +inf: inf − inf) stays NaN in O and lse. */
+        const float inv_l = l == 0.f ? 0.f : 1.f / l;
 #pragma unroll
         for (int w = 0; w < WARPS; w++)
             s.wt[w][r] = valid ? f[w] * inv_l : NAN;
-        s.lse_cta[r] = valid ? (l > 0.f ? M + log2f(l) : -INFINITY) : NAN;
+        s.lse_cta[r] = valid ? (l == 0.f ? -INFINITY : M + log2f(l)) : NAN;
     }
     /* Barrier: the row weights are visible. */
     __syncthreads();
@@ -560,7 +570,7 @@ fa_decode_attend_kernel(const __grid_constant__ decode_args a)
         }
     }
     if (a.cluster)
-        cluster_merge<T, C, VAR>(a, s, b, hk, r0, valid);
+        cluster_merge<T, C, VAR>(a, s, b, hk, r0);
 #ifdef FA_DECODE_TRACE
     TRACE_CLK(c5);
     const uint64_t gt5 = trace_gt();

@@ -62,20 +62,22 @@ __global__ void __launch_bounds__(128, 2) fa_decode_simt_attend_kernel(const __g
     const int64_t lim = p.causal ? L - p.Nq + i + 1 : L;    /* keys j < lim are seen */
     const int64_t k0 = split * a.chunk, k1 = min(lim, k0 + a.chunk);
 
-    /* q · scale · log2(e), fp32; g_k, g_v: k[b, hk], v[b, hk] (Nmax, d) */
+    /* q · q_mul, fp32 (c = scale · log2(e) = q_mul · s_mul: fa_q_multiplier); g_k, g_v: k[b, hk],
+     * v[b, hk] (Nmax, d) */
+    const float q_mul = fa_q_multiplier(a.scale_log2), s_mul = fa_score_multiplier(a.scale_log2);
     const T *g_q = (const T *)p.q + b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
     const T *g_k = (const T *)p.k + b * p.k_batch_stride + hk * p.k_head_stride;
     const T *g_v = (const T *)p.v + b * p.v_batch_stride + hk * p.v_head_stride;
     float r_q[8], r_o[8];
 #pragma unroll
     for (int e = 0; e < 8; e++) {
-        r_q[e] = lane + 32 * e < d ? to_float(g_q[lane + 32 * e]) * a.scale_log2 : 0.f;
+        r_q[e] = lane + 32 * e < d ? to_float(g_q[lane + 32 * e]) * q_mul : 0.f;
         r_o[e] = 0.f;
     }
     float m_i = -INFINITY, l_i = 0.f;
 
     for (int64_t j = k0; j < k1; j += 4) {
-        /* s_u = q · k_(j+u) (log2 units), −inf past k1 */
+        /* s_u = q · k_(j+u) · c (log2 units), −inf past k1 */
         float r_k[4][8], r_v[4][8], s[4];
 #pragma unroll
         for (int u = 0; u < 4; u++)
@@ -100,7 +102,7 @@ __global__ void __launch_bounds__(128, 2) fa_decode_simt_attend_kernel(const __g
         float m_new = m_i;
 #pragma unroll
         for (int u = 0; u < 4; u++) {
-            s[u] = j + u < k1 ? s[u] : -INFINITY;
+            s[u] = j + u < k1 ? s[u] * s_mul : -INFINITY;
             m_new = fmaxf(m_new, s[u]);
         }
         /* alpha = exp2(m_i − m_new); O = O·alpha + Σ P V; l = l·alpha + Σ P (m_new is finite: key
@@ -121,21 +123,23 @@ __global__ void __launch_bounds__(128, 2) fa_decode_simt_attend_kernel(const __g
         m_i = m_new;
     }
 
-    const float lse2 = valid ? (l_i > 0.f ? m_i + log2f(l_i) : -INFINITY) : NAN;
+    /* l_i = 0: the split saw no key (0, lse −inf); NaN (a NaN score, or +inf: inf − inf) stays NaN
+     * in O and lse, so that the combine makes the row NaN. */
+    const float lse2 = valid ? (l_i == 0.f ? -INFINITY : m_i + log2f(l_i)) : NAN;
 #pragma unroll
     for (int e = 0; e < 8; e++)
         if (lane + 32 * e < d)
             store_result<T>(a, split, row, b, h, i, lane + 32 * e,
-                            valid ? (l_i > 0.f ? r_o[e] / l_i : 0.f) : NAN, lse2);
+                            valid ? (l_i == 0.f ? 0.f : r_o[e] / l_i) : NAN, lse2);
 }
 
 /* ---- 3. Combine ----------------------------------------------------------------------------- */
 
 
 /* O = Σ_s O_s · w_s / l, w_s = exp2(lse_s − M), l = Σ_s w_s, M = max_s lse_s. Splits that saw no
- * key have lse −inf and O 0: weight 0. A bad cache_seqlens entry makes the attend kernels write NaN
- * for every split's lse (and nothing else does), so the row's output is then NaN: the combine
- * kernels need no load of cache_seqlens of their own.
+ * key have lse −inf and O 0: weight 0. A split's lse is NaN where it met a NaN score, and a bad
+ * cache_seqlens entry makes the attend kernels write NaN for every split's lse; the row's output
+ * is then NaN, so the combine kernels need no load of cache_seqlens of their own.
  *
  * Few splits (up to 24): one thread per output element, tpr = combine_tpr(d) threads per row
  * (two elements per thread above d = 128), 128 / tpr rows per CTA. A thread loads the lse

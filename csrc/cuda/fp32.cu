@@ -6,7 +6,8 @@
  * (tr, tc) owns the TM query rows tr + 16·i and, in turn,
  *
  *     S = Q Kᵀ · scale · log2(e)    keys tc + 16·jj of the tile      (TM × TN micro-tile, FFMA;
- *                                   4-term partial sums, see the S loop)
+ *                                   4-term partial sums, see the S loop; the scale in Q where
+ *                                   |scale · log2 e| ≤ 1, else in S: fa_q_multiplier)
  *     m_new = max(m_i, rowmax(S))   16 lanes share a row: 4 xor-shuffles
  *     P = exp2(S − m_new)           written to shared memory
  *     O = O · exp2(m_i − m_new) + P V   columns 4·tc + 64·h .. +3   (TM × D/16 micro-tile, FFMA)
@@ -74,7 +75,7 @@ enum { VEC_Q = 1, VEC_K = 2, VEC_V = 4, VEC_O = 8 };
 
 template <int D, int BM, int BN>
 struct fp32_smem {
-    float s_q[BM][D];        /* Q · scale · log2(e), swizzled */
+    float s_q[BM][D];        /* Q · q_mul, swizzled */
     float s_k[BN][D + 4];    /* K tile, padded */
     float s_v[BN][D];        /* V tile */
     float s_p[BM][BN];       /* P = exp2(S − m), swizzled */
@@ -92,10 +93,11 @@ __device__ __forceinline__ void load_tile_async(float *s, const float *g, int64_
 }
 
 /* q, o: (B, Hq, Nq, d); k, v: (B, Hkv, Nk, d); strides from p. One tile = BM query rows of one
- * (batch, head); tiles are numbered query-tile-major, last (heaviest causal) query tile first. */
+ * (batch, head); tiles are numbered query-tile-major, last (heaviest causal) query tile first.
+ * q_mul · s_mul = scale · log2(e): Q's factor and the scores' (fa_q_multiplier). */
 template <int D, int BM, int BN, int MIN_CTAS>
 __global__ void __launch_bounds__(NT, CTAS_PER_SM(MIN_CTAS))
-fa_fp32_forward_kernel(const __grid_constant__ fa_params p, float scale_log2, int vec)
+fa_fp32_forward_kernel(const __grid_constant__ fa_params p, float q_mul, float s_mul, int vec)
 {
     constexpr int TM = BM / 16;          /* query rows per thread */
     constexpr int TN = BN / 16;          /* keys of S per thread */
@@ -129,7 +131,7 @@ fa_fp32_forward_kernel(const __grid_constant__ fa_params p, float scale_log2, in
         load_tile_async<BN, D + 4, D>(&sm.s_k[0][0], g_k, p.k_row_stride, p.Nk, d, vec & VEC_K);
         cp_async_commit();
 
-        /* s_q = Q[i0 : i0+BM] · scale · log2(e); rows ≥ Nq and columns ≥ d zero. */
+        /* s_q = Q[i0 : i0+BM] · q_mul; rows ≥ Nq and columns ≥ d zero. */
 #pragma unroll
         for (int t = 0; t < BM * D / 4 / NT; t++) {
             const int idx = threadIdx.x + t * NT;
@@ -137,7 +139,7 @@ fa_fp32_forward_kernel(const __grid_constant__ fa_params p, float scale_log2, in
             float4 x = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             if (i0 + r < p.Nq)
                 load_f32x4(x, g_q + r * p.q_row_stride + c, c, d, vec & VEC_Q);
-            x.x *= scale_log2, x.y *= scale_log2, x.z *= scale_log2, x.w *= scale_log2;
+            x.x *= q_mul, x.y *= q_mul, x.z *= q_mul, x.w *= q_mul;
             *(float4 *)&sm.s_q[r][4 * (c4 ^ (r & 1))] = x;
         }
 
@@ -187,6 +189,13 @@ fa_fp32_forward_kernel(const __grid_constant__ fa_params p, float scale_log2, in
                         s4 = fmaf(a[i].w, bk[jj].w, s4);
                         r_s[i][jj] += s4;
                     }
+            }
+            /* S · s_mul where the scale is too large for Q (a uniform branch: 1 at default scales). */
+            if (s_mul != 1.0f) {
+#pragma unroll
+                for (int i = 0; i < TM; i++)
+#pragma unroll
+                    for (int jj = 0; jj < TN; jj++) r_s[i][jj] *= s_mul;
             }
 
             /* Mask keys ≥ Nk and, causal, keys j > i; only tail and diagonal tiles need it. */
@@ -328,7 +337,8 @@ static int launch(const fa_params *p, cudaStream_t stream)
     const int64_t n_tiles = (p->Nq + BM - 1) / BM * p->B * p->Hq;
     const unsigned grid = (unsigned)(n_tiles < (int64_t)INT32_MAX ? n_tiles : INT32_MAX);
     const float scale_log2 = p->scale * FA_LOG2E;
-    fa_fp32_forward_kernel<D, BM, BN, MIN_CTAS><<<grid, NT, smem, stream>>>(*p, scale_log2, vec);
+    fa_fp32_forward_kernel<D, BM, BN, MIN_CTAS><<<grid, NT, smem, stream>>>(
+        *p, fa_q_multiplier(scale_log2), fa_score_multiplier(scale_log2), vec);
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;
 }

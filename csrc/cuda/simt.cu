@@ -6,7 +6,9 @@
  * WARPS warps owns BM = WARPS · ROWS query rows; each warp owns ROWS of them.
  * K and V are staged through shared memory BN = 32 keys at a time:
  *
- *     lane j:   s_j   = q_r · k_j · scale · log2(e)        (one key per lane)
+ *     lane j:   s_j   = q_r · k_j · scale · log2(e)        (one key per lane; the scale in q
+ *                                                         where |scale · log2 e| ≤ 1, else in s_j:
+ *                                                         fa_q_multiplier)
  *     warp:     m_new = max(m_r, max_j s_j)                (shuffle reduction)
  *               p_j   = exp2(s_j − m_new)
  *               l_r   = l_r · exp2(m_r − m_new) + Σ_j p_j
@@ -39,7 +41,7 @@ enum {
  * s_q and s_k hold zeros (dp = d rounded up to 4). KV_SHARED: V goes into s_k. */
 template <int DMAX, bool KV_SHARED>
 struct simt_smem {
-    float s_q[BM][DMAX];             /* Q rows · scale · log2(e) */
+    float s_q[BM][DMAX];             /* Q rows · q_mul */
     float s_k[BN][DMAX + 1];
     float s_v[KV_SHARED ? 1 : BN][DMAX];
 };
@@ -56,10 +58,11 @@ __device__ __forceinline__ float warp_sum(float x)
     return x;
 }
 
-/* q, o: (B, Hq, Nq, d); k, v: (B, Hkv, Nk, d); strides from p. */
+/* q, o: (B, Hq, Nq, d); k, v: (B, Hkv, Nk, d); strides from p. q_mul · s_mul = scale · log2(e):
+ * Q's factor and the scores' (fa_q_multiplier). */
 template <typename T, int DMAX, bool KV_SHARED>
 __global__ void __launch_bounds__(WARPS * 32)
-fa_simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
+fa_simt_forward_kernel(const __grid_constant__ fa_params p, float q_mul, float s_mul)
 {
     constexpr int DCOLS = DMAX / 32;     /* output columns per lane */
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -81,10 +84,10 @@ fa_simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
         const T *k = g_k + b * p.k_batch_stride + hk * p.k_head_stride;
         const T *v = g_v + b * p.v_batch_stride + hk * p.v_head_stride;
 
-        /* s_q = Q[i0 : i0+BM] · scale · log2(e), rows past Nq and columns d..dp zero. */
+        /* s_q = Q[i0 : i0+BM] · q_mul, rows past Nq and columns d..dp zero. */
         for (int idx = threadIdx.x; idx < BM * dp; idx += blockDim.x) {
             const int r = idx / dp, c = idx % dp;
-            sm.s_q[r][c] = i0 + r < p.Nq && c < d ? to_float(q[(i0 + r) * p.q_row_stride + c]) * scale_log2 : 0.0f;
+            sm.s_q[r][c] = i0 + r < p.Nq && c < d ? to_float(q[(i0 + r) * p.q_row_stride + c]) * q_mul : 0.0f;
         }
 
         float m_i[ROWS], l_i[ROWS], r_o[ROWS][DCOLS];
@@ -131,7 +134,7 @@ fa_simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
             for (int r = 0; r < ROWS; r++) {
                 const int64_t i = i0 + warp * ROWS + r, j = j0 + lane;
                 const bool masked = j >= p.Nk || (p.causal && j > i);
-                const float s_r = masked ? -INFINITY : s[r];
+                const float s_r = masked ? -INFINITY : s[r] * s_mul;
                 /* m_new = max(m_i, rowmax(S)); a row with nothing visible yet keeps
                  * exp2 arguments finite by using 0 as its reference. */
                 const float m_new = fmaxf(m_i[r], warp_max(s_r));
@@ -191,7 +194,7 @@ fa_simt_forward_kernel(const __grid_constant__ fa_params p, float scale_log2)
 template <typename T, int DMAX, bool KV_SHARED>
 static int launch(const fa_params *p, cudaStream_t stream)
 {
-    void (*kernel)(const fa_params, float) = fa_simt_forward_kernel<T, DMAX, KV_SHARED>;
+    void (*kernel)(const fa_params, float, float) = fa_simt_forward_kernel<T, DMAX, KV_SHARED>;
     const size_t smem = sizeof(simt_smem<DMAX, KV_SHARED>);
     /* Opt in to > 48 KB of shared memory (per device, so on every launch). */
     if (smem > 48 * 1024)
@@ -199,7 +202,7 @@ static int launch(const fa_params *p, cudaStream_t stream)
     const int64_t n_tiles = (p->Nq + BM - 1) / BM * p->B * p->Hq;
     const unsigned grid = (unsigned)(n_tiles < (int64_t)INT32_MAX ? n_tiles : INT32_MAX);
     const float scale_log2 = p->scale * FA_LOG2E;
-    kernel<<<grid, WARPS * 32, smem, stream>>>(*p, scale_log2);
+    kernel<<<grid, WARPS * 32, smem, stream>>>(*p, fa_q_multiplier(scale_log2), fa_score_multiplier(scale_log2));
     FA_CUDA_TRY(cudaGetLastError());
     return FA_OK;
 }

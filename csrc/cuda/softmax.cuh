@@ -12,6 +12,20 @@
 #define FA_LOG2E 1.4426950408889634f   /* scale · log2(e): scores in exp2 units */
 #define FA_LN2 0.69314718055994531f    /* log2 units → natural log */
 
+/* c = scale · log2 e split between Q and the scores, as in the C backend (fa_cpu.c, q_multiplier):
+ * Q is loaded times c where |c| ≤ 1, which cannot overflow; a larger c multiplies each score once
+ * its dot product is done (q · c past a float would make small scores inf or NaN). The scores then
+ * come out in log2 units either way; the other factor is 1. */
+__host__ __device__ __forceinline__ float fa_q_multiplier(float c)
+{
+    return fabsf(c) <= 1.f ? c : 1.f;
+}
+
+__host__ __device__ __forceinline__ float fa_score_multiplier(float c)
+{
+    return fabsf(c) <= 1.f ? 1.f : c;
+}
+
 /* lse = ln Σ_j exp(scale · q · k_j) from a row's max m2 and sum l = Σ_j 2^(s_j − m2), s_j and m2 in
  * log2 units. */
 __device__ __forceinline__ float fa_lse(float m2, float l)
@@ -19,11 +33,11 @@ __device__ __forceinline__ float fa_lse(float m2, float l)
     return (m2 + log2f(l)) * FA_LN2;
 }
 
-/* A split-KV row's lse after its splits merged (max M, weight sum l): −inf when no split saw a key,
- * NaN when cache_seqlens was out of range (valid false). */
+/* A split-KV row's lse after its splits merged (max M, weight sum l): −inf when no split saw a key
+ * (l = 0), NaN when cache_seqlens was out of range or a split's lse was NaN (valid false). */
 __device__ __forceinline__ float fa_split_lse(float M, float l, bool valid)
 {
-    return valid ? (l > 0.f ? fa_lse(M, l) : -INFINITY) : NAN;
+    return valid ? (l == 0.f ? -INFINITY : fa_lse(M, l)) : NAN;
 }
 
 #endif /* FA_SOFTMAX_CUH */

@@ -2,8 +2,12 @@
    rd_a = (float)(L - Nq + ia - 2t); kf = (float)key0; dist = |rd_a - kf - (float)(8n + e%2)|
 against the exact |i + delta - j|, for caches past 2^24 keys; then the effect on one row's
 softmax (slope 0.5 nats, scores otherwise 0, v = random) vs a float64 reference and a float32
-PyTorch-like reference (exact integer distances, as tests/test_variants.py pytorch_like)."""
+PyTorch-like reference (exact integer distances, as tests/test_variants.py pytorch_like).
+MODE=fixed (environment): the fixed kernel, rd = L - Nq + ia - 2t and rd - key0 in int, converted to
+float once per row and block, then the exact small offset 8n + e%2 subtracted in float."""
+import os
 import numpy as np
+FIXED = os.environ.get("MODE", "review") == "fixed"
 f32 = np.float32
 LOG2E = f32(1.4426950408889634)
 
@@ -12,6 +16,9 @@ def kernel_dist(L, Nq, ia, key):
     key0 = key - key % 16
     w = key % 16
     n, t, e = w // 8, (w % 8) // 2, w % 2
+    if FIXED:
+        da = f32(L - Nq + ia - 2 * t - key0)   # one int -> float per row and block
+        return abs(f32(da - f32(8 * n + e)))
     rd = f32(L - Nq + ia - 2 * t)          # int -> float: rounds past 2^24
     kf = f32(key0)
     return abs(f32(f32(rd - kf) - f32(8 * n + e)))

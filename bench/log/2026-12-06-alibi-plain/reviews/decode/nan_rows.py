@@ -1,7 +1,11 @@
 """Float32 emulation of a row whose scores are NaN (NaN in q, or every visible key's score NaN:
 q or k with NaN/inf) through the decode kernels' arithmetic, with the code lines mirrored.
-fmaxf = np.fmax (IEEE maxNum: drops NaN), ex2 = exp2 (ex2.approx.ftz: NaN -> NaN, -inf -> 0)."""
+fmaxf = np.fmax (IEEE maxNum: drops NaN), ex2 = exp2 (ex2.approx.ftz: NaN -> NaN, -inf -> 0).
+MODE=fixed (environment): the fixed lines (l == 0 rather than l > 0 in the attend and simt kernels, NaN
+partial lse tracked in the cluster merge), plus rows that see no key, which must stay 0 / -inf."""
+import os
 import numpy as np
+FIXED = os.environ.get("MODE", "review") == "fixed"
 import warnings; warnings.filterwarnings("ignore")
 f32 = np.float32
 NEG = f32(-np.inf)
@@ -24,9 +28,13 @@ def attend_split(s_blocks, v_blocks):
     M = m_i
     f = f32(0) if M == NEG else ex2(m_i - M)
     l = f32(l_i * f)
-    inv_l = f32(1) / l if l > 0 else f32(0)
+    if FIXED:                                            # l == 0: no key; NaN l stays NaN
+        inv_l = f32(0) if l == 0 else f32(1) / l
+        lse = NEG if l == 0 else M + np.log2(l)
+    else:
+        inv_l = f32(1) / l if l > 0 else f32(0)
+        lse = (M + np.log2(l)) if l > 0 else NEG         # 543: NaN l reads as "no key"
     wt = f32(f * inv_l)
-    lse = (M + np.log2(l)) if l > 0 else NEG             # 543: NaN l reads as "no key"
     return (o * wt).astype(np.float32), f32(lse)         # 554: val = part.o * wt
 
 def combine_elem(parts):                                 # decode_simt.cu 160-214
@@ -44,12 +52,15 @@ def combine_elem(parts):                                 # decode_simt.cu 160-21
     return acc * inv_l, ((M + np.log2(l)) * 0.6931472 if l > 0 else -np.inf)
 
 def cluster(parts):                                       # decode_attend.cuh 82-109
-    M = NEG
-    for _, ls in parts: M = fmaxf(M, ls)
+    M = NEG; nan = False
+    for _, ls in parts: M = fmaxf(M, ls); nan |= bool(np.isnan(ls))
     l, o = f32(0), np.zeros_like(parts[0][0])
     if M != NEG:
         for os_, ls in parts:
             w = ex2(ls - M); l = f32(l + w); o = (o + w * os_).astype(np.float32)
+    if FIXED:                                            # a NaN partial lse: a NaN row
+        if nan: return np.full_like(o, np.nan), np.nan
+        return (np.zeros_like(o) if l == 0 else o / l), (-np.inf if l == 0 else (M + np.log2(l)) * 0.6931472)
     return (o / l if l > 0 else np.zeros_like(o)), ((M + np.log2(l)) * 0.6931472 if l > 0 else -np.inf)
 
 def combine_wide(parts):                                  # decode_simt.cu 249-322, non-sink
@@ -70,6 +81,8 @@ def simt(s_all, v_all):                                   # decode_simt.cu 75-12
         for e, vv in zip(s, v_all[j:j + 4]):
             pu = ex2(e - m_new); l_i = f32(l_i + pu); o = (o + pu * vv).astype(np.float32)
         m_i = m_new
+    if FIXED:
+        return (np.zeros_like(o) if l_i == 0 else o / l_i), (NEG if l_i == 0 else m_i + np.log2(l_i))
     lse = m_i + np.log2(l_i) if l_i > 0 else NEG
     return (o / l_i if l_i > 0 else np.zeros_like(o)), lse
 
@@ -99,4 +112,19 @@ print("  partials:", [(p[0][:2], p[1]) for p in parts])
 out, lse = combine_elem(parts)
 s64 = s[32:].astype(np.float64) * 1.0
 ref_other = (np.exp2(s64 - s64.max()) @ v[32:]) / np.exp2(s64 - s64.max()).sum()
-print("  combined:", out, "lse", lse, "\n  = the softmax over split 1's keys alone:", ref_other.astype(np.float32))
+print("  combined:", out, "lse", lse)
+print("  the softmax over split 1's keys alone:", ref_other.astype(np.float32))
+
+if FIXED:
+    print("== rows that see no key (fixed mode: unchanged, 0 / -inf)")
+    masked = np.full(Nk, -np.inf, np.float32)
+    empty = attend_split([masked[i:i + 16] for i in range(0, Nk, 16)], [v[i:i + 16] for i in range(0, Nk, 16)])
+    print("  tensor-core, every key masked:", empty[0], "lse", empty[1])
+    print("  simt kernel, split with no key:", simt(np.zeros(0, np.float32), v[:0]))
+    print("  2 splits, both empty, combine / cluster / wide:", combine_elem([empty, empty]), cluster([empty, empty]),
+          combine_wide([empty, empty]))
+    s = rng.standard_normal(Nk).astype(np.float32)
+    full = attend_split([s[i:i + 16] for i in range(0, Nk, 16)], [v[i:i + 16] for i in range(0, Nk, 16)])
+    s64 = s.astype(np.float64); p64 = np.exp2(s64 - s64.max())
+    print("  one empty split + one full: combine", combine_elem([empty, full])[0], "cluster", cluster([empty, full])[0],
+          "\n    float64:", (p64 @ v) / p64.sum())
