@@ -164,17 +164,19 @@ def test_nonfinite_key_fp32_long_keys(merge, fa_overrides):
 @pytest.mark.gpu
 @pytest.mark.parametrize("scale", [1e38, -1e38])
 @pytest.mark.parametrize("k_mag", [1e-30, 1e-39], ids=["scores_1e9", "scores_4"])
-@pytest.mark.parametrize("route,dtype", [("fp32", torch.float32), ("fp32tc", torch.float32), ("simt", torch.float32),
+@pytest.mark.parametrize("route,dtype", [("fp32", torch.float32), ("auto", torch.float32), ("simt", torch.float32),
                                          ("simt", torch.bfloat16), ("long_keys", torch.float32)],
                          ids=lambda x: str(x).replace("torch.", ""))
 def test_huge_scale_small_scores(route, dtype, k_mag, scale, fa_overrides):
     """Any scale up to ±2.3e38 is allowed and only scores past it overflow (test_bad_input.py's
-    test_huge_scale_small_scores_on_the_cpu, on CUDA): the fp32 families (fp32.cu, fp32tc.cu), the simt
-    family (simt.cu) and the split-KV route's CUDA-core kernel (fp32 with 40 000 keys, non-causal) multiplied
+    test_huge_scale_small_scores_on_the_cpu, on CUDA): the fp32 family (fp32.cu), the simt family
+    (simt.cu) and the split-KV route's CUDA-core kernel (fp32 with 40 000 keys, non-causal) multiplied
     q by scale · log2 e first, which left a float at q = 10, scale 1e38: NaN scores, rows of NaN or 0.
     Past |scale · log2 e| = 1 the factor belongs on the scores. k of 1e-30 gives scores of about
     1e9 (one key takes each row, with P exactly 1), 1e-39 (subnormal, as any k must be for scores
-    near 1 here) scores of about 4 (a spread softmax). Output and lse against float64."""
+    near 1 here) scores of about 4 (a spread softmax). "auto": fp32 at d ≤ 128, which fp32tc.cu
+    takes only up to |scale · log2 e| = 1 (with the factor unscaled its tensor-core sums of products
+    near FLT_MIN were 1 % off). Output and lse against float64."""
     fa_overrides(family={"long_keys": "auto"}.get(route, route))
     torch.manual_seed(26)
     nq, nk = (3, 40000) if route == "long_keys" else (70, 150)
