@@ -175,8 +175,8 @@ def test_huge_scale_small_scores(route, dtype, k_mag, scale, fa_overrides):
     Past |scale · log2 e| = 1 the factor belongs on the scores. k of 1e-30 gives scores of about
     1e9 (one key takes each row, with P exactly 1), 1e-39 (subnormal, as any k must be for scores
     near 1 here) scores of about 4 (a spread softmax). "auto": fp32 at d ≤ 128, which fp32tc.cu
-    takes only up to |scale · log2 e| = 1 (with the factor unscaled its tensor-core sums of products
-    near FLT_MIN were 1 % off). Output and lse against float64."""
+    takes only up to |scale · log2 e| = 2^64 (past it its tensor-core sums of products near FLT_MIN
+    were 1 % off). Output and lse against float64."""
     fa_overrides(family={"long_keys": "auto"}.get(route, route))
     torch.manual_seed(26)
     nq, nk = (3, 40000) if route == "long_keys" else (70, 150)
@@ -190,3 +190,20 @@ def test_huge_scale_small_scores(route, dtype, k_mag, scale, fa_overrides):
     tol = 1e-5 if dtype == torch.float32 else 2 ** -7
     torch.testing.assert_close(out.double(), ref, rtol=tol, atol=1e-5)
     torch.testing.assert_close(lse.double(), ref_lse, rtol=1e-6, atol=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("scale", [1e15, -1e15])
+def test_fp32tc_large_scale_large_q(scale, fa_overrides):
+    """fp32tc.cu takes |scale · log2 e| up to 2^64: past 1 the factor goes on the scores, not on Q,
+    which q = ±1e24 at scale 1e15 overflowed (scores of about 1e9: one key takes each row)."""
+    fa_overrides(family="fp32tc")
+    torch.manual_seed(27)
+    q = torch.full((1, 2, 70, 32), 1e24, device="cuda")
+    q[:, :, 1::2] = -1e24
+    k = (torch.randn(1, 2, 150, 32, dtype=torch.float64) * 1e-30).to(device="cuda", dtype=torch.float32)
+    v = torch.randn(1, 2, 150, 32, device="cuda")
+    out, lse = torch_flashattn.attention_lse(q, k, v, scale=scale)
+    assert torch.isfinite(out).all() and torch.isfinite(lse).all(), "non-finite output or lse"
+    torch.testing.assert_close(out.double(), reference(q, k, v, scale=scale), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(lse.double(), reference_lse(q, k, scale=scale), rtol=1e-6, atol=0)

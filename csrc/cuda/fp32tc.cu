@@ -13,7 +13,9 @@
  *
  * One CTA of 4 warps owns BM = 64 query rows of one (batch, head); warp w owns rows 16w..16w+15
  * and walks the key blocks of BN keys, which arrive through cp.async rings of STAGES buffers
- * for K and for V (the sm80.cu pipeline). Per block, with Q pre-scaled by scale · log2(e):
+ * for K and for V (the sm80.cu pipeline). Per block, with Q pre-scaled by scale · log2(e) where
+ * |scale · log2 e| ≤ 1 (else S takes it after the product, so that no scale overflows Q:
+ * fa_q_multiplier):
  *
  *     S = Q Kᵀ                                  mma.m16n8k8.tf32 × 3, fresh accumulator per 32 d
  *     m_new = max(m_i, rowmax(S))
@@ -101,7 +103,8 @@ enum { VEC_Q = 1, VEC_K = 2, VEC_V = 4, VEC_O = 8 };
 /* Kernel arguments: the caller's params plus scalars derived once on the host. */
 typedef struct {
     fa_params p;
-    float scale_log2;        /* scale · log2(e), multiplied into Q as it is loaded */
+    float q_mul, s_mul;      /* q_mul · s_mul = scale · log2(e): Q's factor, multiplied in as Q is
+                              * loaded, and the scores' (fa_q_multiplier) */
     int vec;                 /* VEC_* bits */
     int64_t n_q_tiles;       /* ceil(Nq / BM) */
     int64_t q_per_kv;        /* Hq / Hkv */
@@ -387,8 +390,8 @@ fa_fp32tc_forward_kernel(const __grid_constant__ tc_args a)
 
     /* Largest |bits| of this thread's scaled Q values (FP32TC_SAFE_BITS: see split3_fast). */
     uint32_t q_bits = 0;
-    /* s.q = Q[m0 : m0+BM] · scale · log2(e), rows ≥ Nq and columns ≥ d zero, while K0 lands.
-     * Pre-scaling makes S the exp2 argument for any sign of scale, and a masked −inf stays −inf. */
+    /* s.q = Q[m0 : m0+BM] · q_mul, rows ≥ Nq and columns ≥ d zero, while K0 lands. Scaling
+     * before the mask makes S the exp2 argument for any sign of scale, and a masked −inf stays −inf. */
 #pragma unroll
     for (int i = 0; i < BM * D / 4 / NT; i++) {
         const int idx = threadIdx.x + i * NT;
@@ -396,7 +399,7 @@ fa_fp32tc_forward_kernel(const __grid_constant__ tc_args a)
         float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
         if (m0 + r < Nq)
             load_f32x4(x, g_q + (int64_t)(m0 + r) * p.q_row_stride + c, c, d, a.vec & VEC_Q);
-        const float sl = a.scale_log2;
+        const float sl = a.q_mul;
         x = make_float4(x.x * sl, x.y * sl, x.z * sl, x.w * sl);
         if (C::QS) {         /* split once, each float4 in the form its values need */
             uint4 big, small;
@@ -470,6 +473,14 @@ fa_fp32tc_forward_kernel(const __grid_constant__ tc_args a)
                 qk_block<C, true>(r_s, q_lane, s_k, k_lane);
             else
                 qk_block<C, false>(r_s, q_lane, s_k, k_lane);
+            /* S · s_mul where the scale is too large for Q (a uniform branch: 1 at default scales). */
+            if (a.s_mul != 1.f) {
+#pragma unroll
+                for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++)
+                        r_s[n][e] *= a.s_mul;
+            }
 
             /* S = −inf where key ≥ Nk or (causal) key > row; only blocks on the Nk tail or
              * crossing the warp's diagonal pay for the mask. */
@@ -605,17 +616,18 @@ static int tc_launch(tc_args *a, cudaStream_t stream)
 extern "C" int fa_fp32tc_forward(const fa_params *p, cudaStream_t stream)
 {
     /* fp32 only, d ≤ 128 (see the tile table); Nk == 0 (no key for any row) is left to the SIMT
-     * kernel. Row and key positions are int in the kernel (element offsets are 64-bit). Q takes
-     * scale · log2 e, which must not overflow it: past |scale · log2 e| = 1 the FFMA kernel, which
-     * puts the factor on the scores (the products unscaled would then lie near FLT_MIN, where the
-     * tensor cores' sums lose bits: 1 % of the output at scale 1e38 with scores of about 4). */
+     * kernel. Row and key positions are int in the kernel (element offsets are 64-bit). Past
+     * |scale · log2 e| = 2^64 the FFMA kernel: the products that matter then lie near FLT_MIN,
+     * where the tensor cores' sums lose bits (1 % of the output at scale 1e38, scores of about 4);
+     * below it a product under FLT_MIN weighs under 2^−62 in a score. */
     if (p->dtype != FA_FLOAT32 || p->d > 128 || p->Nk < 1 || p->Nq > INT32_MAX - 256 ||
-        p->Nk > INT32_MAX - 256 || !(fabsf(p->scale * FA_LOG2E) <= 1.f))
+        p->Nk > INT32_MAX - 256 || !(fabsf(p->scale * FA_LOG2E) <= 0x1p64f))
         return FA_ERR_UNSUPPORTED;
 
     tc_args a = tc_args{};
     a.p = *p;
-    a.scale_log2 = p->scale * FA_LOG2E;
+    a.q_mul = fa_q_multiplier(p->scale * FA_LOG2E);
+    a.s_mul = fa_score_multiplier(p->scale * FA_LOG2E);
     a.q_per_kv = p->Hq / p->Hkv;
     a.vec = (vec_ok(p->q, p->q_batch_stride, p->q_head_stride, p->q_row_stride) ? VEC_Q : 0) |
             (vec_ok(p->k, p->k_batch_stride, p->k_head_stride, p->k_row_stride) ? VEC_K : 0) |
