@@ -7,7 +7,7 @@
  * heads that share a kv head form one block; run_blocks):
  *
  *     Q_i  = Q[i0 : i0+BM] · scale · log2(e)          (exp2 instead of exp; past |scale · log2 e| = 1
- *                                                      S is scaled instead: q_multiplier)
+ *                                                      S is scaled instead: fa_q_multiplier)
  *     m_i  = -inf, l_i = 0, O_i = 0
  *     for each block of BN keys j0 (stopping at the diagonal when causal):
  *         S    = Q_i K_jᵀ                              (BM × BN)
@@ -123,21 +123,6 @@ static inline void load_row(float *restrict dst, const void *src, int64_t n, fa_
         const uint16_t *s = (const uint16_t *)src;
         for (int64_t c = 0; c < n; c++) dst[c] = bf16_to_float(s[c]) * mul;
     }
-}
-
-/* Q's rows are loaded times scale · log2 e (the scores then come out of the product in log2 units)
- * where that multiplier is at most 1, which covers every default scale from d = 3 and cannot
- * overflow; a larger scale (up to FA_MAX_SCALE) multiplies the scores once computed instead
- * (scale_scores), so that q · scale · log2 e past a float (|q| > 1.02 at scale 2.3e38) does not
- * make small scores inf or NaN. score_multiplier: what the scores take after the product (1: none). */
-static inline float q_multiplier(float scale_log2)
-{
-    return fabsf(scale_log2) <= 1.0f ? scale_log2 : 1.0f;
-}
-
-static inline float score_multiplier(float scale_log2)
-{
-    return fabsf(scale_log2) <= 1.0f ? 1.0f : scale_log2;
 }
 
 /* Sᵀ[j · BM + c] *= mul for keys j < bn and columns c < cols (whole vectors; 1: nothing). */
@@ -516,9 +501,9 @@ static inline __attribute__((always_inline)) void attend_rows(const fa_params *p
     const int variants = scores_mod || v->window || v->sinks != NULL || v->key_mask != NULL;
 
     /* Qᵀ = (Q[i0 : i0+span] · scale · log2(e))ᵀ of each head, or Q alone and the scores scaled
-     * (q_multiplier); columns rows..ncols are zero. A narrow block keeps its rows row-major instead. */
+     * (fa_q_multiplier, fa_variant.h); columns rows..ncols are zero. A narrow block keeps its rows row-major instead. */
     const float scale_log2 = p->scale * 1.4426950408889634f;
-    const float q_mul = q_multiplier(scale_log2), s_mul = score_multiplier(scale_log2);
+    const float q_mul = fa_q_multiplier(scale_log2), s_mul = fa_score_multiplier(scale_log2);
     for (int r = 0; r < (narrow ? rows : ncols); r++) {
         float row[FA_MAX_HEAD_DIM] = {0};
         if (r < rows)
@@ -903,7 +888,7 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     const int bm = (int)(sv->nq - i0 < BM ? sv->nq - i0 : BM);
     const size_t es = dtype_size(p->dtype);
     const float scale_log2 = p->scale * 1.4426950408889634f, c2 = v->softcap * FA_VARIANT_LOG2E;
-    const float q_mul = q_multiplier(scale_log2), s_mul = score_multiplier(scale_log2);
+    const float q_mul = fa_q_multiplier(scale_log2), s_mul = fa_score_multiplier(scale_log2);
     const int has_sink = v->sinks != NULL;
     const float sink2 = has_sink ? v->sinks[h] * FA_VARIANT_LOG2E : -INFINITY;
     const int scores_mod = v->softcap != 0.0f || v->alibi_slopes != NULL || v->mask != NULL;

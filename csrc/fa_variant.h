@@ -20,6 +20,21 @@
 
 #define FA_VARIANT_LOG2E 1.4426950408889634f
 
+/* c = scale · log2 e split between Q and the scores: Q is loaded times c where |c| ≤ 1 (every
+ * default scale from d = 3), which cannot overflow; a larger c (up to FA_MAX_SCALE · log2 e)
+ * multiplies each score once its dot product is done, since q · c past a float (|q| > 1.02 at
+ * scale 2.3e38) would make small scores inf or NaN. The scores come out in log2 units either way;
+ * the other factor is 1. */
+FA_VARIANT_FN float fa_q_multiplier(float c)
+{
+    return fabsf(c) <= 1.0f ? c : 1.0f;
+}
+
+FA_VARIANT_FN float fa_score_multiplier(float c)
+{
+    return fabsf(c) <= 1.0f ? 1.0f : c;
+}
+
 /* δ of a sequence of nq queries over nk keys: where its causal and window diagonals sit. */
 FA_VARIANT_FN int64_t fa_delta(const fa_variants *v, int64_t nq, int64_t nk)
 {

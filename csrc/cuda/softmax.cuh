@@ -9,22 +9,10 @@
 
 #include <math.h>
 
+#include "fa_variant.h"                /* fa_q_multiplier: where scale · log2(e) goes, Q or S */
+
 #define FA_LOG2E 1.4426950408889634f   /* scale · log2(e): scores in exp2 units */
 #define FA_LN2 0.69314718055994531f    /* log2 units → natural log */
-
-/* c = scale · log2 e split between Q and the scores, as in the C backend (fa_cpu.c, q_multiplier):
- * Q is loaded times c where |c| ≤ 1, which cannot overflow; a larger c multiplies each score once
- * its dot product is done (q · c past a float would make small scores inf or NaN). The scores then
- * come out in log2 units either way; the other factor is 1. */
-__host__ __device__ __forceinline__ float fa_q_multiplier(float c)
-{
-    return fabsf(c) <= 1.f ? c : 1.f;
-}
-
-__host__ __device__ __forceinline__ float fa_score_multiplier(float c)
-{
-    return fabsf(c) <= 1.f ? 1.f : c;
-}
 
 /* lse = ln Σ_j exp(scale · q · k_j) from a row's max m2 and sum l = Σ_j 2^(s_j − m2), s_j and m2 in
  * log2 units. */
