@@ -28,6 +28,10 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
     constexpr bool SINK = EXTRA & SM90_SINK, ALIBI = EXTRA & SM90_ALIBI;
     static_assert(!EXTRA || !VAR, "sinks, ALiBi: a plain kernel's EXTRA, or a variant kernel's own");
+    /* The plain and sink kernels without the softmax fence (softmax_done) wait for a block's P V
+     * before its softmax: where ptxas put that wait while the softmax was one basic block (its
+     * huge-score branch, sm90_softmax, would leave the wait after the row max). */
+    constexpr bool PV_FIRST = !VAR && !ALIBI && !softmax_fenced<C>();
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
@@ -379,11 +383,14 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 if (kb + 1 < n_act)
                     var_mask_prefetch<BN>((kb0 + kb + 1) * BN, t, y);
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
-            SM90_TIMED(tr_sm, reg_fence(r_s);
-                              if (!MSMEM) release(&s.empty_k[st], lane);
-                              block_softmax((kb0 + kb) * BN, st);
-                              softmax_done<C>(l_i));
-            SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
+            reg_fence(r_s);
+            if (!MSMEM)
+                release(&s.empty_k[st], lane);
+            if constexpr (PV_FIRST)
+                SM90_TIMED(tr_pv, wgmma_wait<0>());         /* O += P_(kb−1) V_(kb−1) is done */
+            SM90_TIMED(tr_sm, block_softmax((kb0 + kb) * BN, st); softmax_done<C>(l_i));
+            if constexpr (!PV_FIRST)
+                SM90_TIMED(tr_pv, wgmma_wait<0>());         /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
             reg_fence_u(r_p);
             release(&s.empty_v[pst], lane);
@@ -431,16 +438,16 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if constexpr (VAR) {
                 fa_row_end(m_i[r] * ctx.c, l, a.var.v.sinks != NULL, sink2, &inv_l[r], &lse2);
             } else if (SINK && !(SPLIT && w.j >= 0)) {     /* a part's sink: in the merge */
-                /* Every row of a SINK tile sees a key: l = 0 is every exponential flushed (scores
-                 * past about 2^31 in log2 units round m · c by more than 126), which fa_row_end would
-                 * take for a row that sees nothing (0, lse = the sink): NaN, as the plain kernel's. */
+                /* Every row of a SINK tile sees a key, its max term exp2(0) (sm90_softmax), so l is
+                 * at least about 1 or NaN; l = 0 would read in fa_row_end as a row that sees nothing
+                 * (0, lse = the sink): NaN instead, as the plain kernel's. */
                 fa_row_end(m_i[r] * c, l == 0.f ? NAN : l, 1, sink2, &inv_l[r], &lse2);
             } else {
                 inv_l[r] = 1.f / l;
             }
             const int row = row0 + 8 * r;
             if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM); */
-                a.lse_part[w.j * BM + row - m0] =           /* SINK: flushed, NaN (as above) */
+                a.lse_part[w.j * BM + row - m0] =           /* SINK: l = 0, NaN (as above) */
                     SINK && l == 0.f ? NAN
                     : (ALIBI ? fmaf(-alibi_slope * FA_LOG2E, alibi_near_m[r], m_i[r]) : m_i[r] * c) + log2f(l);
             else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q); */

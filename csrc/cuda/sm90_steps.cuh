@@ -297,9 +297,27 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
         }
         mc[r] = VAR && m == -INFINITY ? 0.f : m_i[r] * x.c;
     }
+    /* Past |m_i · c| = FA_EXACT_EXP_FROM in some row of the warp (a vote: the branch is
+     * warp-uniform, no wgmma or barrier inside): P = exp2((S·c − fl(m_i·c)) − res), res = m_i·c −
+     * fl(m_i·c) (fa_exp_residue), the max key's exponent exactly 0; alpha above, exp2((m_i − m)·c),
+     * weighs the blocks by the exact products already, and lse's fl(m_i · c) is within res. S is
+     * turned into that exponent here, and the loop below takes it with c = 1, m_i·c = 0, so that
+     * ordinary blocks run the loop as before. The plain kernels only (f is the identity there): the
+     * ALiBi form (OFF) keeps its own; VAR kernels take c = 1 (log2 units: the exponent is exact) or,
+     * where y.raw, keep the one-fma form. */
+    float cx = x.c;
+    const bool huge = fabsf(mc[0]) >= FA_EXACT_EXP_FROM || fabsf(mc[1]) >= FA_EXACT_EXP_FROM;
+    if (!VAR && !OFF && __any_sync(0xffffffffu, huge)) {
+        const float res[2] = {fa_exp_residue(m_i[0], x.c, mc[0]), fa_exp_residue(m_i[1], x.c, mc[1])};
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            r_s[i] = fmaf(r_s[i], x.c, -mc[(i / 2) % 2]) - res[(i / 2) % 2];
+        cx = 1.f;
+        mc[0] = mc[1] = 0.f;
+    }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
-        r_s[i] = ex2(fmaf(f(r_s[i]), x.c, -mc[(i / 2) % 2]));
+        r_s[i] = ex2(fmaf(f(r_s[i]), cx, -mc[(i / 2) % 2]));
         l_i[(i / 2) % 2] += r_s[i];
     }
 }
@@ -313,10 +331,14 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
 #define FA_SM90_SOFTMAX_FENCE -1
 #endif
 template <class C>
+constexpr bool softmax_fenced()
+{
+    return FA_SM90_SOFTMAX_FENCE < 0 ? C::SOFTMAX_FENCE : FA_SM90_SOFTMAX_FENCE > 0;
+}
+template <class C>
 __device__ __forceinline__ void softmax_done(const float (&l_i)[2])
 {
-    constexpr bool on = FA_SM90_SOFTMAX_FENCE < 0 ? C::SOFTMAX_FENCE : FA_SM90_SOFTMAX_FENCE > 0;
-    if (on && (l_i[0] < 0.f || l_i[1] < 0.f))
+    if (softmax_fenced<C>() && (l_i[0] < 0.f || l_i[1] < 0.f))
         asm volatile("nanosleep.u32 0;\n" ::: "memory");
 }
 
