@@ -28,10 +28,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
     constexpr bool SINK = EXTRA & SM90_SINK, ALIBI = EXTRA & SM90_ALIBI;
     static_assert(!EXTRA || !VAR, "sinks, ALiBi: a plain kernel's EXTRA, or a variant kernel's own");
-    /* The plain and sink kernels without the softmax fence (softmax_done) wait for a block's P V
-     * before its softmax: where ptxas put that wait while the softmax was one basic block (its
-     * huge-score branch, sm90_softmax, would leave the wait after the row max). */
-    constexpr bool PV_FIRST = !VAR && !ALIBI && !softmax_fenced<C>();
+    /* The plain and sink kernels without the softmax fence (softmax_done) may wait for a block's
+     * P V before its softmax: where ptxas put that wait while the softmax was one basic block (its
+     * huge-score branch, sm90_softmax, would leave the wait after the row max). FA_SM90_PV_FIRST
+     * (sm90_steps.cuh) picks the tiles. */
+    constexpr bool PV_FIRST = !VAR && !ALIBI && !softmax_fenced<C>() && sm90_pv_first<C>();
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
