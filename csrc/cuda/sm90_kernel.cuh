@@ -28,11 +28,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
     constexpr bool SINK = EXTRA & SM90_SINK, ALIBI = EXTRA & SM90_ALIBI;
     static_assert(!EXTRA || !VAR, "sinks, ALiBi: a plain kernel's EXTRA, or a variant kernel's own");
-    /* The plain and sink kernels without the softmax fence (softmax_done) may wait for a block's
-     * P V before its softmax: where ptxas put that wait while the softmax was one basic block (its
-     * huge-score branch, sm90_softmax, would leave the wait after the row max). FA_SM90_PV_FIRST
-     * (sm90_steps.cuh) picks the tiles. */
-    constexpr bool PV_FIRST = !VAR && !ALIBI && !softmax_fenced<C>() && sm90_pv_first<C>();
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
 
@@ -384,14 +379,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 if (kb + 1 < n_act)
                     var_mask_prefetch<BN>((kb0 + kb + 1) * BN, t, y);
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
-            reg_fence(r_s);
-            if (!MSMEM)
-                release(&s.empty_k[st], lane);
-            if constexpr (PV_FIRST)
-                SM90_TIMED(tr_pv, wgmma_wait<0>());         /* O += P_(kb−1) V_(kb−1) is done */
-            SM90_TIMED(tr_sm, block_softmax((kb0 + kb) * BN, st); softmax_done<C>(l_i));
-            if constexpr (!PV_FIRST)
-                SM90_TIMED(tr_pv, wgmma_wait<0>());         /* O += P_(kb−1) V_(kb−1) is done */
+            SM90_TIMED(tr_sm, reg_fence(r_s);
+                              if (!MSMEM) release(&s.empty_k[st], lane);
+                              block_softmax((kb0 + kb) * BN, st);
+                              softmax_done<C>(l_i));
+            SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
             reg_fence_u(r_p);
             release(&s.empty_v[pst], lane);

@@ -331,22 +331,10 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
 #define FA_SM90_SOFTMAX_FENCE -1
 #endif
 template <class C>
-__host__ __device__ constexpr bool softmax_fenced()
-{
-    return FA_SM90_SOFTMAX_FENCE < 0 ? C::SOFTMAX_FENCE : FA_SM90_SOFTMAX_FENCE > 0;
-}
-#ifndef FA_SM90_PV_FIRST            /* 1 on every unfenced tile, 0 on none; default: d = 64 only */
-#define FA_SM90_PV_FIRST -1
-#endif
-template <class C>
-__host__ __device__ constexpr bool sm90_pv_first()
-{
-    return FA_SM90_PV_FIRST < 0 ? C::D == 64 : FA_SM90_PV_FIRST > 0;
-}
-template <class C>
 __device__ __forceinline__ void softmax_done(const float (&l_i)[2])
 {
-    if (softmax_fenced<C>() && (l_i[0] < 0.f || l_i[1] < 0.f))
+    constexpr bool on = FA_SM90_SOFTMAX_FENCE < 0 ? C::SOFTMAX_FENCE : FA_SM90_SOFTMAX_FENCE > 0;
+    if (on && (l_i[0] < 0.f || l_i[1] < 0.f))
         asm volatile("nanosleep.u32 0;\n" ::: "memory");
 }
 

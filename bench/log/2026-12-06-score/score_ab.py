@@ -1,7 +1,7 @@
 """Plain forward calls timed (do_bench medians), one JSON line each: ratio.py's 9 points on the
 automatic family and 3 of them with family="sm80"; B · N = 16k, H · d = 2048.
     PYTHONPATH=<build> python3 /tmp/score_ab.py LABEL ROUND"""
-import json, sys
+import json, os, sys
 import torch
 from triton.testing import do_bench
 import torch_flashattn
@@ -11,6 +11,12 @@ points = [(torch.bfloat16, 64, 4096, True), (torch.bfloat16, 64, 4096, False), (
           (torch.bfloat16, 128, 4096, True), (torch.bfloat16, 128, 4096, False), (torch.bfloat16, 128, 8192, True),
           (torch.bfloat16, 128, 16384, False), (torch.bfloat16, 256, 4096, True), (torch.float16, 128, 8192, True)]
 runs = [("auto", p) for p in points] + [("sm80", p) for p in (points[0], points[4], points[7])]
+if os.environ.get("SCORE_AB_POINTS") == "long":     # call 3: the Hopper points that moved most, and fp16
+    runs = [("auto", p) for p in [(torch.float16, 128, 4096, True), (torch.float16, 128, 8192, True),
+                                  (torch.float16, 128, 16384, True), (torch.bfloat16, 128, 8192, True),
+                                  (torch.bfloat16, 128, 16384, True), (torch.bfloat16, 128, 16384, False),
+                                  (torch.float16, 128, 16384, False), (torch.bfloat16, 128, 2048, True),
+                                  (torch.bfloat16, 64, 8192, True), (torch.float16, 256, 8192, True)]]
 for family, (dt, d, N, causal) in runs:
     B, H = 16384 // N, 2048 // d
     g = torch.Generator(device="cuda").manual_seed(N + d)
