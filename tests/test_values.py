@@ -207,3 +207,45 @@ def test_fp32tc_large_scale_large_q(scale, fa_overrides):
     assert torch.isfinite(out).all() and torch.isfinite(lse).all(), "non-finite output or lse"
     torch.testing.assert_close(out.double(), reference(q, k, v, scale=scale), rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(lse.double(), reference_lse(q, k, scale=scale), rtol=1e-6, atol=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("family", ["sm90", "sm80"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("target", [4.008e8, 1e9, 1e10, 1e20], ids=lambda t: f"scores_{t:.0e}")
+@pytest.mark.parametrize("d,causal", [(64, False), (128, True), (256, False)])
+def test_huge_scores_plain_kernels(family, dtype, target, d, causal, fa_overrides):
+    """The plain Hopper and sm_80 kernels at scores of 4e8 to 1e20 (README Limits): q, k, v randn
+    (1, 4, 512, d), scale = target / the largest |q · k| (bench/log/2026-12-06-alibi-v3/score_limit.py),
+    with the review's row planted (head 1, row 300: q = k_0 = 2.5, q · k_0 = 6.25 d exactly, the
+    largest score): at 4.008e8 fl(m · c) is 22 below m · c, so the one-fma exponentials gave that
+    row an fp16 P of inf. Past |m · c| = 2^20 (log2 units) the kernels take each exponent relative
+    to m · c itself. Every row finite; the softmax is one-hot here, so out against the float64
+    output directly, within two of the dtype's rounding steps at v's magnitude (rows whose two
+    largest q · k lie within 1e-3, which fp32 sums may order either way, for finiteness only);
+    lse within 1e-5 relative."""
+    device = use_kernel(f"cuda-{family}", dtype, fa_overrides)
+    torch.manual_seed(d)
+    q, k, v = (torch.randn(1, 4, 512, d, device=device).to(dtype) for _ in range(3))
+    q[0, 1, 300] = 2.5
+    k[0, 1, 0] = 2.5
+    raw = q.double() @ k.double().transpose(-1, -2)
+    if causal:
+        raw = raw.masked_fill(torch.ones(512, 512, dtype=torch.bool, device=device).triu(1), float("-inf"))
+    scale = target / raw[raw.isfinite()].abs().max().item()
+    out, lse = torch_flashattn.attention_lse(q, k, v, causal=causal, scale=scale)
+    what = f"{family} {dtype} d={d} causal={causal} scores {target:.3g} (scale {scale:.4g})"
+    rows_bad = (~torch.isfinite(out).all(-1)).sum().item()
+    assert rows_bad == 0, f"{what}: {rows_bad} rows with inf or NaN"
+    assert torch.isfinite(lse).all(), f"{what}: non-finite lse"
+    top2 = raw.topk(2, dim=-1).values
+    clear = (top2[..., 0] - top2[..., 1] > 1e-3) | (top2[..., 1] == float("-inf"))
+    assert clear.float().mean().item() > 0.95
+    err = (out.double() - reference(q, k, v, causal, scale)).abs().amax(-1)
+    tol = 2 * torch.finfo(dtype).eps * v.abs().max().item()
+    worst = err[clear].max().item()
+    zero = ((out == 0).all(-1) & clear).sum().item()
+    assert worst <= tol, f"{what}: max error {worst:.3e} > {tol:.3e} ({zero} rows all 0)"
+    ref_lse = reference_lse(q, k, causal, scale)
+    lse_err = ((lse.double() - ref_lse).abs() / ref_lse.abs().clamp(min=1)).max().item()
+    assert lse_err <= 1e-5, f"{what}: lse relative error {lse_err:.3e}"

@@ -14,6 +14,10 @@
  *     O = O · exp2((m_i − m_new)·c) + P V       P stays in registers as the A operand
  *     O /= l_i,  lse = (m_i·c + log2 l_i) · ln 2  at the end
  *
+ * P's exponent is fma(S, c, −fl(m_new·c)); where a row of the warp has |m_new·c| past 2^20
+ * (softmax.cuh, FA_EXACT_EXP_FROM) it is fma(S, c, −fl(m_new·c)) − res, res = m_new·c − fl(m_new·c)
+ * (one fma a row), so that at huge scores the max key's P stays exactly 1.
+ *
  * K and V of a block are separate cp.async groups: block j's S = Q Kᵀ needs only K_j, and its
  * V_j keeps landing meanwhile; the loads of the next STAGES − 1 blocks overlap both.
  *
@@ -378,18 +382,44 @@ fa_sm80_forward_kernel(const __grid_constant__ typename sm80_kargs<VAR>::type a)
              * before rounding). The C fragments of S n-tiles 2kk, 2kk+1 are exactly the A
              * fragment of P for keys 16kk..16kk+15: a0 = (g, 2t..) of tile 2kk, a1 = its row
              * g+8, a2, a3 = tile 2kk+1. */
+            float mc[WM][2], cx = c;
+            bool huge = false;
+#pragma unroll
+            for (int mt = 0; mt < WM; mt++)
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    mc[mt][r] = VAR && m_new[mt][r] == -INFINITY ? 0.f : m_new[mt][r] * c;  /* no key yet: P = 0 */
+                    huge |= fabsf(mc[mt][r]) >= FA_EXACT_EXP_FROM;
+                }
+            /* Past |m_new · c| = FA_EXACT_EXP_FROM in some row of the warp (a warp-uniform vote):
+             * S is turned into the exponent (S·c − fl(m_new·c)) − res first, res = m_new·c −
+             * fl(m_new·c) (fa_exp_residue), so that the max key's is exactly 0, and the loop below
+             * takes it as it is (c = 1, m·c = 0). alpha above, exp2((m_i − m_new)·c), weighs the blocks
+             * by the exact products already, and lse's fl(m_i·c) is within res. VAR: c = 1, the
+             * exponent is exact already. */
+            if (!VAR && __any_sync(0xffffffffu, huge)) {
+#pragma unroll
+                for (int mt = 0; mt < WM; mt++)
+#pragma unroll
+                    for (int r = 0; r < 2; r++) {
+                        const float res = fa_exp_residue(m_new[mt][r], c, mc[mt][r]);
+#pragma unroll
+                        for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                            for (int e = 2 * r; e < 2 * r + 2; e++)
+                                r_s[mt][n][e] = fmaf(r_s[mt][n][e], c, -mc[mt][r]) - res;
+                        mc[mt][r] = 0.f;
+                    }
+                cx = 1.f;
+            }
 #pragma unroll
             for (int mt = 0; mt < WM; mt++) {
-                float mc[2] = {m_new[mt][0] * c, m_new[mt][1] * c};
-                if constexpr (VAR)                      /* a row with no key yet: P = 0 */
-                    for (int r = 0; r < 2; r++)
-                        mc[r] = m_new[mt][r] == -INFINITY ? 0.f : mc[r];
                 m_i[mt][0] = m_new[mt][0], m_i[mt][1] = m_new[mt][1];
 #pragma unroll
                 for (int n = 0; n < BN / 8; n++) {
 #pragma unroll
                     for (int e = 0; e < 4; e++) {
-                        r_s[mt][n][e] = ex2(fmaf(r_s[mt][n][e], c, -mc[e / 2]));
+                        r_s[mt][n][e] = ex2(fmaf(r_s[mt][n][e], cx, -mc[mt][e / 2]));
                         l_i[mt][e / 2] += r_s[mt][n][e];
                     }
                     r_p[mt][n / 2][2 * (n % 2)] = pack2<T>(r_s[mt][n][0], r_s[mt][n][1]);

@@ -431,16 +431,16 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if constexpr (VAR) {
                 fa_row_end(m_i[r] * ctx.c, l, a.var.v.sinks != NULL, sink2, &inv_l[r], &lse2);
             } else if (SINK && !(SPLIT && w.j >= 0)) {     /* a part's sink: in the merge */
-                /* Every row of a SINK tile sees a key: l = 0 is every exponential flushed (scores
-                 * past about 2^31 in log2 units round m · c by more than 126), which fa_row_end would
-                 * take for a row that sees nothing (0, lse = the sink): NaN, as the plain kernel's. */
+                /* Every row of a SINK tile sees a key, its max term exp2(0) (sm90_softmax), so l is
+                 * at least about 1 or NaN; l = 0 would read in fa_row_end as a row that sees nothing
+                 * (0, lse = the sink): NaN instead, as the plain kernel's. */
                 fa_row_end(m_i[r] * c, l == 0.f ? NAN : l, 1, sink2, &inv_l[r], &lse2);
             } else {
                 inv_l[r] = 1.f / l;
             }
             const int row = row0 + 8 * r;
             if (SPLIT && w.j >= 0 && t == 0)                /* a part: lse_part (tail item, BM); */
-                a.lse_part[w.j * BM + row - m0] =           /* SINK: flushed, NaN (as above) */
+                a.lse_part[w.j * BM + row - m0] =           /* SINK: l = 0, NaN (as above) */
                     SINK && l == 0.f ? NAN
                     : (ALIBI ? fmaf(-alibi_slope * FA_LOG2E, alibi_near_m[r], m_i[r]) : m_i[r] * c) + log2f(l);
             else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q); */

@@ -253,13 +253,17 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
         }
     }
     constexpr bool same = std::is_same<F, sm90_same>::value;
+    static_assert(VAR || OFF || same, "the plain kernels' huge-score test reads the running max");
     float mc[2];
+    bool huge = false;                                  /* see the exact exponents below */
 #pragma unroll
     for (int r = 0; r < 2; r++) {                       /* a row lives on the 4 lanes of a quad */
         float m = same && !OFF ? m_i[r] : -INFINITY;    /* else the block's raw max first */
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
             m = fmaxf(m, fmaxf(r_s[4 * j + 2 * r], r_s[4 * j + 2 * r + 1]));
+        if constexpr (!VAR && !OFF)                     /* this lane's max, before the quad's */
+            huge |= fabsf(m * x.c) >= FA_EXACT_EXP_FROM && m != -INFINITY;
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
         if constexpr (!same)
@@ -297,9 +301,31 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
         }
         mc[r] = VAR && m == -INFINITY ? 0.f : m_i[r] * x.c;
     }
+    /* Exact exponents past |m_i · c| = FA_EXACT_EXP_FROM in some row of the warp: P = exp2((S·c −
+     * fl(m_i·c)) − res), res = m_i·c − fl(m_i·c) (fa_exp_residue), the max key's exponent exactly 0;
+     * alpha above, exp2((m_i − m)·c), weighs the blocks by the exact products already, and lse's
+     * fl(m_i · c) is within res. S is turned into that exponent here, and the loop below takes it
+     * with c = 1, m_i·c = 0, so that ordinary blocks run the loop as before.
+     * The test is a warp vote (the branch is warp-uniform, no wgmma or barrier inside) on each
+     * lane's own max, taken before the quad's shuffles so that it is off the path to the
+     * exponentials: a row max past the bound has a lane max past it too, in either sign; a lane max
+     * of −inf (every key of the lane masked) does not count; a lane max past it whose row max is
+     * not only takes this path with res = 0, the same exponents.
+     * The plain kernels only (f is the identity there): the ALiBi form (OFF) keeps its own; VAR
+     * kernels take c = 1 (log2 units: the exponent is exact) or, where y.raw, keep the one-fma
+     * form. */
+    float cx = x.c;
+    if (!VAR && !OFF && __any_sync(0xffffffffu, huge)) {
+        const float res[2] = {fa_exp_residue(m_i[0], x.c, mc[0]), fa_exp_residue(m_i[1], x.c, mc[1])};
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            r_s[i] = fmaf(r_s[i], x.c, -mc[(i / 2) % 2]) - res[(i / 2) % 2];
+        cx = 1.f;
+        mc[0] = mc[1] = 0.f;
+    }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
-        r_s[i] = ex2(fmaf(f(r_s[i]), x.c, -mc[(i / 2) % 2]));
+        r_s[i] = ex2(fmaf(f(r_s[i]), cx, -mc[(i / 2) % 2]));
         l_i[(i / 2) % 2] += r_s[i];
     }
 }

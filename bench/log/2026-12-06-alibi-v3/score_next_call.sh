@@ -23,7 +23,7 @@ set -uo pipefail
 t0=$(date +%s); export MAX_JOBS=16 OMP_NUM_THREADS=1
 left() { echo $(( ${1} - ($(date +%s) - t0) )); }
 D=bench/log/2026-12-06-alibi-v3
-DIFF=$D/score_next.diff
+DIFF=$D/score_next_csrc.diff   # csrc/ of score-limit against main (2af5891)
 nvidia-smi --query-gpu=name,power.limit --format=csv,noheader | tee $OUT/gpu.txt
 git log --oneline -1 | tee $OUT/head.txt
 
