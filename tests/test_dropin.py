@@ -230,6 +230,18 @@ def test_sdpa_arguments_sdpa_refuses_raise_as_in_pytorch():
     assert torch_flashattn.stats()["fa"] == 0
 
 
+def test_sdpa_low_rank_inputs_needing_gradients_raise_as_in_pytorch():
+    """0-D and 1-D tensors that require grad reach SDPA, which raises its own error, as they do without
+    gradients (the CPU gradient rule reads key rows, which they do not have)."""
+    for shape in [(), (8,)]:
+        x = torch.randn(shape).requires_grad_()
+        with pytest.raises(RuntimeError) as theirs:
+            F.scaled_dot_product_attention(x, x, x)
+        with pytest.raises(RuntimeError) as ours:
+            torch_flashattn.scaled_dot_product_attention(x, x, x)
+        assert str(ours.value) == str(theirs.value)
+
+
 def test_sdpa_forward_mode_ad_is_pytorchs():
     """Forward-mode AD (torch.autograd.forward_ad, torch.func.jvp) and torch.func transforms go to SDPA:
     its tangent under the math backend, its error under the default CPU one (never a zero tangent)."""

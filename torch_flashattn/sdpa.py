@@ -132,8 +132,9 @@ def _cpu_amx_sdpa(query, key, value, is_causal):
 def _cpu_grad_ours(query, key):
     """Whether our forward + backward beats torch's CPU SDPA for a call needing gradients: on the CPU,
     fp16/bf16 (on a CPU with AMX-BF16, bf16 up to CPU_AMX_GRAD_MAX_KEY_ELEMENTS key elements per head),
-    or fp32 from CPU_GRAD_MIN_KEY_ELEMENTS key elements per head."""
-    if query.device.type != "cpu":
+    or fp32 from CPU_GRAD_MIN_KEY_ELEMENTS key elements per head. Tensors of fewer than 2 dimensions
+    have no key rows: SDPA raises its own error for them."""
+    if query.device.type != "cpu" or key.dim() < 2:
         return False
     elements = key.shape[-2] * key.shape[-1]
     if query.dtype == torch.float32:
