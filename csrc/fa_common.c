@@ -113,6 +113,89 @@ static int64_t last_offset(int64_t n0, int64_t s0, int64_t n1, int64_t s1, int64
     return last_offset_of(4, n, s);
 }
 
+/* The search below: a term x · coef with lo <= x <= hi, and the most nodes it visits. */
+typedef struct {
+    __int128 coef;
+    int64_t lo, hi;
+} meet_term;
+#define FA_MEET_BUDGET 65536
+
+/* Whether Σ terms[i..] can equal target, the terms in order of |coef|, largest first, rest[i] the
+ * largest |Σ terms[i..]|: each term's candidates are the x that leave a target the rest can reach
+ * (two at most where each stride clears the span of the smaller ones). 1 also when the budget runs out. */
+static int meet_search(const meet_term *terms, const __int128 *rest, int k, int i, __int128 target, int *budget)
+{
+    if (--*budget < 0)
+        return 1;
+    if (i == k)
+        return target == 0;
+    const meet_term *t = &terms[i];
+    const __int128 c = t->coef < 0 ? -t->coef : t->coef, r = rest[i + 1];
+    if (c == 0)                                     /* a stride of 0: the term adds nothing */
+        return meet_search(terms, rest, k, i + 1, target, budget);
+    /* t->coef · x in [target − r, target + r], x in [lo, hi] */
+    __int128 from = target - r, to = target + r;
+    if (t->coef < 0) {
+        const __int128 f = -to;
+        to = -from;
+        from = f;
+    }
+    __int128 x0 = from >= 0 ? (from + c - 1) / c : -((-from) / c), x1 = to >= 0 ? to / c : -((-to + c - 1) / c);
+    if (x0 < t->lo)
+        x0 = t->lo;
+    if (x1 > t->hi)
+        x1 = t->hi;
+    for (__int128 x = x0; x <= x1; x++)
+        if (meet_search(terms, rest, k, i + 1, target - t->coef * x, budget))
+            return 1;
+    return 0;
+}
+
+int fa_views_meet(const void *a, const void *b, int64_t elem_bytes, int k, const int64_t *n, const int64_t *sa,
+                  const int64_t *sb)
+{
+    if (k > 8)
+        return 1;
+    for (int i = 0; i < k; i++)
+        if (n[i] == 0)
+            return 0;
+    /* Byte addresses: A's element x at a + es · Σ sa·x, B's at b + es · Σ sb·y, each es bytes long; they
+     * share a byte where Σ es·sa·x + u − Σ es·sb·y − w = b − a for some bytes u, w < es. Dims whose
+     * strides agree take x − y as one term. */
+    meet_term terms[2 * 8 + 1];
+    int m = 0;
+    for (int i = 0; i < k; i++) {
+        if (n[i] == 1)
+            continue;
+        if (sa[i] == sb[i]) {
+            terms[m++] = (meet_term){(__int128)sa[i] * elem_bytes, -(n[i] - 1), n[i] - 1};
+        } else {
+            terms[m++] = (meet_term){(__int128)sa[i] * elem_bytes, 0, n[i] - 1};
+            terms[m++] = (meet_term){-(__int128)sb[i] * elem_bytes, 0, n[i] - 1};
+        }
+    }
+    terms[m++] = (meet_term){1, -(elem_bytes - 1), elem_bytes - 1};
+    for (int i = 1; i < m; i++)                     /* largest |coef| first */
+        for (int j = i; j > 0; j--) {
+            const __int128 x = terms[j].coef < 0 ? -terms[j].coef : terms[j].coef;
+            const __int128 y = terms[j - 1].coef < 0 ? -terms[j - 1].coef : terms[j - 1].coef;
+            if (x <= y)
+                break;
+            const meet_term t = terms[j];
+            terms[j] = terms[j - 1];
+            terms[j - 1] = t;
+        }
+    __int128 rest[2 * 8 + 2];
+    rest[m] = 0;
+    for (int i = m - 1; i >= 0; i--) {
+        const __int128 c = terms[i].coef < 0 ? -terms[i].coef : terms[i].coef;
+        const int64_t x = -terms[i].lo > terms[i].hi ? -terms[i].lo : terms[i].hi;
+        rest[i] = rest[i + 1] + c * x;
+    }
+    int budget = FA_MEET_BUDGET;
+    return meet_search(terms, rest, m, 0, (__int128)((intptr_t)b - (intptr_t)a), &budget);
+}
+
 /* Whether an output (n0, n1, n2, d) with strides s0, s1, s2 (unit last) gives every element its own
  * memory: its dims of size > 1, in order of stride, each step past the span of the ones before. */
 static int rows_apart(int64_t n0, int64_t s0, int64_t n1, int64_t s1, int64_t n2, int64_t s2, int64_t d)
@@ -341,8 +424,15 @@ int fa_check_kvcache_params(const fa_kvcache_params *kp)
             || !rows_apart(p->B, p->k_batch_stride, p->Hkv, p->k_head_stride, p->Nk, p->k_row_stride, p->d)
             || !rows_apart(p->B, p->v_batch_stride, p->Hkv, p->v_head_stride, p->Nk, p->v_row_stride, p->d))
             return FA_ERR_BAD_STRIDE;
-        /* The new rows are read while the caches are written: neither within a cache's span. */
+        /* Both caches are written: no element of one in the other's memory (interleaved K and V
+         * rows of one buffer are apart). */
         const int64_t es = p->dtype == FA_FLOAT32 ? 4 : 2;
+        const int64_t n[4] = {p->B, p->Hkv, p->Nk, p->d};
+        const int64_t sk[4] = {p->k_batch_stride, p->k_head_stride, p->k_row_stride, 1};
+        const int64_t sv[4] = {p->v_batch_stride, p->v_head_stride, p->v_row_stride, 1};
+        if (fa_views_meet(p->k, p->v, es, 4, n, sk, sv))
+            return FA_ERR_BAD_STRIDE;
+        /* The new rows are read while the caches are written: neither within a cache's span. */
         const char *news[2] = {kp->k_new, kp->v_new}, *caches[2] = {p->k, p->v};
         const int64_t cache_end[2] = {
             last_offset(p->B, p->k_batch_stride, p->Hkv, p->k_head_stride, p->Nk, p->k_row_stride, p->d),

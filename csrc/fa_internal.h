@@ -16,6 +16,12 @@ extern "C" {
  * returns FA_ERR_CUDA. */
 int fa_record_cuda_error(const char *name, const char *text);
 
+/* Whether two k-dim views (k <= 8) of elements of elem_bytes bytes, at a and b with sizes n and
+ * element strides sa and sb, share a byte: an exact search over the indices (1 also where it
+ * would take more than a bounded number of steps, so a caller refuses what it cannot show apart). */
+int fa_views_meet(const void *a, const void *b, int64_t elem_bytes, int k, const int64_t *n, const int64_t *sa,
+                  const int64_t *sb);
+
 /* Host cu_seqlens (B + 1 entries): FA_OK, or FA_ERR_CU_SEQLENS when they do not start at 0,
  * decrease, hold a length over *len (max_seqlen on entry) or end past total. On FA_OK *len is the
  * longest sequence's length. */

@@ -243,6 +243,34 @@ def test_kvcache_q_in_a_cache_appended_to(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_kvcache_caches_sharing_elements_through_strided_views(device):
+    """Caches written in place that share elements through views PyTorch's overlap test cannot judge
+    (strided slices of one buffer) are refused before anything is written; caches laid out apart in
+    one buffer (K and V halves of each row, or K and V rows interleaved) are taken, and the append
+    lands in each."""
+    g = torch.Generator().manual_seed(7)
+    buf = torch.randn(1, 2, 12, 16, generator=g).to(device)
+    q = torch.randn(1, 2, 1, 8, generator=g).to(device)
+    kn, vn = (torch.randn(1, 2, 1, 8, generator=g).to(device) for _ in range(2))
+    lens = torch.tensor([4], dtype=torch.int32, device=device)
+    before = buf.clone()
+    for kc, vc in ((buf[..., :8], buf[..., :8]),                    # the same view twice
+                   (buf[:, :, 0:10, :8], buf[:, :, 2:12, :8]),      # rows two apart
+                   (buf[..., :8], buf[..., 4:12]),                  # columns half over each other
+                   (buf[:, :, 0:6, :8], buf[:, :, 5:11, 7:15])):    # one element (row 5, column 7)
+        with pytest.raises(RuntimeError, match="k_cache is written in place and must not share memory with v_cache"):
+            torch_flashattn.attention_kvcache(q, kc, vc, cache_seqlens=lens, k_new=kn, v_new=vn)
+        assert torch.equal(buf, before)
+    # Apart: each row's two halves, and K / V rows interleaved ((B, N, 2, H, d) read as (B, H, N, d)).
+    kv = torch.randn(1, 12, 2, 2, 8, generator=g).to(device)
+    for kc, vc in ((buf[..., :8], buf[..., 8:]), (kv[:, :, 0].transpose(1, 2), kv[:, :, 1].transpose(1, 2))):
+        ref = torch_flashattn.attention_kvcache(q, kc.clone(), vc.clone(), cache_seqlens=lens, k_new=kn, v_new=vn)
+        out = torch_flashattn.attention_kvcache(q, kc, vc, cache_seqlens=lens, k_new=kn, v_new=vn)
+        torch.testing.assert_close(out, ref)
+        assert torch.equal(kc[:, :, 4:5], kn) and torch.equal(vc[:, :, 4:5], vn)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_kvcache_empty_batch_with_new_rows(device):
     """B = 0 (or no heads) with k_new / v_new: an empty result, as without them."""
     for shape_q, shape_c, shape_n in (((0, 2, 1, 8), (0, 2, 10, 8), (0, 2, 3, 8)),
