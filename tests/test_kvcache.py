@@ -2,6 +2,7 @@
 in-place append and bottom-right causal masking, against an upcast SDPA reference built from each
 sequence's valid prefix. CUDA cases carry the `gpu` marker and skip without a device."""
 import math
+import random
 
 import pytest
 import torch
@@ -268,6 +269,41 @@ def test_kvcache_caches_sharing_elements_through_strided_views(device):
         out = torch_flashattn.attention_kvcache(q, kc, vc, cache_seqlens=lens, k_new=kn, v_new=vn)
         torch.testing.assert_close(out, ref)
         assert torch.equal(kc[:, :, 4:5], kn) and torch.equal(vc[:, :, 4:5], vn)
+
+
+def test_kvcache_caches_of_one_storage_refused_exactly_when_they_share_an_element():
+    """Caches as random strided views of one storage (each dim of (B, H, N) in any order of stride, each
+    stride past the span of the dims inside it, random gaps and offsets): a call that appends is refused
+    exactly when the two views share an element (the element sets compared), and nothing is written then."""
+    rng = random.Random(2)
+    store, idx = torch.randn(6000), torch.arange(6000)
+    B, H, N, d = 2, 2, 5, 4
+    q, kn, vn = (torch.randn(B, H, 1, d) for _ in range(3))
+    lens = torch.tensor([1, 3], dtype=torch.int32)
+
+    def strided():
+        strides, span = [0, 0, 0], d + rng.randint(0, 3)
+        for dim in rng.sample(range(3), 3):
+            strides[dim] = span + rng.randint(0, 2)
+            span = strides[dim] * (B, H, N)[dim]
+        return (*strides, 1), rng.randint(0, 200)
+
+    refused_cases = 0
+    for _ in range(300):
+        (sa, oa), (sb, ob) = strided(), strided()
+        kc, vc = store.as_strided((B, H, N, d), sa, oa), store.as_strided((B, H, N, d), sb, ob)
+        share = bool(set(idx.as_strided((B, H, N, d), sa, oa).flatten().tolist())
+                     & set(idx.as_strided((B, H, N, d), sb, ob).flatten().tolist()))
+        before = store.clone()
+        if share:
+            refused_cases += 1
+            with pytest.raises(RuntimeError, match="k_cache is written in place and must not share memory with v_cache"):
+                torch_flashattn.attention_kvcache(q, kc, vc, cache_seqlens=lens, k_new=kn, v_new=vn)
+            assert torch.equal(store, before)
+        else:
+            torch_flashattn.attention_kvcache(q, kc, vc, cache_seqlens=lens, k_new=kn, v_new=vn)
+            store.copy_(before)
+    assert 30 < refused_cases < 270                     # both outcomes drawn
 
 
 @pytest.mark.parametrize("device", DEVICES)
