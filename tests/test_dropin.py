@@ -232,14 +232,16 @@ def test_sdpa_arguments_sdpa_refuses_raise_as_in_pytorch():
 
 def test_sdpa_low_rank_inputs_needing_gradients_raise_as_in_pytorch():
     """0-D and 1-D tensors that require grad reach SDPA, which raises its own error, as they do without
-    gradients (the CPU gradient rule reads key rows, which they do not have)."""
+    gradients (the CPU gradient rule reads key rows, which they do not have), counted as falling back."""
     for shape in [(), (8,)]:
         x = torch.randn(shape).requires_grad_()
         with pytest.raises(RuntimeError) as theirs:
             F.scaled_dot_product_attention(x, x, x)
+        torch_flashattn.reset_stats()
         with pytest.raises(RuntimeError) as ours:
             torch_flashattn.scaled_dot_product_attention(x, x, x)
         assert str(ours.value) == str(theirs.value)
+        assert torch_flashattn.stats()["fallback_reasons"] == {"not 3-D or 4-D": 1}
 
 
 def test_sdpa_forward_mode_ad_is_pytorchs():

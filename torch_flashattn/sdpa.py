@@ -132,9 +132,8 @@ def _cpu_amx_sdpa(query, key, value, is_causal):
 def _cpu_grad_ours(query, key):
     """Whether our forward + backward beats torch's CPU SDPA for a call needing gradients: on the CPU,
     fp16/bf16 (on a CPU with AMX-BF16, bf16 up to CPU_AMX_GRAD_MAX_KEY_ELEMENTS key elements per head),
-    or fp32 from CPU_GRAD_MIN_KEY_ELEMENTS key elements per head. Tensors of fewer than 2 dimensions
-    have no key rows: SDPA raises its own error for them."""
-    if query.device.type != "cpu" or key.dim() < 2:
+    or fp32 from CPU_GRAD_MIN_KEY_ELEMENTS key elements per head."""
+    if query.device.type != "cpu":
         return False
     elements = key.shape[-2] * key.shape[-1]
     if query.dtype == torch.float32:
@@ -196,17 +195,17 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
         return "attn_mask"
     if scale is not None and not abs(scale) <= _MAX_SCALE:
         return "scale past 2.3e38"              # fa.h's FA_MAX_SCALE: our ops raise, SDPA computes
+    qs, ks, vs = query.shape, key.shape, value.shape
+    if not (len(qs) == len(ks) == len(vs) and len(qs) in (3, 4)):
+        return "not 3-D or 4-D"
     device = query.device
-    if grad:
+    if grad:                                    # the gradient rules read rows: after the rank check
         if device.type != "cpu":
             if not (device.type == "cuda" and _cuda_grad_ours(query, key, value, attn_mask)):
                 return "requires_grad (SDPA's backward is faster)"
         elif not _cpu_grad_ours(query, key):
             return ("requires_grad, few keys (SDPA's backward is faster)" if query.dtype == torch.float32
                     else "requires_grad, bf16 on an AMX CPU (SDPA's AMX kernel is faster)")
-    qs, ks, vs = query.shape, key.shape, value.shape
-    if not (len(qs) == len(ks) == len(vs) and len(qs) in (3, 4)):
-        return "not 3-D or 4-D"
     if query.dtype not in _DTYPES or not (query.dtype == key.dtype == value.dtype):
         return f"dtype {query.dtype}"
     if device.type not in ("cpu", "cuda") or not (device == key.device == value.device):
