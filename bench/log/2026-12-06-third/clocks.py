@@ -1,9 +1,9 @@
 """SM clock and board power while one kernel runs back to back: bf16 against fp16, the plain Hopper
 d = 128 causal tile (B = 2, H = 16, N = 8192) and the d = 256 causal tile (B = 2, H = 8, N = 8192).
 nvidia-smi samples every 50 ms in the background; each run lasts about 3 s; JSON lines out.
-    PYTHONPATH=<build> python3 bench/log/2026-12-06-third/clocks.py > clocks.jsonl
+    PYTHONPATH=<build> python3 bench/log/2026-12-06-third/clocks.py LABEL ROUND >> clocks.jsonl
 """
-import json, statistics, subprocess, time
+import json, statistics, subprocess, sys, time
 import torch
 import torch_flashattn
 
@@ -28,11 +28,11 @@ def run(dt, d, N, B, secs=3.0):
     s = [tuple(float(x) for x in line.split(",")) for line in out.strip().splitlines()[8:-2]]
     ms = e0.elapsed_time(e1) / n
     flops = 4 * B * H * N * N * d / 2
-    print(json.dumps({"dtype": str(dt)[6:], "d": d, "N": N, "B": B, "ms": ms, "tflops": flops / ms / 1e9,
+    print(json.dumps({"label": sys.argv[1], "round": int(sys.argv[2]), "dtype": str(dt)[6:], "d": d, "N": N, "B": B, "ms": ms, "tflops": flops / ms / 1e9,
                       "clock_mhz": statistics.median(x[0] for x in s), "power_w": statistics.median(x[1] for x in s),
                       "samples": len(s)}), flush=True)
 
-for rnd in range(2):
-    for dt in (torch.bfloat16, torch.float16) if rnd == 0 else (torch.float16, torch.bfloat16):
-        run(dt, 128, 8192, 2)
-        run(dt, 256, 8192, 2)
+rnd = int(sys.argv[2])
+for dt in (torch.bfloat16, torch.float16) if rnd % 2 else (torch.float16, torch.bfloat16):
+    run(dt, 128, 8192, 2)
+    run(dt, 256, 8192, 2)
