@@ -128,8 +128,8 @@ static inline void load_row(float *restrict dst, const void *src, int64_t n, fa_
 /* c = scale · log2 e split between Q and the scores (fa_q_multiplier), this backend's way: past
  * |c| = 1 the scores take the power of two 2^e with c / 2^e in [0.5, 1) on Q, so that multiplying
  * a score by it is exact and each score rounds as one with |c| ≤ 1 does. With c whole on the
- * scores, each rounded again at its own size: fp32 at scale 2 and d = 120-210 then erred 2.5-6×
- * PyTorch's (whose fp32 products at scale 2 are exact), 2 of 6800 random cases past its 2×.
+ * scores, each rounded again at its own size, fp32 at scale 2 erred 3.6× and 6× PyTorch's (whose
+ * products at scale 2 are exact) at d = 120 and 210 (tests/test_random.py, test_cpu_rounding_cases).
  * From |c| = 2^127 (no float 2^128) the scores take c whole. */
 static inline void split_scale(float c, float *q_mul, float *s_mul)
 {
@@ -228,12 +228,13 @@ static inline void tanh_scaled(float *dst, const float *src, int64_t n, float in
 /* C[M×N] = A[M×K] · B[K×N], or with c_scale: C[r][:] = C[r][:] · c_scale[r] + */
 /* (A B)[r][:]. A is read through two strides, A[r·a_rs + k·a_cs], so it can   */
 /* be a transposed view; B and C are row-major with 64-byte aligned rows;      */
-/* M % MR == 0, N % NR == 0. Each MR × NR block of A B is summed over KC terms */
-/* of K at a time in 16 vector accumulators from zero, and each such part is  */
-/* then added to C: a block's keys are summed apart from the running output,  */
-/* and a sum over K terms rounds about as √KC + √(K / KC) steps rather than   */
-/* √K (d = 210: 1.7e-6 against 3.8e-6 rms for randn rows, one fp32 sum after  */
-/* another; PyTorch's CPU matmul 3.8e-6), which keeps fp32 rounding error low. */
+/* M % MR == 0, N % NR == 0. Each MR × NR block of A B is summed in 16 vector */
+/* accumulators from zero and only then added to C: a block's keys are summed */
+/* apart from the running output, which keeps fp32 rounding error low. For    */
+/* the same reason a product written fresh (no c_scale: S over d, dQ over the */
+/* keys) is summed KC terms of K at a time, each part added to C, so that it  */
+/* rounds about as √KC + √(K / KC) steps rather than √K: at d = 210, 1.7e-6   */
+/* rms against 3.8e-6 for randn rows (this CPU's torch matmul: 3.8e-6).       */
 
 enum { KC = 32 };
 
@@ -243,8 +244,9 @@ static inline void gemm(float *restrict C, int64_t ldc, const float *restrict A,
 {
     for (int r0 = 0; r0 < M; r0 += MR) {
         for (int c0 = 0; c0 < N; c0 += NR) {
-            for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += KC) {
-                const int64_t k1 = k0 + KC < K ? k0 + KC : K;
+            const int64_t kc = c_scale != NULL && K > 0 ? K : KC;     /* P V, dV, dK: K <= 64 keys */
+            for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
+                const int64_t k1 = k0 + kc < K ? k0 + kc : K;
                 v16f acc[MR][2] = {{{0}}};
                 for (int64_t k = k0; k < k1; k++) {
                     const v16f *b = (const v16f *)(B + k * ldb + c0);

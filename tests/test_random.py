@@ -109,7 +109,7 @@ REGRESSIONS = [
 # The C backend's fp32 cases that a profile of 6000 (FA_RANDOM_MAX_N = 1100) found past the rule,
 # 3.4-6× PyTorch's error: scale 2 (PyTorch's products then exact) and d = 120-249, each score's
 # fp32 sum taken term after term over d, then rounded again when multiplied by scale · log2 e.
-# Fixed by summing d in parts of 32 and a power of two on the scores (fa_cpu.c, bench/LOG.md).
+# Fixed by summing d in parts of 32 and a power of two on the scores (fa_cpu.c gemm and split_scale).
 # The CPU alone: the CUDA families were not run on these.
 F32 = torch.float32
 CPU_ROUNDING = [
