@@ -531,7 +531,8 @@ static inline __attribute__((always_inline)) void attend_rows(const fa_params *p
     const int variants = scores_mod || v->window || v->sinks != NULL || v->key_mask != NULL;
 
     /* Qᵀ = (Q[i0 : i0+span] · scale · log2(e))ᵀ of each head, or past |scale · log2(e)| = 1 Q times
-     * its share and the scores times a power of two (split_scale); columns rows..ncols are zero. A narrow block keeps its rows row-major instead. */
+     * its share and the scores times a power of two (split_scale); columns rows..ncols are zero.
+     * A narrow block keeps its rows row-major instead. */
     const float scale_log2 = p->scale * 1.4426950408889634f;
     float q_mul, s_mul;
     split_scale(scale_log2, &q_mul, &s_mul);

@@ -1124,9 +1124,6 @@ at::Tensor kvcache_exact(const at::Tensor &q, const at::Tensor &k_cache, const a
     return at::where(ok, out, NAN);
 }
 
-// Attention over a KV cache, appending k_new / v_new into it first (fa.h: fa_kvcache_params). On
-// CUDA, cache_seqlens stays on the device: a bad entry gives NaN output and untouched caches
-// instead of an error (fa.h, fa_forward_kvcache_cuda).
 // Whether two caches of one storage that PyTorch's test cannot judge (strided views) share an element:
 // fa_views_meet's exact search over their indices (interleaved K and V rows of one buffer do not).
 bool caches_meet(const at::Tensor &k_cache, const at::Tensor &v_cache)
@@ -1139,6 +1136,9 @@ bool caches_meet(const at::Tensor &k_cache, const at::Tensor &v_cache)
     return fa_views_meet(k_cache.data_ptr(), v_cache.data_ptr(), k_cache.element_size(), 4, n, sk, sv) != 0;
 }
 
+// Attention over a KV cache, appending k_new / v_new into it first (fa.h: fa_kvcache_params). On
+// CUDA, cache_seqlens stays on the device: a bad entry gives NaN output and untouched caches
+// instead of an error (fa.h, fa_forward_kvcache_cuda).
 at::Tensor kvcache_call(const at::Tensor &q_arg, const at::Tensor &k_cache, const at::Tensor &v_cache,
                         const std::optional<at::Tensor> &cache_seqlens, const std::optional<at::Tensor> &k_new,
                         const std::optional<at::Tensor> &v_new, std::optional<double> scale, bool causal,
