@@ -7,7 +7,7 @@
  * heads that share a kv head form one block; run_blocks):
  *
  *     Q_i  = Q[i0 : i0+BM] · scale · log2(e)          (exp2 instead of exp; past |scale · log2 e| = 1
- *                                                      a power of two of it scales S: split_scale)
+ *                                                      a power of two of it scales S: fa_q_multiplier)
  *     m_i  = -inf, l_i = 0, O_i = 0
  *     for each block of BN keys j0 (stopping at the diagonal when causal):
  *         S    = Q_i K_jᵀ                              (BM × BN)
@@ -122,23 +122,6 @@ static inline void load_row(float *restrict dst, const void *src, int64_t n, fa_
     } else {
         const uint16_t *s = (const uint16_t *)src;
         for (int64_t c = 0; c < n; c++) dst[c] = bf16_to_float(s[c]) * mul;
-    }
-}
-
-/* c = scale · log2 e split between Q and the scores (fa_q_multiplier), this backend's way: past
- * |c| = 1 the scores take the power of two 2^e with c / 2^e in [0.5, 1) on Q, so that multiplying
- * a score by it is exact and each score rounds as one with |c| ≤ 1 does. With c whole on the
- * scores, each rounded again at its own size, fp32 at scale 2 erred 3.6× and 6× PyTorch's (whose
- * products at scale 2 are exact) at d = 120 and 210 (tests/test_random.py, test_cpu_rounding_cases).
- * From |c| = 2^127 (no float 2^128) the scores take c whole. */
-static inline void split_scale(float c, float *q_mul, float *s_mul)
-{
-    *q_mul = fa_q_multiplier(c), *s_mul = fa_score_multiplier(c);
-    if (fabsf(c) > 1.0f && fabsf(c) < 0x1p127f) {
-        int e;
-        frexpf(c, &e);                                  /* c = f · 2^e, |f| in [0.5, 1) */
-        *s_mul = ldexpf(1.0f, e);
-        *q_mul = c / *s_mul;                            /* exact */
     }
 }
 
@@ -531,11 +514,10 @@ static inline __attribute__((always_inline)) void attend_rows(const fa_params *p
     const int variants = scores_mod || v->window || v->sinks != NULL || v->key_mask != NULL;
 
     /* Qᵀ = (Q[i0 : i0+span] · scale · log2(e))ᵀ of each head, or past |scale · log2(e)| = 1 Q times
-     * its share and the scores times a power of two (split_scale); columns rows..ncols are zero.
+     * its share and the scores times a power of two (fa_q_multiplier); columns rows..ncols are zero.
      * A narrow block keeps its rows row-major instead. */
     const float scale_log2 = p->scale * 1.4426950408889634f;
-    float q_mul, s_mul;
-    split_scale(scale_log2, &q_mul, &s_mul);
+    const float q_mul = fa_q_multiplier(scale_log2), s_mul = fa_score_multiplier(scale_log2);
     for (int r = 0; r < (narrow ? rows : ncols); r++) {
         float row[FA_MAX_HEAD_DIM] = {0};
         if (r < rows)
@@ -920,8 +902,7 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     const int bm = (int)(sv->nq - i0 < BM ? sv->nq - i0 : BM);
     const size_t es = dtype_size(p->dtype);
     const float scale_log2 = p->scale * 1.4426950408889634f, c2 = v->softcap * FA_VARIANT_LOG2E;
-    float q_mul, s_mul;
-    split_scale(scale_log2, &q_mul, &s_mul);
+    const float q_mul = fa_q_multiplier(scale_log2), s_mul = fa_score_multiplier(scale_log2);
     const int has_sink = v->sinks != NULL;
     const float sink2 = has_sink ? v->sinks[h] * FA_VARIANT_LOG2E : -INFINITY;
     const int scores_mod = v->softcap != 0.0f || v->alibi_slopes != NULL || v->mask != NULL;

@@ -21,18 +21,27 @@
 #define FA_VARIANT_LOG2E 1.4426950408889634f
 
 /* c = scale · log2 e split between Q and the scores: Q is loaded times c where |c| ≤ 1 (every
- * default scale from d = 3), which cannot overflow; a larger c (up to FA_MAX_SCALE · log2 e)
- * multiplies each score once its dot product is done, since q · c past a float (|q| > 1.02 at
- * scale 2.3e38) would make small scores inf or NaN. The scores come out in log2 units either way;
- * the other factor is 1. */
-FA_VARIANT_FN float fa_q_multiplier(float c)
-{
-    return fabsf(c) <= 1.0f ? c : 1.0f;
-}
-
+ * default scale from d = 3), which cannot overflow. Past it the scores take the power of two 2^e
+ * with c / 2^e in [0.5, 1) on Q: q · c past a float (|q| > 1.02 at scale 2.3e38) would make small
+ * scores inf or NaN, and multiplying a score by a power of two is exact, so each score rounds as
+ * one with |c| ≤ 1 does. With c whole on the scores, each rounded again at its own size, the C
+ * backend's fp32 at scale 2 erred 3.6× and 6× PyTorch's (whose products at scale 2 are exact) at
+ * d = 120 and 210 (tests/test_random.py, test_fp32_rounding_cases). From |c| = 2^127 (no float
+ * 2^128) the scores take c whole. The scores come out in log2 units either way. */
 FA_VARIANT_FN float fa_score_multiplier(float c)
 {
-    return fabsf(c) <= 1.0f ? 1.0f : c;
+    if (!(fabsf(c) > 1.0f))
+        return 1.0f;
+    if (!(fabsf(c) < 0x1p127f))
+        return c;
+    int e;
+    frexpf(c, &e);                                      /* c = f · 2^e, |f| in [0.5, 1) */
+    return ldexpf(1.0f, e);
+}
+
+FA_VARIANT_FN float fa_q_multiplier(float c)
+{
+    return c / fa_score_multiplier(c);                  /* exact */
 }
 
 /* δ of a sequence of nq queries over nk keys: where its causal and window diagonals sit. */

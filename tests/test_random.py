@@ -109,10 +109,11 @@ REGRESSIONS = [
 # The C backend's fp32 cases that a profile of 6000 (FA_RANDOM_MAX_N = 1100) found past the rule,
 # 3.4-6× PyTorch's error: scale 2 (PyTorch's products then exact) and d = 120-249, each score's
 # fp32 sum taken term after term over d, then rounded again when multiplied by scale · log2 e.
-# Fixed by summing d in parts of 32 and a power of two on the scores (fa_cpu.c gemm and split_scale).
-# The CPU alone: the CUDA families were not run on these.
+# Fixed by summing d in parts of 32 (fa_cpu.c gemm) and a power of two on the scores (fa_variant.h,
+# fa_q_multiplier, which the CUDA fp32 families share). Every fp32 family runs them (the CUDA ones
+# passed them before the split too: their sums of S take 4 terms at a time).
 F32 = torch.float32
-CPU_ROUNDING = [
+FP32_ROUNDING = [
     dict(seed=830, B=2, Hkv=1, Hq=2, Nq=1, Nk=834, d=120, dtype=F32, causal=False, scale=2.0, layout="contiguous"),
     dict(seed=2577, B=1, Hkv=3, Hq=12, Nq=15, Nk=2, d=200, dtype=F32, causal=False, scale=2.0, layout="expanded"),
     dict(seed=2582, B=1, Hkv=3, Hq=6, Nq=15, Nk=2, d=210, dtype=F32, causal=False, scale=2.0, layout="sliced"),
@@ -122,9 +123,10 @@ CPU_ROUNDING = [
 ]
 
 
-@pytest.mark.parametrize("case", CPU_ROUNDING, ids=lambda c: f"case{c['seed']}")
-def test_cpu_rounding_cases(case, fa_overrides):
-    check_case(case, "cpu", fa_overrides)
+@pytest.mark.parametrize("case", FP32_ROUNDING, ids=lambda c: f"case{c['seed']}")
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_fp32_rounding_cases(kernel, case, fa_overrides):
+    check_case(case, kernel, fa_overrides)
 
 
 @pytest.mark.parametrize("seed", range(N_CASES))

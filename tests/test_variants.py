@@ -97,22 +97,10 @@ def variant_reference(q, k, v, *, causal=False, scale=None, causal_align="top_le
     if alibi_slopes is not None:
         slopes = alibi_slopes.to(compute).reshape((1, Hq) if alibi_slopes.dim() == 1 else (B, Hq))
         s = s - slopes[..., None, None] * rel.abs().to(compute)
-    left, right = window
-    if causal:
-        right = 0
-    visible = torch.ones(B, Hq, Nq, Nk, dtype=torch.bool, device=dev)
-    if left >= 0:
-        visible &= rel <= left          # j >= i + δ − left
-    if right >= 0:
-        visible &= rel >= -right        # j <= i + δ + right
-    if key_mask is not None:
-        visible &= (key_mask != 0)[:, None, None, :]
-    if attn_mask is not None:
-        if attn_mask.dtype == torch.bool:
-            visible &= attn_mask
-        else:
-            s = s + attn_mask.to(compute)
-            visible &= attn_mask != NEG_INF
+    visible = variant_visible(B, Hq, Nq, Nk, dev, causal=causal, causal_align=causal_align, window=window,
+                              key_mask=key_mask, attn_mask=attn_mask)
+    if attn_mask is not None and attn_mask.dtype != torch.bool:
+        s = s + attn_mask.to(compute)
     s = s.masked_fill(~visible, NEG_INF)
     m = s.amax(-1, keepdim=True) if Nk else torch.full((B, Hq, Nq, 1), NEG_INF, dtype=compute, device=dev)
     if sinks is not None:
@@ -132,6 +120,27 @@ def variant_reference(q, k, v, *, causal=False, scale=None, causal_align="top_le
     out = torch.where(sees, (p @ vv) / safe, torch.zeros((), dtype=compute, device=dev))
     lse = torch.where(sees, torch.log(safe) + m, torch.full((), NEG_INF, dtype=compute, device=dev)).squeeze(-1)
     return out, lse
+
+
+def variant_visible(B, Hq, Nq, Nk, device, *, causal=False, causal_align="top_left", window=(-1, -1),
+                    key_mask=None, attn_mask=None):
+    """Which keys each query sees, (B, Hq, Nq, Nk) bool, from the semantics: the window and causal
+    about δ, key_mask, and attn_mask (bool: True takes part; float: −inf hides the key)."""
+    delta = {"top_left": 0, "bottom_right": Nk - Nq}[causal_align]
+    rel = torch.arange(Nq, device=device)[:, None] + delta - torch.arange(Nk, device=device)[None, :]   # i + δ − j
+    left, right = window
+    if causal:
+        right = 0
+    visible = torch.ones(B, Hq, Nq, Nk, dtype=torch.bool, device=device)
+    if left >= 0:
+        visible &= rel <= left          # j >= i + δ − left
+    if right >= 0:
+        visible &= rel >= -right        # j <= i + δ + right
+    if key_mask is not None:
+        visible &= (key_mask != 0)[:, None, None, :]
+    if attn_mask is not None:
+        visible &= attn_mask if attn_mask.dtype == torch.bool else attn_mask != NEG_INF
+    return visible
 
 
 def pytorch_like(q, k, v, **variants):

@@ -20,7 +20,7 @@ import torch
 
 import torch_flashattn
 from test_variants import (alibi_heads, assert_variant_accurate, bernoulli, describe, make_qkv, rand, seed_of,
-                           transposed_mask)
+                           transposed_mask, variant_reference, variant_visible)
 
 pytestmark = pytest.mark.gpu
 
@@ -578,3 +578,68 @@ def test_variants_on_every_hopper_grid(case, d, grid, fa_overrides):
     out, lse = torch_flashattn.attention_lse(q, k, v, **variants)
     assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
     assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
+
+
+HUGE_SCORE_CASES = {
+    # the visibility variants: the scores reach the softmax raw (scale · log2 e in c), as the plain
+    # kernel's; with a bool attn_mask too
+    "sliding_causal": lambda Nq, Nk, dev: dict(causal=True, window=(96, -1)),
+    "key_mask": lambda Nq, Nk, dev: dict(key_mask=(torch.arange(Nk, device=dev) % 5 != 3)[None]),
+    "causal_bottom_right": lambda Nq, Nk, dev: dict(causal=True, causal_align="bottom_right"),
+    "bool_attn_mask": lambda Nq, Nk, dev: dict(attn_mask=(torch.arange(Nq, device=dev)[:, None]
+                                                          + torch.arange(Nk, device=dev)[None, :]) % 3 != 1),
+    # ALiBi beside a window: scores in log2 units (c = 1)
+    "window_alibi": lambda Nq, Nk, dev: dict(window=(96, 96), alibi_slopes=alibi_heads(4, dev)),
+}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("target", [4.008e8, 1e10], ids=lambda t: f"scores_{t:.0e}")
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("case", list(HUGE_SCORE_CASES))
+def test_huge_scores_variant_kernels(case, d, target, dtype, family, fa_overrides):
+    """The variant kernels at scores of 4e8 and 1e10 (README Limits), as test_values'
+    test_huge_scores_plain_kernels for the plain ones: q, k, v randn (1, 4, Nq, d) and (1, 4, 512, d)
+    (Nq = 384 bottom-right, else 512), a planted largest score (head 1, row 300 against key 250, which
+    every case shows it: q · k = 6.25 d exactly), scale = target / the largest |q · k|. Past
+    |m · c| = 2^20 (log2 units) each exponent is taken relative to m · c itself; one-fma exponents
+    gave fp16 rows of inf or NaN from 4e8. Every row finite; the softmax is one-hot, so out against
+    the float64 reference within two of the dtype's rounding steps at v's magnitude (rows whose two
+    largest visible q · k lie within 1e-3, which fp32 sums may order either way, for finiteness
+    only; rows that see no key are 0 in both); lse within 1e-5 of the larger of |lse| and the row's
+    largest scale · Σ_i |q_i k_i|."""
+    use_family(family, fa_overrides)
+    torch.manual_seed(seed_of("huge", case, d))
+    Nq, Nk = (384 if case == "causal_bottom_right" else 512), 512
+    q = torch.randn(1, 4, Nq, d, device="cuda").to(dtype)
+    k, v = (torch.randn(1, 4, Nk, d, device="cuda").to(dtype) for _ in range(2))
+    q[0, 1, 300] = 2.5
+    k[0, 1, 250] = 2.5
+    variants = HUGE_SCORE_CASES[case](Nq, Nk, "cuda")
+    raw = q.double() @ k.double().transpose(-1, -2)
+    scale = target / raw.abs().max().item()
+    what = f"{family} {dtype} d={d} {case} scores {target:.3g} (scale {scale:.4g})"
+    before = torch.ops.fa._exact_calls()
+    out, lse = torch_flashattn.attention_lse(q, k, v, scale=scale, **variants)
+    assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
+    rows_bad = (~torch.isfinite(out).all(-1)).sum().item()
+    assert rows_bad == 0, f"{what}: {rows_bad} rows with inf or NaN"
+    visible = variant_visible(1, 4, Nq, Nk, "cuda", **{n: x for n, x in variants.items() if n != "alibi_slopes"})
+    top2 = raw.masked_fill(~visible, float("-inf")).topk(2, dim=-1).values
+    clear = (top2[..., 0] - top2[..., 1] > 1e-3) | (top2[..., 1] == float("-inf"))
+    assert clear.float().mean().item() > 0.95
+    ref, ref_lse = variant_reference(q, k, v, scale=scale, **variants)
+    err = (out.double() - ref).abs().amax(-1)
+    tol = 2 * torch.finfo(dtype).eps * v.abs().max().item()
+    worst = err[clear].max().item()
+    zero = ((out == 0).all(-1) & clear & (top2[..., 0] > float("-inf"))).sum().item()
+    assert worst <= tol, f"{what}: max error {worst:.3e} > {tol:.3e} ({zero} rows all 0)"
+    sees = ref_lse.isfinite()
+    assert torch.equal(lse.isfinite(), sees), f"{what}: lse finite where the reference's is not, or the reverse"
+    # Relative to the row's largest scale · Σ_i |q_i k_i| too: a score's fp32 sum errs by a multiple of
+    # it, and a row's largest score may be far below it (a row of few keys: the C backend's lse then
+    # erred 1.3e-4 of |lse| and 1.6e-7 of this).
+    mag = (q.double().abs() @ k.double().abs().transpose(-1, -2)).masked_fill(~visible, 0).amax(-1) * scale
+    lse_err = ((lse.double() - ref_lse).abs() / torch.maximum(ref_lse.abs(), mag).clamp(min=1))[sees].max().item()
+    assert lse_err <= 1e-5, f"{what}: lse relative error {lse_err:.3e}"

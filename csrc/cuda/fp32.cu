@@ -7,7 +7,8 @@
  *
  *     S = Q Kᵀ · scale · log2(e)    keys tc + 16·jj of the tile      (TM × TN micro-tile, FFMA;
  *                                   4-term partial sums, see the S loop; the scale in Q where
- *                                   |scale · log2 e| ≤ 1, else in S: fa_q_multiplier)
+ *                                   |scale · log2 e| ≤ 1, else a power of two of it in S:
+ *                                   fa_q_multiplier)
  *     m_new = max(m_i, rowmax(S))   16 lanes share a row: 4 xor-shuffles
  *     P = exp2(S − m_new)           written to shared memory
  *     O = O · exp2(m_i − m_new) + P V   columns 4·tc + 64·h .. +3   (TM × D/16 micro-tile, FFMA)
@@ -190,7 +191,7 @@ fa_fp32_forward_kernel(const __grid_constant__ fa_params p, float q_mul, float s
                         r_s[i][jj] += s4;
                     }
             }
-            /* S · s_mul where the scale is too large for Q (a uniform branch: 1 at default scales). */
+            /* S · s_mul, a power of two past |scale · log2 e| = 1 (a uniform branch: 1 at default scales). */
             if (s_mul != 1.0f) {
 #pragma unroll
                 for (int i = 0; i < TM; i++)

@@ -14,8 +14,8 @@
  * One CTA of 4 warps owns BM = 64 query rows of one (batch, head); warp w owns rows 16w..16w+15
  * and walks the key blocks of BN keys, which arrive through cp.async rings of STAGES buffers
  * for K and for V (the sm80.cu pipeline). Per block, with Q pre-scaled by scale · log2(e) where
- * |scale · log2 e| ≤ 1 (else S takes it after the product, so that no scale overflows Q:
- * fa_q_multiplier):
+ * |scale · log2 e| ≤ 1 (else S takes a power of two of it after the product and Q the rest, so
+ * that no scale overflows Q: fa_q_multiplier):
  *
  *     S = Q Kᵀ                                  mma.m16n8k8.tf32 × 3, fresh accumulator per 32 d
  *     m_new = max(m_i, rowmax(S))
@@ -473,7 +473,7 @@ fa_fp32tc_forward_kernel(const __grid_constant__ tc_args a)
                 qk_block<C, true>(r_s, q_lane, s_k, k_lane);
             else
                 qk_block<C, false>(r_s, q_lane, s_k, k_lane);
-            /* S · s_mul where the scale is too large for Q (a uniform branch: 1 at default scales). */
+            /* S · s_mul, a power of two past |scale · log2 e| = 1 (a uniform branch: 1 at default scales). */
             if (a.s_mul != 1.f) {
 #pragma unroll
                 for (int n = 0; n < BN / 8; n++)

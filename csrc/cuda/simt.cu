@@ -7,8 +7,8 @@
  * K and V are staged through shared memory BN = 32 keys at a time:
  *
  *     lane j:   s_j   = q_r · k_j · scale · log2(e)        (one key per lane; the scale in q
- *                                                         where |scale · log2 e| ≤ 1, else in s_j:
- *                                                         fa_q_multiplier)
+ *                                                         where |scale · log2 e| ≤ 1, else a power
+ *                                                         of two of it in s_j: fa_q_multiplier)
  *     warp:     m_new = max(m_r, max_j s_j)                (shuffle reduction)
  *               p_j   = exp2(s_j − m_new)
  *               l_r   = l_r · exp2(m_r − m_new) + Σ_j p_j

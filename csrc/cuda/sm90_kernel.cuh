@@ -306,8 +306,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         auto block_softmax = [&](int key0, int st) {
             if constexpr (VAR == FA_VAR_CAP && D == 256) {
                 if (y.cap && y.slope2 == 0.f && y.key_mask == NULL && key0 >= y.all_lo && key0 + BN <= y.all_hi) {
-                    sm90_softmax<C, true>(r_s, m_i, l_i, alpha, key0, ctx,
-                                          [&](float x) { return var_tanh(x * y.cap_in); });
+                    sm90_softmax<C, FA_VAR_CAP>(r_s, m_i, l_i, alpha, key0, ctx,
+                                                [&](float x) { return var_tanh(x * y.cap_in); });
                     return;
                 }
             }
@@ -317,10 +317,10 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                     release(&s.empty_k[st], lane);
             }
             if constexpr (ALIBI)
-                sm90_softmax<C, false, sm90_same, true>(r_s, m_i, l_i, alpha, key0, ctx, sm90_same(), alibi_near,
-                                                        alibi_s2, alibi_near_m);
+                sm90_softmax<C, FA_VAR_NONE, sm90_same, true>(r_s, m_i, l_i, alpha, key0, ctx, sm90_same(),
+                                                              alibi_near, alibi_s2, alibi_near_m);
             else
-                sm90_softmax<C, VAR != 0>(r_s, m_i, l_i, alpha, key0, ctx);
+                sm90_softmax<C, VAR>(r_s, m_i, l_i, alpha, key0, ctx);
         };
 
         SM90_TRACE_NS(it, 6);

@@ -234,15 +234,16 @@ struct sm90_same {
  * map of each score (a softcap's tanh) taken here rather than before: S above is f(r_s), its row
  * max f(rowmax(r_s)), so that the maps need not all be done before the max, nor the max before the
  * exponentials start (the max element's own map gives back the max exactly). */
-template <class C, bool VAR = false, class F = sm90_same, bool OFF = false>
+template <class C, int VAR = FA_VAR_NONE, class F = sm90_same, bool OFF = false>
 __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_i)[2], float (&l_i)[2],
                                              float (&alpha)[2], int key0, const sm90_softmax_ctx &x,
                                              const F &f = F(), const float *near = nullptr, float slope2 = 0.f,
                                              float *near_m = nullptr)
 {
     constexpr int BN = C::BN;
-    /* VAR: S arrives masked (var_scores), in log2 units with c = 1 or raw with c the scale's,
-     * and a row may have seen no key yet (m = −inf): P = 0 then, and nothing to rescale. */
+    /* VAR (the kernel's FA_VAR_*): S arrives masked (var_scores), in log2 units with c = 1 or raw
+     * with c the scale's, and a row may have seen no key yet (m = −inf): P = 0 then, and nothing
+     * to rescale. */
     if (!VAR && (key0 + BN > x.Nk || (x.causal && key0 + BN - 1 > x.row_first))) {
 #pragma unroll
         for (int i = 0; i < BN / 2; i++) {
@@ -254,15 +255,16 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
     }
     constexpr bool same = std::is_same<F, sm90_same>::value;
     static_assert(VAR || OFF || same, "the plain kernels' huge-score test reads the running max");
+    constexpr bool exact = same && !OFF && VAR != FA_VAR_CAP;  /* the exact exponents below */
     float mc[2];
-    bool huge = false;                                  /* see the exact exponents below */
+    bool huge = false;
 #pragma unroll
     for (int r = 0; r < 2; r++) {                       /* a row lives on the 4 lanes of a quad */
         float m = same && !OFF ? m_i[r] : -INFINITY;    /* else the block's raw max first */
 #pragma unroll
         for (int j = 0; j < BN / 8; j++)
             m = fmaxf(m, fmaxf(r_s[4 * j + 2 * r], r_s[4 * j + 2 * r + 1]));
-        if constexpr (!VAR && !OFF)                     /* this lane's max, before the quad's */
+        if constexpr (exact)                            /* this lane's max, before the quad's */
             huge |= fabsf(m * x.c) >= FA_EXACT_EXP_FROM && m != -INFINITY;
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
         m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
@@ -311,11 +313,14 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
      * exponentials: a row max past the bound has a lane max past it too, in either sign; a lane max
      * of −inf (every key of the lane masked) does not count; a lane max past it whose row max is
      * not only takes this path with res = 0, the same exponents.
-     * The plain kernels only (f is the identity there): the ALiBi form (OFF) keeps its own; VAR
-     * kernels take c = 1 (log2 units: the exponent is exact) or, where y.raw, keep the one-fma
-     * form. */
+     * Where f is the identity: the plain kernels, and the VAR kernels, whose scores arrive raw
+     * (y.raw: scale · log2 e in c, as the plain kernel's) or in log2 units (c = 1: res is 0, the
+     * same exponents as the loop's). The ALiBi form (OFF) keeps its own. The softcap kernels
+     * (FA_VAR_CAP: a softcap, ALiBi) do not take it: a softcap bounds |S · c| by softcap · log2 e
+     * (past the bound only from a softcap of 7.3e5), ALiBi's scores arrive in log2 units, and the
+     * test cost their d = 256 kernels 3 % (bench/LOG.md 2026-12-06-fourth). */
     float cx = x.c;
-    if (!VAR && !OFF && __any_sync(0xffffffffu, huge)) {
+    if (exact && __any_sync(0xffffffffu, huge)) {
         const float res[2] = {fa_exp_residue(m_i[0], x.c, mc[0]), fa_exp_residue(m_i[1], x.c, mc[1])};
 #pragma unroll
         for (int i = 0; i < BN / 2; i++)
