@@ -259,6 +259,7 @@ static inline void gemm(float *restrict C, int64_t ldc, const float *restrict A,
 }
 
 /* ------------------------------------------------------------------------ */
+/* Narrow blocks (up to MR rows, a decoding step): row by row.                */
 
 typedef float v8f __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
@@ -350,6 +351,9 @@ static inline void pv_narrow(float *restrict o, const float *restrict p, const f
             orow[c] = orow[c] * alpha[r] + acc[c];
     }
 }
+
+/* ------------------------------------------------------------------------ */
+/* The forward pass: scratch, masks, a block's rows, the walk over blocks.    */
 
 /* One thread's tiles, fp32, in one 64-byte aligned allocation. Scores are kept
  * transposed (keys × queries), so the per-query softmax state m_i, l_i and all
