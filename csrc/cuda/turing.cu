@@ -219,13 +219,29 @@ __global__ void __launch_bounds__(C::THREADS) fa_turing_forward_kernel(const __g
             }
 
             /* P = exp2(S·c − m_new·c); the C fragments of n-tiles 2kk, 2kk+1 are P's A fragment
-             * for keys 16kk..16kk+15. */
-            const float mc[2] = {m_new[0] * c, m_new[1] * c};
+             * for keys 16kk..16kk+15. Past |m_new · c| = FA_EXACT_EXP_FROM in some row of the warp
+             * (a warp-uniform vote, as sm80.cu's) S is turned into the exponent (S·c − fl(m_new·c))
+             * − res first, res = m_new·c − fl(m_new·c) (fa_exp_residue), so that the max key's is
+             * exactly 0, and the loop below takes it as it is (c = 1, m·c = 0). */
+            float mc[2] = {m_new[0] * c, m_new[1] * c}, cx = c;
+            if (__any_sync(0xffffffffu, fabsf(mc[0]) >= FA_EXACT_EXP_FROM || fabsf(mc[1]) >= FA_EXACT_EXP_FROM)) {
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const float res = fa_exp_residue(m_new[r], c, mc[r]);
+#pragma unroll
+                    for (int n = 0; n < BN / 8; n++)
+#pragma unroll
+                        for (int e = 2 * r; e < 2 * r + 2; e++)
+                            r_s[n][e] = fmaf(r_s[n][e], c, -mc[r]) - res;
+                    mc[r] = 0.f;
+                }
+                cx = 1.f;
+            }
 #pragma unroll
             for (int n = 0; n < BN / 8; n++) {
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    r_s[n][e] = ex2(fmaf(r_s[n][e], c, -mc[e / 2]));
+                    r_s[n][e] = ex2(fmaf(r_s[n][e], cx, -mc[e / 2]));
                     l_i[e / 2] += r_s[n][e];
                 }
                 r_p[n / 2][2 * (n % 2)] = pack2<__half>(r_s[n][0], r_s[n][1]);
