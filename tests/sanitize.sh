@@ -8,6 +8,7 @@
 #     tests/sanitize.sh memcheck   # one tool
 #     SANITIZE_ONLY=kvcache tests/sanitize.sh   # the decode cases only
 #     SANITIZE_ONLY=sm90 tests/sanitize.sh memcheck racecheck synccheck   # the Hopper kernel's only
+#     SANITIZE_ONLY=sm80 tests/sanitize.sh memcheck racecheck   # the sm_80 kernel's plain cases only
 #     SANITIZE_ONLY=variants tests/sanitize.sh   # the variants and packed sequences (sm90, sm80) only
 #     SANITIZE_ONLY=extra tests/sanitize.sh memcheck racecheck   # sinks alone, ALiBi alone on the Hopper kernel
 #     SANITIZE_ONLY=backward tests/sanitize.sh memcheck racecheck   # the backward kernel only

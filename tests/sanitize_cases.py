@@ -6,7 +6,8 @@ gradients (both causal alignments, a window, sinks, softcap, ALiBi, key_mask, a 
 views; packed sequences, bad cu_seqlens among them); the Hopper kernel's
 persistent CTAs walking several tiles each; and fa::forward_kvcache (split-KV decode: append, ragged
 lengths, several splits, the tensor-core and SIMT kernels). Checks each result against the CPU backend so a
-run that computes garbage fails even when the sanitizer sees nothing.
+run that computes garbage fails even when the sanitizer sees nothing; scores of about 1e9 on the
+kernels with exact exponents past |m · c| = 2^20 (sm90, sm80, turing), against a float64 softmax.
 """
 import os
 import sys
@@ -54,6 +55,28 @@ def check_forward(family, dtype, B, Hq, Hkv, Nq, Nk, d, causal, note=""):
     ok = err < (1e-5 if dtype == torch.float32 else 2e-2) and lse_err < 1e-3
     print(f"{'ok  ' if ok else 'FAIL'} {family:5} {str(dtype):14} B={B} Hq={Hq} Hkv={Hkv} Nq={Nq} "
           f"Nk={Nk} d={d} causal={causal}{note}: max err {err:.1e}, lse err {lse_err:.1e}")
+    return ok
+
+
+def check_huge_scores(family, dtype, d, causal):
+    """Scores of about 1e9 (past |m · c| = 2^20 in log2 units), so that the kernels that take each
+    exponential relative to the row max's exact product (sm90, sm80, turing) run that branch: every row
+    finite and, where a row's two largest scores are clearly apart, its output within two of the
+    dtype's rounding steps of the float64 softmax (one-hot there); True when right."""
+    q, k, v = (torch.randn(1, 2, 130, d, device="cuda").to(dtype) for _ in range(3))
+    raw = q.double() @ k.double().transpose(-1, -2)
+    if causal:
+        raw = raw.masked_fill(torch.ones(130, 130, dtype=torch.bool, device="cuda").triu(1), float("-inf"))
+    scale = 1e9 / raw[raw.isfinite()].abs().max().item()
+    out = torch_flashattn.attention(q, k, v, causal=causal, scale=scale)
+    torch.cuda.synchronize()
+    ref = torch.softmax(raw * scale, dim=-1) @ v.double()
+    top2 = raw.topk(2, dim=-1).values
+    clear = (top2[..., 0] - top2[..., 1] > 1e-3) | (top2[..., 1] == float("-inf"))
+    err = (out.double() - ref).abs().amax(-1)[clear].max().item()
+    ok = bool(torch.isfinite(out).all()) and err <= 2 * torch.finfo(dtype).eps * v.abs().max().item()
+    print(f"{'ok  ' if ok else 'FAIL'} {family:5} {str(dtype):14} d={d} causal={causal} scores 1e9: "
+          f"max err {err:.1e}")
     return ok
 
 
@@ -240,12 +263,12 @@ def check_backward_varlen(d, bad=False):
 def main():
     torch.manual_seed(0)
     failures = 0
-    # SANITIZE_ONLY=kvcache / sm90 / variants / turing / backward / decode_step / extra: the decode cases,
-    # the Hopper kernel's, the variants', the Turing kernel's, the backward kernel's, the padded decoding
-    # step's or the Hopper kernel's sinks alone and ALiBi alone (a quicker run after a change to
-    # decode.cu, sm90.cu, variants.cuh, turing.cu or sm80_backward.cu)
+    # SANITIZE_ONLY=kvcache / sm90 / sm80 / variants / turing / backward / decode_step / extra: the decode
+    # cases, the Hopper kernel's, the sm_80 kernel's plain cases, the variants', the Turing kernel's, the
+    # backward kernel's, the padded decoding step's or the Hopper kernel's sinks alone and ALiBi alone (a
+    # quicker run after a change to decode.cu, sm90.cu, sm80.cu, variants.cuh, turing.cu or sm80_backward.cu)
     only = os.environ.get("SANITIZE_ONLY")
-    families = {f: t for f, t in FAMILIES.items() if only not in ("sm90", "turing") or f == only}
+    families = {f: t for f, t in FAMILIES.items() if only not in ("sm90", "sm80", "turing") or f == only}
     for family, dtypes in ({} if only in ("kvcache", "variants", "backward", "decode_step", "extra")
                            else families).items():
         set_overrides(family=family)
@@ -254,6 +277,9 @@ def main():
                 if family == "fp32tc" and case[5] > 128:   # declined: auto runs fp32 there
                     continue
                 failures += not check_forward(family, dtype, *case)
+            if family in ("sm90", "sm80", "turing"):
+                for d, causal in ((64, False), (128, True), (256, False)):
+                    failures += not check_huge_scores(family, dtype, d, causal)
     if only in (None, "turing"):
         # A compute capability 7.5 GPU's choices (fa_overrides.device_cc): Turing's kernel for
         # fp16, the CUDA-core one for the rest, with V in K's buffer at d = 256 (64 KB).
@@ -352,7 +378,7 @@ def main():
         set_overrides(family="auto")
     # The split rule's own plans, then 5 and 20 splits merged by each combine kernel (no clusters).
     merges = (("auto", "rule"), ("simt", "rule"), ("auto", "elem"), ("auto", "wide"))
-    for family, merge in () if only in ("sm90", "variants", "decode_step", "extra") else merges:
+    for family, merge in () if only in ("sm90", "sm80", "variants", "decode_step", "extra") else merges:
         set_overrides(family=family)
         if merge != "rule":
             set_overrides(family=family, decode_splits=5 if merge == "elem" else 20, decode_cluster="off",
