@@ -11,6 +11,7 @@ MAX_JOBS=16 FA_CUDA_ARCHS=90a python3 setup.py build_ext --inplace > $OUT/build.
 for only in turing sm80 sm90; do
     [ $(left 420) -lt 20 ] && { echo "$only: no time left"; continue; }
     SANITIZE_ONLY=$only timeout $(left 440) bash tests/sanitize.sh memcheck racecheck > $OUT/sanitize_$only.txt 2>&1
-    echo "$only rc $? $(( $(date +%s) - t0 )) s"; grep -E "^->|scores 1e9" $OUT/sanitize_$only.txt | sort | uniq -c | head -20
+    echo "$only rc $? $(( $(date +%s) - t0 )) s"; grep -E "^->" $OUT/sanitize_$only.txt
+    grep -hE "scores 1e9|^FAIL" /tmp/sanitize_memcheck.log /tmp/sanitize_racecheck.log | cut -c1-80 | sort | uniq -c | head -12
     cp /tmp/sanitize_memcheck.log $OUT/memcheck_$only.log 2>/dev/null; cp /tmp/sanitize_racecheck.log $OUT/racecheck_$only.log 2>/dev/null
 done
