@@ -210,6 +210,31 @@ def test_sdpa_broadcasts_as_pytorch():
     assert torch_flashattn.stats()["fallback_reasons"] == {"shapes differ": 4}
 
 
+def test_sdpa_nested_tensors_and_subclasses_go_to_pytorch():
+    """Nested tensors (strided and jagged) and tensor subclasses reach SDPA, which computes them (a
+    subclass's __torch_function__ sees SDPA, as without the drop-in), counted as falling back."""
+    parts = [randn(2, 5, 8), randn(2, 7, 8)]
+    strided = torch.nested.nested_tensor(parts)
+    jagged = torch.nested.nested_tensor([t.transpose(0, 1) for t in parts], layout=torch.jagged).transpose(1, 2)
+    for x in (strided, jagged):
+        ours = torch_flashattn.scaled_dot_product_attention(x, x, x)
+        theirs = F.scaled_dot_product_attention(x, x, x)
+        for a, b in zip(ours.unbind(), theirs.unbind()):
+            torch.testing.assert_close(a, b)
+
+    class Constant(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if func is F.scaled_dot_product_attention:
+                return torch.full(args[0].shape, 7.0)
+            with torch._C.DisableTorchFunctionSubclass():
+                return func(*args, **(kwargs or {}))
+
+    q = randn(1, 2, 9, 16).as_subclass(Constant)
+    assert (torch_flashattn.scaled_dot_product_attention(q, q, q) == 7).all()
+    assert torch_flashattn.stats()["fallback_reasons"] == {"nested tensors": 2, "a tensor subclass": 1}
+
+
 def test_sdpa_arguments_sdpa_refuses_raise_as_in_pytorch():
     """Arguments of types SDPA's binding refuses, and dropout outside [0, 1), go to SDPA, which raises;
     scale and enable_gqa are keyword-only there too. A call refused is not counted as served."""

@@ -242,3 +242,24 @@ def test_mask_passed_back_must_match():
                     mask_function=mu.causal_mask_function, attention_mask=m) | kw
         with pytest.raises(RuntimeError, match="was passed back for"):
             structured_mask(**args)
+
+
+@pytest.mark.parametrize("shapes", ["value head dim of its own", "one query set, two key sets"])
+def test_structured_mask_shapes_the_op_does_not_take(shapes):
+    """A padded causal StructuredMask with shapes the op refuses reaches SDPA with the dense mask, as
+    transformers' own sdpa backend computes it: DeepSeek's MLA (value head dim 16 against 24), and a
+    batch of one query set against two key sets, which SDPA broadcasts."""
+    g = torch.Generator().manual_seed(7)
+    B, H, n = 2, 2, 9
+    kw = dict(batch_size=B, q_length=n, kv_length=n, q_offset=0, kv_offset=0,
+              mask_function=mu.causal_mask_function, attention_mask=padding(B, n, True, g))
+    m = structured_mask(**kw)
+    assert isinstance(m, StructuredMask)
+    dq, dv, bq = (24, 16, B) if shapes.startswith("value") else (16, 16, 1)
+    q = torch.randn(bq, H, n, dq, generator=g)
+    k, v = torch.randn(B, H, n, dq, generator=g), torch.randn(B, H, n, dv, generator=g)
+    module = torch.nn.Module()
+    module.is_causal = True
+    ours, _ = torch_flashattn.hf.attention_forward(module, q, k, v, m, scaling=0.3)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mu.sdpa_mask(**kw), scale=0.3).transpose(1, 2)
+    torch.testing.assert_close(ours, ref)

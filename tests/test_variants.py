@@ -1057,7 +1057,7 @@ class TestBadVariants:
 
     def test_causal_align(self, device):
         q, k, v = qkv(device)
-        for bad in ("top_right", "bottom-right", ""):
+        for bad in ("top_right", "bottom-right", "", ["bottom_right"], {"bottom_right": 1}, None):
             raises("causal_align", q, k, v, causal=True, causal_align=bad)
 
     def test_window(self, device):

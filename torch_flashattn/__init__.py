@@ -41,7 +41,7 @@ _ALIGN = {"top_left": 0, "bottom_right": 1}
 
 
 def _align(causal_align):
-    if causal_align not in _ALIGN:
+    if not isinstance(causal_align, str) or causal_align not in _ALIGN:     # a list would not hash
         raise ValueError(f"causal_align must be 'top_left' or 'bottom_right', got {causal_align!r}")
     return _ALIGN[causal_align]
 

@@ -104,6 +104,16 @@ KEYWORDS = {
 _EAGER = ("softcap", "s_aux", "sinks")
 
 
+def _op_shapes(query, key, value):
+    """Whether the op takes these (B, H, L, d) tensors: one batch size, k and v of one shape, one head dim
+    of at most 256, the query heads a multiple of the key heads (DeepSeek's MLA has a value head dim of
+    its own; a batch of one query set against several key sets broadcasts in SDPA): else eager attention
+    or SDPA computes the call."""
+    return (query.dim() == key.dim() == value.dim() == 4 and key.shape == value.shape
+            and query.shape[0] == key.shape[0] and query.shape[3] == key.shape[3] and 1 <= key.shape[3] <= 256
+            and key.shape[1] > 0 and query.shape[1] % key.shape[1] == 0)
+
+
 def _variants_take(query, key, value, dropout, given, mask):
     """Whether torch_flashattn.attention computes this softcap / sinks call: no dropout, no sparse
     selection or position bias to fold, at most one sinks tensor (``s_aux`` or ``sinks``, never both),
@@ -112,7 +122,7 @@ def _variants_take(query, key, value, dropout, given, mask):
     return (not dropout and not ("s_aux" in given and "sinks" in given)
             and not (mask is not None and _needs_grad(mask))
             and not any(k in given for k in ("indices", "block_indices", "position_bias"))
-            and query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype
+            and _op_shapes(query, key, value) and query.dtype == key.dtype == value.dtype
             and query.dtype in (torch.float32, torch.float16, torch.bfloat16))
 
 _eager_cache = {}
@@ -342,7 +352,7 @@ def _structured_takes(query, key, value, dropout, grad_ok=lambda: False, sdpa_ok
     is left to SDPA's AMX kernel with the dense mask (the drop-in's _cpu_amx_sdpa)."""
     grad = _sdpa._needs_grad(query, key, value)
     if (dropout or (grad and not grad_ok())
-            or not (query.dim() == key.dim() == value.dim() == 4 and query.dtype == key.dtype == value.dtype)):
+            or not (_op_shapes(query, key, value) and query.dtype == key.dtype == value.dtype)):
         return False
     if query.device.type == "cpu":
         return (query.dtype in (torch.float32, torch.float16, torch.bfloat16)

@@ -162,6 +162,16 @@ def _tangents(tensors):
         isinstance(t, torch.Tensor) and _fwad.unpack_dual(t).tangent is not None for t in tensors)
 
 
+def _subclassed(tensors):
+    """Whether a tensor subclass may answer the call its own way: one that overrides __torch_function__
+    (it would see our ops, never SDPA) or, in eager mode, any subclass but Parameter (DTensor and its
+    kind dispatch our ops, for which they have no rule; SDPA they know)."""
+    ts = tuple(t for t in tensors if t is not None)
+    if torch.overrides.has_torch_function(ts):
+        return True
+    return not torch.compiler.is_compiling() and any(type(t) not in (torch.Tensor, torch.nn.Parameter) for t in ts)
+
+
 def _argument_reason(attn_mask, dropout_p, is_causal, scale, enable_gqa):
     """Arguments SDPA itself must judge: types its binding refuses (it raises) and dropout."""
     if (type(is_causal) is bool and type(enable_gqa) is bool and type(dropout_p) is float and dropout_p == 0.0
@@ -186,6 +196,10 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
         return reason
     if not (isinstance(query, torch.Tensor) and isinstance(key, torch.Tensor) and isinstance(value, torch.Tensor)):
         return "query, key or value not a tensor"
+    if query.is_nested or key.is_nested or value.is_nested:
+        return "nested tensors"
+    if _subclassed((query, key, value, attn_mask)):
+        return "a tensor subclass"
     if not torch.compiler.is_compiling():          # eager mode: the flags and transforms of the call
         if not torch._C._get_flash_sdp_enabled():      # torch.backends.cuda.flash_sdp_enabled()
             return "sdpa_kernel without FLASH_ATTENTION"   # the caller chose SDPA's other backends
@@ -258,7 +272,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     read tile by tile, for fp16/bf16 (B, H, L, E) inputs. Anything else goes to PyTorch's SDPA. ``is_causal`` is SDPA's top-left
     mask in every case. Under autocast the inputs are cast as autocast casts SDPA's; inside
     ``torch.nn.attention.sdpa_kernel`` without the flash backend, with forward-mode AD or under a
-    ``torch.func`` transform, and for arguments of types SDPA's binding refuses, SDPA itself runs.
+    ``torch.func`` transform, for nested tensors and tensor subclasses, and for arguments of types
+    SDPA's binding refuses, SDPA itself runs.
     """
     query, key, value, attn_mask = _autocast(query, key, value, attn_mask)
     tensors = all(isinstance(t, torch.Tensor) for t in (query, key, value))
