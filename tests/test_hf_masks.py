@@ -263,3 +263,88 @@ def test_structured_mask_shapes_the_op_does_not_take(shapes):
     ours, _ = torch_flashattn.hf.attention_forward(module, q, k, v, m, scaling=0.3)
     ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mu.sdpa_mask(**kw), scale=0.3).transpose(1, 2)
     torch.testing.assert_close(ours, ref)
+
+
+def _model_cases():
+    import transformers as T
+    ids = torch.randint(4, 128, (2, 16), generator=torch.Generator().manual_seed(0))
+    pad = torch.ones_like(ids)
+    pad[1, :5] = 0
+    dec = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4)
+    return {
+        # asks for the built causal mask to add ALiBi to it (AttributeError on a StructuredMask before)
+        "falcon_alibi": ("sdpa", lambda: T.FalconForCausalLM(T.FalconConfig(
+            **dec, alibi=True, multi_query=False, parallel_attn=False, bias=True)), dict(input_ids=ids)),
+        # asks for the built causal mask for its dynamic mask (the same AttributeError)
+        "doge": ("sdpa", lambda: T.DogeForCausalLM(T.DogeConfig(**dec, intermediate_size=128, num_key_value_heads=2)),
+                 dict(input_ids=ids, attention_mask=pad)),
+        # adds its relative position bias to the bidirectional mask, which "sdpa" gets as None (TypeError)
+        "beit": ("sdpa", lambda: T.BeitModel(T.BeitConfig(
+            hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2, image_size=16,
+            patch_size=4, use_relative_position_bias=True)), dict(pixel_values=torch.randn(2, 3, 16, 16))),
+        # eager only: the decoder's self-attention keeps is_causal False (its logits were 4 off)
+        "nllb_moe": ("eager", lambda: T.NllbMoeForConditionalGeneration(T.NllbMoeConfig(
+            vocab_size=128, d_model=64, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+            decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64,
+            num_experts=4, init_std=0.2)), dict(input_ids=ids, decoder_input_ids=ids[:, :8])),
+        # eager only, its text attention its own code adding the mask to its scores (6 off)
+        "git": ("eager", lambda: T.GitForCausalLM(T.GitConfig(
+            **dec, intermediate_size=128, initializer_range=0.2, vision_config=dict(
+                hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, image_size=16,
+                patch_size=4))), dict(input_ids=ids, attention_mask=pad)),
+    }
+
+
+@pytest.mark.parametrize("arch", ["falcon_alibi", "doge", "beit", "nllb_moe", "git"])
+def test_models_that_need_the_built_mask(arch):
+    """Models whose own code reads the mask the backend's mask function builds: they get what their
+    reference implementation gets (sdpa_mask's tensor where they ask for the mask itself, None for an
+    unpadded bidirectional mask, eager's additive mask for a model that knows only eager attention),
+    and compute its logits."""
+    import transformers
+    transformers.logging.set_verbosity_error()
+    name = torch_flashattn.hf.register()
+    try:
+        ref_impl, build, inputs = _model_cases()[arch]
+    except AttributeError as e:                      # a class this transformers release lacks
+        pytest.skip(str(e))
+    torch.manual_seed(0)
+    model = build().eval()
+    outs = {}
+    for impl in (ref_impl, name):
+        model.set_attn_implementation(impl)
+        with torch.no_grad():
+            out = model(**inputs)
+        outs[impl] = out.logits if getattr(out, "logits", None) is not None else out.last_hidden_state
+    torch.testing.assert_close(outs[name], outs[ref_impl], atol=5e-5, rtol=0)
+
+
+def test_mask_sized_for_other_keys_takes_the_dense_path():
+    """MiniMax sizes its decoding step's mask from its first layer, a linear-attention one (one key),
+    and SDPA broadcasts that mask over the full-attention layer's keys. The StructuredMask does not
+    describe those keys, so the dense mask goes to SDPA as in "sdpa" (it cut the keys to one before:
+    the unpadded row's tokens differed from the second step)."""
+    import transformers as T
+    T.logging.set_verbosity_error()
+    if not hasattr(T, "MiniMaxConfig"):
+        pytest.skip("no MiniMax in this transformers release")
+    name = torch_flashattn.hf.register()
+    cfg = T.MiniMaxConfig(vocab_size=128, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                          num_attention_heads=4, num_key_value_heads=2, head_dim=16, num_local_experts=4,
+                          num_experts_per_tok=2, block_size=4, layer_types=["linear_attention", "full_attention"],
+                          initializer_range=0.2, pad_token_id=0)
+    torch.manual_seed(0)
+    model = T.MiniMaxForCausalLM(cfg).eval()
+    ids = torch.randint(4, 128, (2, 16), generator=torch.Generator().manual_seed(0))
+    mask = torch.ones_like(ids)
+    ids[1, :5], mask[1, :5] = 0, 0
+    outs = {}
+    for impl in ("sdpa", name):
+        model.set_attn_implementation(impl)
+        with torch.no_grad():
+            outs[impl] = model.generate(input_ids=ids, attention_mask=mask, do_sample=False, max_new_tokens=4,
+                                        min_new_tokens=4, output_logits=True, return_dict_in_generate=True,
+                                        pad_token_id=0)
+    assert torch.equal(outs[name].sequences, outs["sdpa"].sequences)
+    for a, b in zip(outs[name].logits, outs["sdpa"].logits):
+        torch.testing.assert_close(a, b, atol=5e-5, rtol=0)

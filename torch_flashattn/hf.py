@@ -95,6 +95,7 @@ KEYWORDS = {
     "output_router_logits": "not an attention input",
     "num_items_in_batch": "not an attention input (loss normalisation)",
     "use_cache": "not an attention input",
+    "return_dict": "not an attention input (HuBERT's encoder passes it on)",
     "deterministic": "flash kernels' backward determinism; no effect on the forward",
 }
 
@@ -238,11 +239,13 @@ class StructuredMask:
         op cannot express it (a diagonal other than its two alignments). Causal calls drop the keys past
         the last query's diagonal (views), which no query sees, so that the alignment is bottom-right."""
         nq, nk, delta, key_mask = self.q_length, self.kv_length, self.delta, self.key_mask
+        if key.shape[2] != nk or value.shape[2] != nk:
+            return None     # sized for other keys (MiniMax's decoding step, from a linear layer): dense, broadcast
         if self.causal:
             if delta < 0 or delta + nq > nk:
                 return None
-            nk = delta + nq                              # views only where they drop keys (not in a decoding step)
-            if key.shape[2] != nk or value.shape[2] != nk:
+            if delta + nq != nk:                         # views only where they drop keys (not in a decoding step)
+                nk = delta + nq
                 key, value = key[:, :, :nk], value[:, :, :nk]
             if key_mask is not None and key_mask.shape[1] != nk:
                 key_mask = key_mask[:, :nk]
@@ -295,10 +298,31 @@ def _structure(fn):
     return None
 
 
+_eager_only_cache = {}
+
+
+def _eager_only(config):
+    """Whether the model a mask is built for knows only eager attention: neither SDPA nor transformers'
+    attention interface (GIT's text attention adds the mask to its scores itself; NLLB-MoE's decoder
+    self-attention leaves is_causal False and relies on the mask). Such a model gets eager's own mask."""
+    key = type(config)
+    if key not in _eager_only_cache:
+        from transformers.models.auto.modeling_auto import MODEL_MAPPING
+        try:
+            cls = MODEL_MAPPING[key]
+        except (KeyError, ValueError):
+            cls = None
+        _eager_only_cache[key] = cls is not None and not (getattr(cls, "_supports_sdpa", True)
+                                                          or getattr(cls, "_supports_attention_backend", True))
+    return _eager_only_cache[key]
+
+
 def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None,
                     attention_mask=None, allow_is_causal_skip=True, **kwargs):
     """transformers' mask-interface protocol (as ``sdpa_mask``): a ``StructuredMask`` for the patterns
-    ``_structure`` knows, None where the plain causal flag is exact, else sdpa_mask's dense mask."""
+    ``_structure`` knows, None where the plain causal flag (or no mask) is exact, else sdpa_mask's dense
+    mask, which is also what a caller that asks for the mask itself gets; eager's mask for a model that
+    knows only eager attention."""
     from transformers import masking_utils as mu
 
     mask_function = mask_function or mu.causal_mask_function
@@ -313,13 +337,23 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     args = dict(batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset,
                 kv_offset=kv_offset, mask_function=mask_function, attention_mask=attention_mask,
                 allow_is_causal_skip=allow_is_causal_skip, **kwargs)
+    if kwargs.get("config") is not None and _eager_only(kwargs["config"]):
+        return mu.eager_mask(**args)                       # what "eager" gets: additive, never skipped
     build = lambda: mu.sdpa_mask(**args)  # noqa: E731
     shape = _structure(mask_function)
     if shape is None or not all(isinstance(x, int) for x in (q_offset, kv_offset, q_length, kv_length)):
         return build()
+    if shape[0] and not allow_is_causal_skip:
+        # Asked for the mask itself (Falcon adds ALiBi to it, Doge its dynamic mask; a compileable
+        # cache's decoding step): sdpa_mask's tensor, as "sdpa" gets.
+        return build()
     padding = mu.prepare_padding_mask(attention_mask, kv_length, kv_offset)
     # The padding mask goes to the kernels as it is, all ones or not: nothing is read on the host.
     key_mask = None if padding is None else padding[:, kv_offset:kv_offset + kv_length]
+    local_size = kwargs.get("local_size")
+    if (shape == (False, None, None) and key_mask is None and kwargs.get("allow_is_bidirectional_skip")
+            and (local_size is None or kv_length < local_size)):
+        return None                 # no mask, as sdpa_mask returns (BEiT adds its bias to a given one)
     # Without a padding mask, sdpa_mask's own test of whether the plain causal flag (top-left) is
     # exact (given no padding mask, it reads nothing on the host).
     if shape == (True, None, 0) and key_mask is None and allow_is_causal_skip and mu._ignore_causal_mask_sdpa(
