@@ -38,7 +38,11 @@ alignment) instead of a dense 4-D mask; those calls run on ``torch_flashattn.att
 fp16/bf16 on sm_80+). Any other pattern (chunked, packed sequences, image-token overlays), offsets given
 as tensors, and calls that fall back (dropout, gradients where SDPA's backward is faster, eager attention)
 get the dense mask built as
-for ``attn_implementation="sdpa"`` (boolean, left out where the plain causal flag is exact). A padding
+for ``attn_implementation="sdpa"`` (boolean, left out where the plain causal flag is exact), as does a
+caller that asks for the causal mask itself (Falcon adds its ALiBi to it; a compileable cache's
+decoding step) and a mask sized for keys other than the call's (MiniMax); an unpadded bidirectional mask
+is None, as sdpa's; a model that knows only eager attention (neither SDPA nor the attention interface:
+GIT, NLLB-MoE, PEGASUS-X) gets eager's additive mask. A padding
 mask goes to the kernels as ``key_mask`` as it is, with padding or without: the mask function reads
 nothing on the host (transformers' own sdpa mask reads the padding once per forward to drop an
 all-ones mask; the kernels run an all-ones key_mask at the plain call's speed, bench/LOG.md
