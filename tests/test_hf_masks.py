@@ -348,3 +348,27 @@ def test_mask_sized_for_other_keys_takes_the_dense_path():
     assert torch.equal(outs[name].sequences, outs["sdpa"].sequences)
     for a, b in zip(outs[name].logits, outs["sdpa"].logits):
         torch.testing.assert_close(a, b, atol=5e-5, rtol=0)
+
+
+def test_built_mask_handed_back_untouched_runs_structured():
+    """A causal mask asked for itself (allow_is_causal_skip=False: Falcon) is sdpa_mask's tensor; handed
+    to the attention function unchanged it runs as the StructuredMask it was built from (our kernels);
+    changed in place (its version counter moves) it runs as the dense mask it now is."""
+    g = torch.Generator().manual_seed(5)
+    B, H, n, d = 2, 2, 9, 16
+    kw = dict(batch_size=B, q_length=n, kv_length=n, q_offset=0, kv_offset=0,
+              mask_function=mu.causal_mask_function, attention_mask=padding(B, n, True, g))
+    built = structured_mask(**kw, allow_is_causal_skip=False)
+    assert isinstance(built, torch.Tensor) and torch.equal(built, mu.sdpa_mask(**kw, allow_is_causal_skip=False))
+    q, k, v = (torch.randn(B, H, n, d, generator=g) for _ in range(3))
+    module = torch.nn.Module()
+    module.is_causal = True
+    for touched in (False, True):
+        if touched:
+            built[0, 0, 4, 2] = False                     # in place: the tensor no longer says what it was built from
+        torch_flashattn.reset_stats()
+        ours, _ = torch_flashattn.hf.attention_forward(module, q, k, v, built, scaling=0.25)
+        ref = F.scaled_dot_product_attention(q, k, v, attn_mask=built, scale=0.25).transpose(1, 2)
+        seen = built.expand(B, H, n, n).any(-1).transpose(1, 2)
+        torch.testing.assert_close(ours[seen], ref[seen], atol=2e-6, rtol=0)
+        assert torch_flashattn.stats()["fa" if not touched else "sdpa"] == 1, torch_flashattn.stats()

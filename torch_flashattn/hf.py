@@ -39,8 +39,9 @@ fp16/bf16 on sm_80+). Any other pattern (chunked, packed sequences, image-token 
 as tensors, and calls that fall back (dropout, gradients where SDPA's backward is faster, eager attention)
 get the dense mask built as
 for ``attn_implementation="sdpa"`` (boolean, left out where the plain causal flag is exact), as does a
-caller that asks for the causal mask itself (Falcon adds its ALiBi to it; a compileable cache's
-decoding step) and a mask sized for keys other than the call's (MiniMax); an unpadded bidirectional mask
+caller that asks for the causal mask itself (Falcon, to add its ALiBi; a compileable cache's decoding
+step: tagged, it runs structured where it reaches the attention function unchanged) and a mask sized
+for keys other than the call's (MiniMax); an unpadded bidirectional mask
 is None, as sdpa's; a model that knows only eager attention (neither SDPA nor the attention interface:
 GIT, NLLB-MoE, PEGASUS-X) gets eager's additive mask. A padding
 mask goes to the kernels as ``key_mask`` as it is, with padding or without: the mask function reads
@@ -347,13 +348,18 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     shape = _structure(mask_function)
     if shape is None or not all(isinstance(x, int) for x in (q_offset, kv_offset, q_length, kv_length)):
         return build()
-    if shape[0] and not allow_is_causal_skip:
-        # Asked for the mask itself (Falcon adds ALiBi to it, Doge its dynamic mask; a compileable
-        # cache's decoding step): sdpa_mask's tensor, as "sdpa" gets.
-        return build()
     padding = mu.prepare_padding_mask(attention_mask, kv_length, kv_offset)
     # The padding mask goes to the kernels as it is, all ones or not: nothing is read on the host.
     key_mask = None if padding is None else padding[:, kv_offset:kv_offset + kv_length]
+    if shape[0] and not allow_is_causal_skip:
+        # Asked for the mask itself (Falcon adds ALiBi to it, Doge its dynamic mask; a compileable
+        # cache's decoding step): sdpa_mask's tensor, as "sdpa" gets, tagged with its structure and
+        # version: a call handed it untouched runs it as structured (_untouched).
+        dense = build()
+        if isinstance(dense, torch.Tensor) and not dense.is_inference() and not torch.compiler.is_compiling():
+            dense._fa_structure = (StructuredMask(key_mask, *shape, q_offset - kv_offset, q_length, kv_length,
+                                                  lambda: dense), dense._version)
+        return dense
     local_size = kwargs.get("local_size")
     if (shape == (False, None, None) and key_mask is None and kwargs.get("allow_is_bidirectional_skip")
             and (local_size is None or kv_length < local_size)):
@@ -399,6 +405,13 @@ def _structured_takes(query, key, value, dropout, grad_ok=lambda: False, sdpa_ok
             and _sdpa._capability(query.device.index) >= (8, 0))
 
 
+def _untouched(mask):
+    """The StructuredMask a dense mask was built from (structured_mask, asked for the mask itself), when
+    the call received that very tensor, unchanged since (its version counter); else the mask."""
+    tag = getattr(mask, "_fa_structure", None) if isinstance(mask, torch.Tensor) else None
+    return tag[0] if tag is not None and not torch.compiler.is_compiling() and mask._version == tag[1] else mask
+
+
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None, is_causal=None,
                       **kwargs):
     """transformers' attention-function protocol: query (B, Hq, L, d), key and value (B, Hkv, S, d);
@@ -406,6 +419,7 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
     is_causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     # transformers passes None for a feature that is off (and False for output_attentions).
     given = {k: v for k, v in kwargs.items() if v is not None}
+    attention_mask = _untouched(attention_mask)
     if isinstance(attention_mask, StructuredMask):
         # The op computes it (softcap and sinks too) unless a keyword needs another path: a selection or
         # position bias to fold, the weights asked for, both sinks tensors, or one this module does not know.
