@@ -235,6 +235,28 @@ def test_sdpa_nested_tensors_and_subclasses_go_to_pytorch():
     assert torch_flashattn.stats()["fallback_reasons"] == {"nested tensors": 2, "a tensor subclass": 1}
 
 
+def test_sdpa_modes_and_tracers_keep_our_kernel():
+    """A TorchFunctionMode (a device context) and torch's tracers (make_fx with fake tensors, non-strict
+    torch.export) keep the call on our op: only a tensor's own type sends it to SDPA."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+    q = randn(1, 2, 16, 32)
+    with torch.device("cpu"):
+        torch_flashattn.scaled_dot_product_attention(q, q, q)
+    assert torch_flashattn.stats()["fa"] == 1 and torch_flashattn.stats()["fallback_reasons"] == {}
+
+    def f(q, k, v):
+        return torch_flashattn.scaled_dot_product_attention(q, k, v, is_causal=True) * 2
+
+    class M(torch.nn.Module):
+        def forward(self, q, k, v):
+            return f(q, k, v)
+
+    graphs = [make_fx(f, tracing_mode="fake")(q, q, q).graph,
+              torch.export.export(M(), (q, q, q), strict=False).graph]
+    for g in graphs:
+        assert "fa.forward.default" in [str(n.target) for n in g.nodes if n.op == "call_function"], g
+
+
 def test_sdpa_arguments_sdpa_refuses_raise_as_in_pytorch():
     """Arguments of types SDPA's binding refuses, and dropout outside [0, 1), go to SDPA, which raises;
     scale and enable_gqa are keyword-only there too. A call refused is not counted as served."""

@@ -163,13 +163,28 @@ def _tangents(tensors):
 
 
 def _subclassed(tensors):
-    """Whether a tensor subclass may answer the call its own way: one that overrides __torch_function__
-    (it would see our ops, never SDPA) or, in eager mode, any subclass but Parameter (DTensor and its
-    kind dispatch our ops, for which they have no rule; SDPA they know)."""
-    ts = tuple(t for t in tensors if t is not None)
-    if torch.overrides.has_torch_function(ts):
-        return True
-    return not torch.compiler.is_compiling() and any(type(t) not in (torch.Tensor, torch.nn.Parameter) for t in ts)
+    """Whether a tensor subclass may answer the call its own way (one with its own __torch_function__
+    would see our ops, never SDPA; DTensor and its kind dispatch our ops, for which they have no rule):
+    in eager mode any subclass but Parameter and the tracers' own tensors (FakeTensor and FunctionalTensor:
+    torch.export and make_fx trace our ops). Types, not torch.overrides.has_torch_function, which any
+    active TorchFunctionMode (torch.set_default_device, `with torch.device(...)`) makes true."""
+    if torch.compiler.is_compiling():
+        return False
+    plain = (torch.Tensor, torch.nn.Parameter) + _tracer_tensors()
+    return any(t is not None and type(t) not in plain for t in tensors)
+
+
+_tracers = None
+
+
+def _tracer_tensors():
+    """The tensor subclasses torch's own tracers hand the drop-in (non-strict export, make_fx)."""
+    global _tracers
+    if _tracers is None:
+        from torch._subclasses.fake_tensor import FakeTensor
+        from torch._subclasses.functional_tensor import FunctionalTensor
+        _tracers = (FakeTensor, FunctionalTensor)
+    return _tracers
 
 
 def _argument_reason(attn_mask, dropout_p, is_causal, scale, enable_gqa):
