@@ -101,6 +101,7 @@ KEYWORDS = {
     "num_items_in_batch": "not an attention input (loss normalisation)",
     "use_cache": "not an attention input",
     "return_dict": "not an attention input (HuBERT's encoder passes it on)",
+    "image_patches_indices": "not an attention input (Fuyu passes its model inputs on)",
     "deterministic": "flash kernels' backward determinism; no effect on the forward",
 }
 
