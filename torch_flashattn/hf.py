@@ -358,8 +358,10 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
         # version: a call handed it untouched runs it as structured (_untouched).
         dense = build()
         if isinstance(dense, torch.Tensor) and not dense.is_inference() and not torch.compiler.is_compiling():
+            # Its dense() builds anew: a closure over the tensor would be a cycle holding the mask until
+            # the garbage collector runs.
             dense._fa_structure = (StructuredMask(key_mask, *shape, q_offset - kv_offset, q_length, kv_length,
-                                                  lambda: dense), dense._version)
+                                                  build), dense._version)
         return dense
     local_size = kwargs.get("local_size")
     if (shape == (False, None, None) and key_mask is None and kwargs.get("allow_is_bidirectional_skip")
