@@ -167,9 +167,7 @@ def _subclassed(tensors):
     would see our ops, never SDPA; DTensor and its kind dispatch our ops, for which they have no rule):
     in eager mode any subclass but Parameter and the tracers' own tensors (FakeTensor and FunctionalTensor:
     torch.export and make_fx trace our ops). Types, not torch.overrides.has_torch_function, which any
-    active TorchFunctionMode (torch.set_default_device, `with torch.device(...)`) makes true."""
-    if torch.compiler.is_compiling():
-        return False
+    active TorchFunctionMode (torch.set_default_device, `with torch.device(...)`) makes true. Eager mode."""
     plain = (torch.Tensor, torch.nn.Parameter) + _tracer_tensors()
     return any(t is not None and type(t) not in plain for t in tensors)
 
@@ -213,9 +211,9 @@ def _fallback_reason(query, key, value, attn_mask, dropout_p, enable_gqa, is_cau
         return "query, key or value not a tensor"
     if query.is_nested or key.is_nested or value.is_nested:
         return "nested tensors"
-    if _subclassed((query, key, value, attn_mask)):
-        return "a tensor subclass"
-    if not torch.compiler.is_compiling():          # eager mode: the flags and transforms of the call
+    if not torch.compiler.is_compiling():          # eager mode: the flags, transforms and types of the call
+        if _subclassed((query, key, value, attn_mask)):
+            return "a tensor subclass"
         if not torch._C._get_flash_sdp_enabled():      # torch.backends.cuda.flash_sdp_enabled()
             return "sdpa_kernel without FLASH_ATTENTION"   # the caller chose SDPA's other backends
         if _tangents((query, key, value, attn_mask)):
