@@ -304,6 +304,10 @@ def _structure(fn):
     return None
 
 
+# Models whose own code reads the mask their mask function returns, in transformers releases that do
+# not say so with allow_is_causal_skip=False (Doge builds its dynamic mask on it; 5.17 does not ask).
+_READS_MASK = frozenset({"doge"})
+
 _eager_only_cache = {}
 
 
@@ -346,6 +350,8 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     if kwargs.get("config") is not None and _eager_only(kwargs["config"]):
         return mu.eager_mask(**args)                       # what "eager" gets: additive, never skipped
     build = lambda: mu.sdpa_mask(**args)  # noqa: E731
+    if kwargs.get("config") is not None and getattr(kwargs["config"], "model_type", None) in _READS_MASK:
+        allow_is_causal_skip = False
     shape = _structure(mask_function)
     if shape is None or not all(isinstance(x, int) for x in (q_offset, kv_offset, q_length, kv_length)):
         return build()
