@@ -198,6 +198,8 @@ typedef struct {
                                 it runs the call (the automatic rule: plan.h) */
     int sm90_heads;          /* causal Hopper calls: tiles walked in sections of n heads, rank by rank
                                 (n > 0: the largest divisor of B · Hq up to n; 1: head by head) */
+    int sm90_long_tile;      /* non-causal Hopper calls at d <= 128: 1 never, 2 always on the
+                                three-consumer 80-key tile (automatic: from FA_SM90_LONG_NK keys) */
 } fa_overrides;
 
 /* Private to tests and tuning tools: sets the process-wide overrides (every later call reads them;

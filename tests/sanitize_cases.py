@@ -313,12 +313,12 @@ def main():
         set_overrides(family="sm90", sm90_grid="pairs")
         failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 1025, 128, True, " pairs")
         for parts in (3, 4):
-            set_overrides(family="sm90", sm90_grid="persistent", sm90_tail=parts)
+            set_overrides(family="sm90", sm90_grid="persistent", sm90_tail=parts, sm90_long_tile="on")
             failures += not check_forward("sm90", torch.bfloat16, 3, 16, 4, 777, 2049, 128, False,
                                           f" last round in {parts} parts")
-        # d = 128 non-causal from 2k keys: the 3-consumer tile, query and key tails, both grids.
+        # d = 128 non-causal on the 3-consumer tile: query and key tails, both grids.
         for grid in ("persistent", "tile"):
-            set_overrides(family="sm90", sm90_grid=grid)
+            set_overrides(family="sm90", sm90_grid=grid, sm90_long_tile="on")
             failures += not check_forward("sm90", torch.bfloat16, 1, 4, 2, 385, 2049, 128, False, " long keys")
         # d = 128 causal from 4k keys: the fenced 2-consumer tile, a query tail, both grids.
         for grid in ("persistent", "tile", "pairs"):
@@ -333,7 +333,7 @@ def main():
                 for d in (64, 128, 256):
                     for causal in (False, True):
                         failures += not check_plain_extra(what, 2, 4, 2, 333, 517, d, causal, " " + grid)
-            set_overrides(family="sm90", sm90_grid="persistent", sm90_tail=3)
+            set_overrides(family="sm90", sm90_grid="persistent", sm90_tail=3, sm90_long_tile="on")
             failures += not check_plain_extra(what, 3, 16, 4, 777, 2049, 128, False, " last round in 3 parts")
     if "sm90" in FAMILIES and only in (None, "sm90", "variants"):
         # The variants in the Hopper kernel (VAR): windows that skip key blocks, bottom-right rows

@@ -271,6 +271,8 @@ def test_unknown_kernel_family():
         _testing.set_overrides(decode_warps=5)
     with pytest.raises(TypeError, match="unknown field"):
         _testing.set_overrides(decode_pdl=1)
+    with pytest.raises(RuntimeError, match="outside its range"):     # the C check of the last field
+        torch.ops.fa._set_overrides([0] * (len(_testing.FIELDS) - 1) + [3])
     for value in (2**32 + 4, 2**40, -2**31 - 1):       # once cut to 32 bits: 4, 0 (automatic), ...
         with pytest.raises(ValueError, match=f"decode_splits must fit a 32-bit int, got {value}"):
             _testing.set_overrides(decode_splits=value)

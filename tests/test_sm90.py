@@ -76,13 +76,14 @@ def check_gqa_lse(dtype, d, nq, nk, causal, what):
 @pytest.mark.parametrize("d", [72, 128])
 @pytest.mark.parametrize("nq,nk", [(1, 2048), (193, 2049), (385, 5000), (129, 2047)])
 @pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
-def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
-    """Non-causal from FA_SM90_LONG_NK (2048) keys at d <= 128 runs the 3-consumer tile (192 query
-    rows, 80-key blocks): key block tails (2049 = 25 · 80 + 49, 5000 = 62 · 80 + 40), query tile
-    tails (193 = 192 + 1, 385 = 2 · 192 + 1), one query row, the 2-consumer tile just below the
-    switch, GQA, lse, both grids."""
-    fa_overrides(sm90_grid=grid)
-    check_gqa_lse(dtype, d, nq, nk, False, f"sm90 long-key tile {dtype} d={d} Nq={nq} Nk={nk}")
+@pytest.mark.parametrize("tile", ["on", "off", "auto"])
+def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, tile, forced, fa_overrides):
+    """Non-causal at d <= 128 on the 3-consumer tile (192 query rows, 80-key blocks; sm90_long_tile
+    "on", and "auto" from FA_SM90_LONG_NK keys) and on the 2-consumer one ("off"): key block tails
+    (2049 = 25 · 80 + 49, 5000 = 62 · 80 + 40), query tile tails (193 = 192 + 1, 385 = 2 · 192 + 1),
+    one query row, GQA, lse, both grids."""
+    fa_overrides(sm90_grid=grid, sm90_long_tile=tile)
+    check_gqa_lse(dtype, d, nq, nk, False, f"sm90 long-key tile={tile} {dtype} d={d} Nq={nq} Nk={nk}")
 
 
 @sm90
@@ -106,10 +107,12 @@ def test_sm90_causal_long_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
 def test_sm90_split_last_round(dtype, d, nk, tail, forced, fa_overrides):
     """The persistent grid's last, partly filled round split along the keys (sm90_tail: the rule,
     2-4 parts forced, 1 off) and merged: 8 heads of 3500 query rows are 152 tiles of 192 rows
-    (d = 64, and d = 128 from 2k keys) or 224 of 128 (d = 128 below 2k keys, d = 256), so a tail
-    on 132 SMs. Only the d = 128 three-consumer tile (2500 keys) splits; the others take the
-    override and run their tiles whole. Key block tails, GQA, lse."""
-    fa_overrides(sm90_grid="persistent", sm90_tail=tail)
+    (d = 64, and d = 128 at 2500 keys on the three-consumer tile, forced) or 224 of 128 (d = 128 at
+    1500 keys on the two-consumer tile, forced; d = 256), so a tail on 132 SMs. Only the d = 128
+    three-consumer tile splits; the others take the override and run their tiles whole. Key block
+    tails, GQA, lse."""
+    fa_overrides(sm90_grid="persistent", sm90_tail=tail,
+                 sm90_long_tile="auto" if d != 128 else "on" if nk == 2500 else "off")
     check_gqa_lse(dtype, d, 3500, nk, False, f"sm90 split last round {dtype} d={d} Nk={nk} parts={tail}")
 
 
@@ -122,8 +125,8 @@ def test_sm90_last_query_tiles_moved(dtype, d, B, hq, hkv, nq, nk, tail, forced,
     """Each head's last query tile has rows for one warpgroup of three (1000 = 5 · 192 + 40,
     2500 = 13 · 192 + 4): the other two compute nothing, and on 132 SMs the persistent walk takes
     those tiles last (sm90_walk_plan); at d = 128 the rule also splits the whole tiles of the last
-    round (sm90_tail=1: not). GQA, lse."""
-    fa_overrides(sm90_tail=tail)
+    round (sm90_tail=1: not). GQA, lse. d = 128 on the three-consumer tile (sm90_long_tile "on")."""
+    fa_overrides(sm90_tail=tail, sm90_long_tile="on")
     torch.manual_seed(nq + nk + d)
     q = randn(B, hq, nq, d, dtype=dtype, device="cuda")
     k = randn(B, hkv, nk, d, dtype=dtype, device="cuda")
@@ -208,6 +211,14 @@ PLAIN_TILE_SHAPES = {
 }
 
 
+def plain_tile_shape(shape, fa_overrides):
+    """PLAIN_TILE_SHAPES[shape], its tile forced where the key count alone would not pick it (the
+    three-consumer tile for d128_long_keys: sm90_long_tile)."""
+    if shape == "d128_long_keys":
+        fa_overrides(sm90_long_tile="on")
+    return PLAIN_TILE_SHAPES[shape]
+
+
 @sm90
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("shape", list(PLAIN_TILE_SHAPES))
@@ -220,7 +231,7 @@ def test_sm90_sinks_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides)
     plain row end fuses m · c into m · c + log2 l)."""
     from test_variants import assert_variant_accurate
     fa_overrides(**({"sm90_grid": "persistent", "sm90_tail": 3} if grid == "split" else {"sm90_grid": grid}))
-    B, Hq, Hkv, nq, nk, d, causal = PLAIN_TILE_SHAPES[shape]
+    B, Hq, Hkv, nq, nk, d, causal = plain_tile_shape(shape, fa_overrides)
     torch.manual_seed(nq + nk + d)
     q = randn(B, Hq, nq, d, dtype=dtype, device="cuda")
     k = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
@@ -247,7 +258,7 @@ def test_sm90_alibi_on_the_plain_tiles(dtype, shape, grid, forced, fa_overrides)
     with a scale of 0.3; zero slopes give the plain call's answer within a rounding."""
     from test_variants import alibi_heads, assert_variant_accurate
     fa_overrides(**({"sm90_grid": "persistent", "sm90_tail": 3} if grid == "split" else {"sm90_grid": grid}))
-    B, Hq, Hkv, nq, nk, d, causal = PLAIN_TILE_SHAPES[shape]
+    B, Hq, Hkv, nq, nk, d, causal = plain_tile_shape(shape, fa_overrides)
     torch.manual_seed(nq + nk + d)
     q = randn(B, Hq, nq, d, dtype=dtype, device="cuda")
     k = randn(B, Hkv, nk, d, dtype=dtype, device="cuda")
@@ -399,7 +410,7 @@ def test_sm90_huge_scores_never_a_silent_wrong_row(shape, sinks, forced, fa_over
     from test_variants import exact
     if shape == "d128_long_keys":
         fa_overrides(sm90_grid="persistent", sm90_tail=3)
-    B, Hq, Hkv, nq, nk, d, causal = PLAIN_TILE_SHAPES[shape]
+    B, Hq, Hkv, nq, nk, d, causal = plain_tile_shape(shape, fa_overrides)
     torch.manual_seed(nq)
     q = randn(B, Hq, nq, d, dtype=torch.bfloat16, device="cuda")
     k = randn(B, Hkv, nk, d, dtype=torch.bfloat16, device="cuda")

@@ -248,7 +248,8 @@ def test_long_varlen_in_the_kernel(case, dtype, d, family, fa_overrides):
 
 # The Hopper kernel runs the visibility variants alone (window, alignment, key_mask, sinks, packed
 # sequences) on the plain kernel's tiles: at d = 128 the 3-consumer one for non-causal calls from
-# 2048 keys (FA_SM90_LONG_NK), at d = 64 the 3-consumer one but for short causal calls.
+# FA_SM90_LONG_NK keys (forced here: sm90_long_tile), at d = 64 the 3-consumer one but for short
+# causal calls.
 LONG_KEY_CASES = {
     "window_sym": lambda B, Nk, g: dict(window=(700, 300)),
     "window_right_only": lambda B, Nk, g: dict(window=(-1, 5)),
@@ -264,6 +265,7 @@ LONG_KEY_CASES = {
 @pytest.mark.parametrize("case", list(LONG_KEY_CASES))
 def test_visibility_variants_on_the_long_key_tiles(case, d, family, fa_overrides):
     use_family(family, fa_overrides)
+    fa_overrides(sm90_long_tile="on")
     B, Hq, Hkv, Nq, Nk = 3, 4, 2, 333, 2100
     g = torch.Generator().manual_seed(seed_of("long keys", case, d))
     q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, torch.bfloat16, "cuda")
@@ -279,8 +281,10 @@ def test_visibility_variants_on_the_long_key_tiles(case, d, family, fa_overrides
 @pytest.mark.parametrize("d", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
 def test_long_key_varlen_in_the_kernel(causal, d, family, fa_overrides):
-    """Packed sequences whose longest has 2300 keys (max_seqlen_k >= 2048), beside short ones."""
+    """Packed sequences whose longest has 2300 keys, beside short ones; non-causal at d = 128 on the
+    Hopper kernel's three-consumer tile (sm90_long_tile)."""
     use_family(family, fa_overrides)
+    fa_overrides(sm90_long_tile="on")
     from test_variants import assert_varlen_accurate, run_varlen
     lens_q, lens_k = [200, 1, 450, 0], [2300, 700, 2049, 3]
     g = torch.Generator().manual_seed(seed_of("long key varlen", d, causal))

@@ -29,6 +29,7 @@ FIELDS = {
     "device_cc": None,        # 0 the GPU's own; 70, 72, 75, 80, 86-89: plan as that older GPU would (tests)
     "split_kv": ("auto", "off", "on"),   # attention calls on the split-KV kernel
     "sm90_heads": None,       # causal Hopper walk: 0 automatic, n sections of n heads (1: head by head)
+    "sm90_long_tile": ("auto", "off", "on"),   # non-causal d <= 128 on the 3-consumer 80-key tile
 }
 FAMILIES = FIELDS["family"]
 

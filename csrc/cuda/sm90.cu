@@ -255,6 +255,13 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     return FA_OK;
 }
 
+/* Whether a call runs on the three-consumer 80-key tile: non-causal at d <= 128 from FA_SM90_LONG_NK
+ * keys, or as fa_overrides.sm90_long_tile forces (1 never, 2 always). */
+static bool sm90_long_tile(const fa_params *p, const fa_overrides *o)
+{
+    return p->d <= 128 && !p->causal && (o->sm90_long_tile ? o->sm90_long_tile == 2 : p->Nk >= FA_SM90_LONG_NK);
+}
+
 /* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). EXTRA: the
  * call's variants v are sinks alone or ALiBi alone (sm90_plain_extra), run by the plain tiles'
  * SM90_SINK or SM90_ALIBI kernels. */
@@ -275,7 +282,7 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
         return FA_SM90_LAUNCH(sm90_tile_d64_short);
     if (p->d <= 64)
         return FA_SM90_LAUNCH(sm90_tile_d64);
-    if (p->d <= 128 && !p->causal && p->Nk >= FA_SM90_LONG_NK)
+    if (sm90_long_tile(p, o))
         return FA_SM90_LAUNCH(sm90_tile_d128_long);
     if (p->d <= 128 && p->causal && p->Nk >= FA_SM90_FENCE_NK)
         return FA_SM90_LAUNCH(sm90_tile_d128_causal_long);
@@ -380,7 +387,7 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
         return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_MASKS);
     if (p->d <= 64)
         return FA_SM90_VAR_LAUNCH(sm90_tile_d64, FA_VAR_MASKS);
-    if (p->d <= 128 && !p->causal && p->Nk >= FA_SM90_LONG_NK)
+    if (sm90_long_tile(p, o))
         return FA_SM90_VAR_LAUNCH(sm90_tile_d128_long, FA_VAR_MASKS);
     if (p->d <= 128)
         return FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_MASKS);
