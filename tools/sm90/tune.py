@@ -7,7 +7,8 @@ against SDPA math on float64 over awkward shapes before it is timed next to the 
 (torch.ops.fa.forward under overrides(family="sm90"): its automatic grid, "auto"; one CTA per tile,
 "tile" (sm90_grid="tile"); one CTA per SM walking the tiles, "persistent", or causal tiles in pairs,
 "pairs"; the last round not split along the keys, "tail0" (sm90_tail=1), as the variants run,
-having no scratch) and SDPA's cudnn backend, on FlashAttention's grid (bf16, B·N = 16k, H·d = 2048),
+having no scratch; d = 128 non-causal on the 2-consumer tile at every length, "long_off", or on the
+3-consumer 80-key tile, "long_on" (sm90_long_tile)) and SDPA's cudnn backend, on FlashAttention's grid (bf16, B·N = 16k, H·d = 2048),
 with triton.testing.do_bench. With --rounds R every column is timed R times, each round in an order
 rotated by one, and the medians are printed: single readings of two columns that run the same grid
 have come out 4-9 % apart on a power-capped card (bench/LOG.md, 2026-12-05).
@@ -54,9 +55,12 @@ def vname(v):
     return f"bn{v[1]}s{v[2]}c{v[3]}p{v[4]}" + "".join(f"{short.get(k, k)}{x}" for k, x in v[5].items())
 # The production kernel's columns: the overrides each runs under (torch_flashattn._testing).
 PROD = {"auto": {}, "tile": {"sm90_grid": "tile"}, "persistent": {"sm90_grid": "persistent"},
-        "pairs": {"sm90_grid": "pairs"}, "tail0": {"sm90_tail": 1}}
+        "pairs": {"sm90_grid": "pairs"}, "tail0": {"sm90_tail": 1},
+        "long_off": {"sm90_long_tile": "off"}, "long_on": {"sm90_long_tile": "on"}}
+# Timed by default: the first five; TUNE_PROD="auto,long_off,long_on" picks others.
+PROD, _ALL = {k: PROD[k] for k in list(PROD)[:5]}, PROD
 if os.environ.get("TUNE_PROD"):          # e.g. "auto": only those columns of the production kernel
-    PROD = {k: PROD[k] for k in os.environ["TUNE_PROD"].split(",")}
+    PROD = {k: _ALL[k] for k in os.environ["TUNE_PROD"].split(",")}
 BUILD = os.environ.get("BUILD", "/tmp/sm90_tune")
 
 
