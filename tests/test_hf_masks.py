@@ -319,6 +319,32 @@ def test_models_that_need_the_built_mask(arch):
     torch.testing.assert_close(outs[name], outs[ref_impl], atol=5e-5, rtol=0)
 
 
+@pytest.mark.parametrize("arch", ["doge", "git"])
+def test_mask_rules_compile_in_one_graph(arch):
+    """torch.compile(fullgraph=True) of a model whose mask the backend hands over built (Doge) or takes
+    from eager's rule (GIT, an eager-only class), before anything is cached: one graph (MODEL_MAPPING's
+    lazy imports and a tensor's is_inference() broke it at the first compile) and the reference's
+    logits."""
+    import transformers
+    transformers.logging.set_verbosity_error()
+    name = torch_flashattn.hf.register()
+    try:
+        ref_impl, build, inputs = _model_cases()[arch]
+    except AttributeError as e:                      # a class this transformers release lacks
+        pytest.skip(str(e))
+    torch.manual_seed(0)
+    model = build().eval()
+    model.set_attn_implementation(ref_impl)
+    with torch.no_grad():
+        ref = model(**inputs).logits
+    model.set_attn_implementation(name)
+    torch_flashattn.hf._eager_only_cache.clear()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        out = torch.compile(model, fullgraph=True, backend="eager")(**inputs).logits
+    torch.testing.assert_close(out, ref, atol=5e-5, rtol=0)
+
+
 def test_mask_sized_for_other_keys_takes_the_dense_path():
     """MiniMax sizes its decoding step's mask from its first layer, a linear-attention one (one key),
     and SDPA broadcasts that mask over the full-attention layer's keys. The StructuredMask does not

@@ -315,7 +315,13 @@ def _eager_only(config):
     """Whether the model a mask is built for knows only eager attention: neither SDPA nor transformers'
     attention interface (GIT's text attention adds the mask to its scores itself; NLLB-MoE's decoder
     self-attention leaves is_causal False and relies on the mask). Such a model gets eager's own mask."""
-    key = type(config)
+    return _eager_only_class(type(config))
+
+
+@torch.compiler.assume_constant_result
+def _eager_only_class(key):
+    """_eager_only for a config class, cached; torch.compile takes its answer as a constant of the
+    traced graph (it reads MODEL_MAPPING, whose lazy imports would break the graph)."""
     if key not in _eager_only_cache:
         from transformers.models.auto.modeling_auto import MODEL_MAPPING
         try:
@@ -363,7 +369,7 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
         # cache's decoding step): sdpa_mask's tensor, as "sdpa" gets, tagged with its structure and
         # version: a call handed it untouched runs it as structured (_untouched).
         dense = build()
-        if isinstance(dense, torch.Tensor) and not dense.is_inference() and not torch.compiler.is_compiling():
+        if not torch.compiler.is_compiling() and isinstance(dense, torch.Tensor) and not dense.is_inference():
             # Its dense() builds anew: a closure over the tensor would be a cycle holding the mask until
             # the garbage collector runs.
             dense._fa_structure = (StructuredMask(key_mask, *shape, q_offset - kv_offset, q_length, kv_length,
