@@ -295,21 +295,27 @@ def _model_cases():
     }
 
 
+def _model_case(arch):
+    """(our backend's name, the reference implementation, the model, its inputs) for _model_cases'
+    arch, skipping where this transformers release lacks the class."""
+    import transformers
+    transformers.logging.set_verbosity_error()
+    name = torch_flashattn.hf.register()
+    try:
+        ref_impl, build, inputs = _model_cases()[arch]
+    except AttributeError as e:
+        pytest.skip(str(e))
+    torch.manual_seed(0)
+    return name, ref_impl, build().eval(), inputs
+
+
 @pytest.mark.parametrize("arch", ["falcon_alibi", "doge", "beit", "nllb_moe", "git"])
 def test_models_that_need_the_built_mask(arch):
     """Models whose own code reads the mask the backend's mask function builds: they get what their
     reference implementation gets (sdpa_mask's tensor where they ask for the mask itself, None for an
     unpadded bidirectional mask, eager's additive mask for a model that knows only eager attention),
     and compute its logits."""
-    import transformers
-    transformers.logging.set_verbosity_error()
-    name = torch_flashattn.hf.register()
-    try:
-        ref_impl, build, inputs = _model_cases()[arch]
-    except AttributeError as e:                      # a class this transformers release lacks
-        pytest.skip(str(e))
-    torch.manual_seed(0)
-    model = build().eval()
+    name, ref_impl, model, inputs = _model_case(arch)
     outs = {}
     for impl in (ref_impl, name):
         model.set_attn_implementation(impl)
@@ -325,15 +331,7 @@ def test_mask_rules_compile_in_one_graph(arch):
     from eager's rule (GIT, an eager-only class), before anything is cached: one graph (MODEL_MAPPING's
     lazy imports and a tensor's is_inference() broke it at the first compile) and the reference's
     logits."""
-    import transformers
-    transformers.logging.set_verbosity_error()
-    name = torch_flashattn.hf.register()
-    try:
-        ref_impl, build, inputs = _model_cases()[arch]
-    except AttributeError as e:                      # a class this transformers release lacks
-        pytest.skip(str(e))
-    torch.manual_seed(0)
-    model = build().eval()
+    name, ref_impl, model, inputs = _model_case(arch)
     model.set_attn_implementation(ref_impl)
     with torch.no_grad():
         ref = model(**inputs).logits
