@@ -334,6 +334,23 @@ def test_unknown_keyword_goes_to_eager_and_is_named():
     assert torch_flashattn.stats()["fallback_reasons"]["keyword new_flag (unknown)"] == 1
 
 
+def test_generate_arguments_are_not_attention_inputs():
+    """generate's own arguments (GenerationConfig's fields), which a model that passes its keywords on
+    whole hands to attention (Kosmos-2's first step: do_sample, max_new_tokens), change nothing: our
+    kernel, eager's numbers. Before, they sent the call to eager attention as unknown keywords."""
+    from transformers.models.llama import modeling_llama
+    hf.register()
+    torch.manual_seed(8)
+    q, k, v = qkv()
+    m = bare_attention(modeling_llama.LlamaAttention)
+    ours, _ = hf.attention_forward(m, q, k, v, None, scaling=0.25, do_sample=False, max_new_tokens=3,
+                                   temperature=0.7, num_beams=1)
+    causal = torch.ones(13, 13, dtype=torch.bool).tril().expand(2, 1, 13, 13)
+    torch.testing.assert_close(ours.double(), eager_reference(m, q, k, v, causal, 0.25), atol=1e-5, rtol=1e-5)
+    stats = torch_flashattn.stats()
+    assert stats["fa"] == 1 and stats["eager"] == 0 and stats["fallback_reasons"] == {}
+
+
 def test_sparse_indices_mask_unselected_keys():
     """DeepSeek-V3.2-style top-k key indices (B, Nq, topk), folded into the mask as the models' own
     eager/sdpa branch folds them."""

@@ -7,7 +7,7 @@
 
 Every keyword that transformers' attention call sites pass is either computed here or sent to an exact
 path; none is dropped (``KEYWORDS`` lists them, and tests/test_hf_keywords.py checks the list against
-the installed transformers). Six paths, each counted by ``torch_flashattn.stats()``:
+the installed transformers; generate's own arguments, which a model may pass on, are no attention input). Six paths, each counted by ``torch_flashattn.stats()``:
 
 - our kernels, through ``torch_flashattn.attention``: padding, sliding windows and offsets given as a
   ``StructuredMask`` (below), on the CPU and in fp16/bf16 on sm_80+ GPUs; through
@@ -104,6 +104,11 @@ KEYWORDS = {
     "image_patches_indices": "not an attention input (Fuyu passes its model inputs on)",
     "deterministic": "flash kernels' backward determinism; no effect on the forward",
 }
+
+# generate's own arguments (GenerationConfig's fields, read at register(); not those KEYWORDS lists): a
+# model that passes its forward's keywords on whole hands them to attention too (Kosmos-2's first step:
+# do_sample, max_new_tokens). None is an attention input.
+_GENERATION_KEYS = frozenset()
 
 # Keywords the op takes as its own variants (torch_flashattn.attention's softcap and sinks, gradients
 # included); with dropout or another keyword only eager attention reads, they reach the model's eager
@@ -433,7 +438,7 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
     returns (attn_output (B, L, Hq, d), attention weights or None)."""
     is_causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     # transformers passes None for a feature that is off (and False for output_attentions).
-    given = {k: v for k, v in kwargs.items() if v is not None}
+    given = {k: v for k, v in kwargs.items() if v is not None and k not in _GENERATION_KEYS}
     attention_mask = _untouched(attention_mask)
     if isinstance(attention_mask, StructuredMask):
         # The op computes it (softcap and sinks too) unless a keyword needs another path: a selection or
@@ -508,9 +513,11 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
 def register(name=NAME):
     """Registers the backend (and SDPA-style mask construction) under ``name`` and under the alias
     "fa_sdpa"; returns ``name``."""
-    from transformers import AttentionInterface
+    from transformers import AttentionInterface, GenerationConfig
     from transformers.masking_utils import AttentionMaskInterface
 
+    global _GENERATION_KEYS
+    _GENERATION_KEYS = frozenset(GenerationConfig().to_dict()) - frozenset(KEYWORDS)
     for n in {name, ALIAS}:
         AttentionInterface.register(n, attention_forward)
         AttentionMaskInterface.register(n, structured_mask)
