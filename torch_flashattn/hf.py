@@ -7,7 +7,8 @@
 
 Every keyword that transformers' attention call sites pass is either computed here or sent to an exact
 path; none is dropped (``KEYWORDS`` lists them, and tests/test_hf_keywords.py checks the list against
-the installed transformers; generate's own arguments, which a model may pass on, are no attention input). Six paths, each counted by ``torch_flashattn.stats()``:
+the installed transformers; generate's own arguments, which a model may pass on, are no attention
+input). Six paths, each counted by ``torch_flashattn.stats()``:
 
 - our kernels, through ``torch_flashattn.attention``: padding, sliding windows and offsets given as a
   ``StructuredMask`` (below), on the CPU and in fp16/bf16 on sm_80+ GPUs; through
