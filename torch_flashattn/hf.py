@@ -317,17 +317,13 @@ _READS_MASK = frozenset({"doge"})
 _eager_only_cache = {}
 
 
-def _eager_only(config):
-    """Whether the model a mask is built for knows only eager attention: neither SDPA nor transformers'
-    attention interface (GIT's text attention adds the mask to its scores itself; NLLB-MoE's decoder
-    self-attention leaves is_causal False and relies on the mask). Such a model gets eager's own mask."""
-    return _eager_only_class(type(config))
-
-
 @torch.compiler.assume_constant_result
-def _eager_only_class(key):
-    """_eager_only for a config class, cached; torch.compile takes its answer as a constant of the
-    traced graph (it reads MODEL_MAPPING, whose lazy imports would break the graph)."""
+def _eager_only(key):
+    """Whether the model of config class key knows only eager attention: neither SDPA nor transformers'
+    attention interface (GIT's text attention adds the mask to its scores itself; NLLB-MoE's decoder
+    self-attention leaves is_causal False and relies on the mask). Such a model gets eager's own mask.
+    Cached; torch.compile takes the answer as a constant of the traced graph (MODEL_MAPPING's lazy
+    imports would break it)."""
     if key not in _eager_only_cache:
         from transformers.models.auto.modeling_auto import MODEL_MAPPING
         try:
@@ -359,10 +355,11 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     args = dict(batch_size=batch_size, q_length=q_length, kv_length=kv_length, q_offset=q_offset,
                 kv_offset=kv_offset, mask_function=mask_function, attention_mask=attention_mask,
                 allow_is_causal_skip=allow_is_causal_skip, **kwargs)
-    if kwargs.get("config") is not None and _eager_only(kwargs["config"]):
+    config = kwargs.get("config")
+    if config is not None and _eager_only(type(config)):
         return mu.eager_mask(**args)                       # what "eager" gets: additive, never skipped
     build = lambda: mu.sdpa_mask(**args)  # noqa: E731
-    if kwargs.get("config") is not None and getattr(kwargs["config"], "model_type", None) in _READS_MASK:
+    if getattr(config, "model_type", None) in _READS_MASK:
         allow_is_causal_skip = False
     shape = _structure(mask_function)
     if shape is None or not all(isinstance(x, int) for x in (q_offset, kv_offset, q_length, kv_length)):
