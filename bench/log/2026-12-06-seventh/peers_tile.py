@@ -89,9 +89,9 @@ def setup(B, H, Nq, Nk, dt, kind):
         ref, err = reference(q[-1:, :1], k[-1:, :1], v[-1:, :1], mask=vis)
         view = lambda o: o[-1:, :1].double()  # noqa: E731
         calls["cudnn"] = lambda: _cudnn(q, k, v, vis)
-        if fa3 is not None and dt == BF:
+        if fa3 is not None and dt == BF and left < 0:   # the fa3-fwd wheel has no local attention
             qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
-            calls["fa3"] = lambda: fa3(qt, kt, vt, window_size=(left, left))
+            calls["fa3"] = lambda: fa3(qt, kt, vt)
     for m, ov in MODES.items():
         calls[m] = _forced(ours, ov)
     return calls, pairs, (ours, view, ref, err)
