@@ -279,11 +279,24 @@ def _closure(fn):
     return dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ())))
 
 
+_mu = None
+
+
+def _masking_utils():
+    """transformers.masking_utils, imported once (register() does): torch.compile in torch 2.11 cannot
+    trace ``from transformers import ...`` inside the mask function (a lazy module), only a global."""
+    global _mu
+    if _mu is None:
+        from transformers import masking_utils
+        _mu = masking_utils
+    return _mu
+
+
 def _structure(fn):
     """(causal, left, right) of a transformers mask function made of the patterns this backend knows
     (causal, bidirectional, sliding-window overlays, intersections of them), in key offsets from the
     diagonal; None for any other."""
-    from transformers import masking_utils as mu
+    mu = _masking_utils()
 
     if fn is mu.causal_mask_function:
         return True, None, 0
@@ -341,7 +354,7 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     ``_structure`` knows, None where the plain causal flag (or no mask) is exact, else sdpa_mask's dense
     mask, which is also what a caller that asks for the mask itself gets; eager's mask for a model that
     knows only eager attention."""
-    from transformers import masking_utils as mu
+    mu = _masking_utils()
 
     mask_function = mask_function or mu.causal_mask_function
     if isinstance(attention_mask, StructuredMask):        # built before the model ran (generate, above)
@@ -515,6 +528,7 @@ def register(name=NAME):
     from transformers.masking_utils import AttentionMaskInterface
 
     global _GENERATION_KEYS
+    _masking_utils()
     _GENERATION_KEYS = frozenset(GenerationConfig().to_dict()) - frozenset(KEYWORDS)
     for n in {name, ALIAS}:
         AttentionInterface.register(n, attention_forward)
