@@ -74,14 +74,14 @@ def check_gqa_lse(dtype, d, nq, nk, causal, what):
 @sm90
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [72, 128])
-@pytest.mark.parametrize("nq,nk", [(1, 2048), (193, 2049), (385, 5000), (129, 2047)])
+@pytest.mark.parametrize("nq,nk", [(1, 2048), (193, 2049), (385, 5000), (129, 2047), (97, 8193)])
 @pytest.mark.parametrize("grid", ["tile", "persistent"], ids=["one_cta_per_tile", "persistent"])
 @pytest.mark.parametrize("tile", ["on", "off", "auto"])
 def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, tile, forced, fa_overrides):
     """Non-causal at d <= 128 on the 3-consumer tile (192 query rows, 80-key blocks; sm90_long_tile
-    "on", and "auto" from FA_SM90_LONG_NK keys) and on the 2-consumer one ("off"): key block tails
-    (2049 = 25 · 80 + 49, 5000 = 62 · 80 + 40), query tile tails (193 = 192 + 1, 385 = 2 · 192 + 1),
-    one query row, GQA, lse, both grids."""
+    "on", and "auto" from FA_SM90_LONG_NK = 8192 keys) and on the 2-consumer one ("off", and "auto"
+    below): key block tails (2049 = 25 · 80 + 49, 5000 = 62 · 80 + 40, 8193 = 102 · 80 + 33), query
+    tile tails (193 = 192 + 1, 385 = 2 · 192 + 1), one query row, GQA, lse, both grids."""
     fa_overrides(sm90_grid=grid, sm90_long_tile=tile)
     check_gqa_lse(dtype, d, nq, nk, False, f"sm90 long-key tile={tile} {dtype} d={d} Nq={nq} Nk={nk}")
 

@@ -76,11 +76,13 @@ typedef sm90_tile<128, FA_SM90_D128_BN, FA_SM90_D128_STAGES, FA_SM90_D128_CONSUM
 typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUMERS, FA_SM90_D256_PINGPONG>
     sm90_tile_d256;
 /* d = 128, non-causal, from FA_SM90_LONG_NK keys: three consumer warpgroups (BM = 192) on 80-key
- * blocks, 160 registers each. tune.py, bf16, non-causal (2026-11-30, bench/LOG.md): 2k 577, 4k
- * 592, 16k 635 TFLOP/s against the 2-consumer tiles' 567 (BN 128), 575 and 609 (BN 176); behind
- * at 1k (508 against 537) and on causal runs up to 4k. */
+ * blocks, 160 registers each. Below 8k keys the 2-consumer tile (its O rescaled early since
+ * 2026-12-04) leads it: H100, bf16, 2-consumer / 3-consumer 2k 1.03–1.06, 4k 1.02–1.05 (fp16 1.05),
+ * 16 heads of one 2k sequence 1.23, 1k queries over 6k keys 1.12; 8k 0.96–1.01, 16k 0.99–1.01
+ * (three readings in two calls, bench/LOG.md 2026-12-06-seventh). Wider 2-consumer blocks (BN 160,
+ * 176) trail BN 128 by 0–9 % at 2k–8k there. */
 #ifndef FA_SM90_LONG_NK
-#define FA_SM90_LONG_NK 2048
+#define FA_SM90_LONG_NK 8192
 #endif
 #ifndef FA_SM90_D128L_BN             /* tune.py variants define both; 3 stages: within noise */
 #define FA_SM90_D128L_BN 80
