@@ -79,8 +79,8 @@ typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUM
  * blocks, 160 registers each. Below 8k keys the 2-consumer tile (its O rescaled early since
  * 2026-12-04) leads it: H100, bf16, 2-consumer / 3-consumer 2k 1.03–1.06, 4k 1.02–1.05 (fp16 1.05),
  * 16 heads of one 2k sequence 1.23, 1k queries over 6k keys 1.12; 8k 0.96–1.01, 16k 0.99–1.01
- * (three readings in two calls, bench/LOG.md 2026-12-06-seventh). Wider 2-consumer blocks (BN 160,
- * 176) trail BN 128 by 0–9 % at 2k–8k there. */
+ * (2k–4k: three readings in two calls, the rest fewer; bench/LOG.md 2026-12-06-seventh). Wider
+ * 2-consumer blocks at 2k–8k, one reading: BN 176 0.91–0.99x, BN 160 0.98–1.005x BN 128. */
 #ifndef FA_SM90_LONG_NK
 #define FA_SM90_LONG_NK 8192
 #endif
