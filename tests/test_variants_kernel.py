@@ -115,6 +115,28 @@ def test_long_variants_in_the_kernel(case, shape, dtype, d, family, fa_overrides
     assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("d", [64, 128, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_softcap_nan_key_makes_its_rows_nan(causal, d, family, fa_overrides):
+    """A NaN in one key of each head under a softcap (tanh(NaN) = NaN): exactly the rows that see it
+    are NaN, in every column, as SDPA's NaN score gives. The Hopper kernel takes some exponentials of
+    a block on the SFU and the rest on the FMA pipe (ex2_fma: keys with key % 16 < 8 at
+    FA_SM90_CAP_EX2_FMA = 4); the NaN keys lie on both kinds, in several key blocks."""
+    use_family(family, fa_overrides)
+    g = torch.Generator().manual_seed(seed_of("softcap_nan", d, causal))
+    H, N = 8, 300
+    q, k, v = make_qkv(g, 1, H, H, N, N, d, torch.bfloat16, "cuda")
+    bad = [3, 11, 147, 155, 130, 141, 290, 299]          # key % 16: 3, 11, 3, 11, 2, 13, 2, 11
+    for h, j in enumerate(bad):
+        k[0, h, j, 0] = float("nan")
+    out = torch_flashattn.attention(q, k, v, causal=causal, softcap=20.0)[0]
+    rows = torch.arange(N, device="cuda")[None, :]
+    sees = rows >= torch.tensor(bad, device="cuda")[:, None] if causal else torch.ones(H, N, dtype=torch.bool, device="cuda")
+    assert torch.equal(out.isnan().all(-1), sees), f"d={d} causal={causal}: NaN rows"
+    assert torch.isfinite(out[~sees]).all(), f"d={d} causal={causal}: rows that do not see the NaN key"
+
+
 @pytest.mark.parametrize("d", [64, 128, 256])
 def test_float_masks_the_hopper_kernel_stages(d, fa_overrides):
     """A float attn_mask of q's dtype with 16-byte aligned rows reaches the Hopper kernel through shared
