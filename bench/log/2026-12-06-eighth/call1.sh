@@ -15,7 +15,7 @@ libs=$!
 python3 -m pip install --no-build-isolation --no-deps -e . -q > $OUT/build.log 2>&1
 echo "build rc $? $(( $(date +%s) - t0 )) s"
 wait $libs; echo "libraries rc $? $(( $(date +%s) - t0 )) s"; cut -c1-400 $OUT/cap_build.txt
-timeout $(left 250) python3 -m tools.sm90.cap_ex2 --prebuilt --k $KS --rounds ${ROUNDS:-2} > $OUT/cap_ex2.txt 2>&1
+timeout $(left 270) python3 -m tools.sm90.cap_ex2 --prebuilt --k $KS --rounds ${ROUNDS:-2} > $OUT/cap_ex2.txt 2>&1
 echo "cap_ex2 rc $? $(( $(date +%s) - t0 )) s"; grep -E "check|fail" $OUT/cap_ex2.txt | cut -c1-300; tail -11 $OUT/cap_ex2.txt
 export OMP_NUM_THREADS=1
 timeout $(left ${END:-560}) bash tests/gpu.sh > $OUT/suite.txt 2>&1
