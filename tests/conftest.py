@@ -4,6 +4,7 @@ GPU tests carry the `gpu` marker and are skipped when no CUDA device is present.
 """
 import contextlib
 import math
+import os
 
 import pytest
 import torch
@@ -26,6 +27,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_runtest_logreport(report):
+    """FA_FAILURES=<path>: each failing test's id appended to that file the moment its report
+    arrives (under pytest-xdist, in the controller), so that a run cut short by a time limit still
+    names its failures; pytest's own summary comes only at the end."""
+    path = os.environ.get("FA_FAILURES")
+    if path and report.failed and not os.environ.get("PYTEST_XDIST_WORKER"):   # the controller's copy
+        with open(path, "a") as f:
+            f.write(f"{report.nodeid} ({report.when})\n")
 
 
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]

@@ -3,7 +3,8 @@
 # (default 16), except those with tensors past 2^31 elements (tens of GiB each), which then run one
 # at a time. Prints pytest's summary line of each pass; exits non-zero if either fails. Each worker
 # runs its CPU work on one thread (OMP_NUM_THREADS=1 unless set): 16 workers each spinning 16
-# OpenMP threads made the CPU cases and the references several times slower.
+# OpenMP threads made the CPU cases and the references several times slower. FA_FAILURES=<file>
+# appends each failing test's id as it fails (conftest.py), for runs a time limit may cut short.
 #
 #     bash tests/gpu.sh                # after: pip install --no-build-isolation --no-deps -e .
 set -uo pipefail

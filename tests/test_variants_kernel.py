@@ -120,14 +120,13 @@ def test_long_variants_in_the_kernel(case, shape, dtype, d, family, fa_overrides
 @pytest.mark.parametrize("causal", [False, True])
 def test_softcap_nan_key_makes_its_rows_nan(causal, d, family, fa_overrides):
     """A NaN in one key of each head under a softcap (tanh(NaN) = NaN): exactly the rows that see it
-    are NaN, in every column, as SDPA's NaN score gives. The Hopper kernel takes some exponentials of
-    a block on the SFU and the rest on the FMA pipe (ex2_fma: keys with key % 16 < 8 at
-    FA_SM90_CAP_EX2_FMA = 4); the NaN keys lie on both kinds, in several key blocks."""
+    are NaN, in every column, as a NaN score gives in SDPA; the row max, which passes over NaN, must
+    not drop it. The NaN keys lie in several key blocks, on columns of different threads."""
     use_family(family, fa_overrides)
     g = torch.Generator().manual_seed(seed_of("softcap_nan", d, causal))
     H, N = 8, 300
     q, k, v = make_qkv(g, 1, H, H, N, N, d, torch.bfloat16, "cuda")
-    bad = [3, 11, 147, 155, 130, 141, 290, 299]          # key % 16: 3, 11, 3, 11, 2, 13, 2, 11
+    bad = [3, 11, 147, 155, 130, 141, 290, 299]          # head h's NaN key
     for h, j in enumerate(bad):
         k[0, h, j, 0] = float("nan")
     out = torch_flashattn.attention(q, k, v, causal=causal, softcap=20.0)[0]

@@ -261,24 +261,6 @@ __device__ __forceinline__ float ex2(float x)
     return y;
 }
 
-/* 2^x for x < 128 on the FMA and integer pipes instead of the SFU, for kernels whose SFU is the
- * bound (a softcap's tanh beside every exponential): x = n + f with n = floor(x) (the add rounds
- * down into the last place of 1.5 · 2^23, whose low bits then hold n), 2^f on [0, 1) by a cubic with
- * p(0) = 1 (relative error 8.6e-5, below half a half-precision step: the probabilities are rounded
- * to fp16 / bf16 for P V), times 2^n built in the exponent field. x is first raised to −127, whose
- * 2^n field is 0: −inf, and everything below 2^−126, gives exactly +0, as the SFU's flushed
- * result; NaN stays NaN (max.NaN, then the product). The coefficients: a minimax fit of the
- * relative error on [0, 1) with p(0) = 1. */
-__device__ __forceinline__ float ex2_fma(float x)
-{
-    asm("max.NaN.f32 %0, %0, 0fC2FE0000;\n" : "+f"(x));           /* x = max(x, −127) */
-    const float t = __fadd_rd(x, 0x1.8p23f);                        /* 1.5 · 2^23 + floor(x) */
-    const float f = x - (t - 0x1.8p23f);                            /* x − floor(x), in [0, 1) */
-    float p = fmaf(fmaf(0x1.3baadcp-4f, f, 0x1.d23788p-3f), f, 0x1.63e654p-1f);
-    p = fmaf(p, f, 1.f);
-    return p * __int_as_float((__float_as_int(t) << 23) + 0x3f800000);   /* · 2^floor(x) */
-}
-
 /* Rounds (lo, hi) to a packed pair; lo is the lower column, in the low 16 bits. */
 template <typename T>
 __device__ uint32_t pack2(float lo, float hi);

@@ -266,7 +266,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * for it (blocks at the end only); it releases them untouched. Block 0 shows key 0 to every
          * row, so every m_i is finite after it. */
         const int n_act = !VAR && p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
-        sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c, false};
+        sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
         fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
         float sink2 = 0.f;                                  /* VAR, SINK: the head's sink (log2 units), */
         if constexpr (SINK)                                 /* read here, not on the tile's last step */
@@ -293,7 +293,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if (a.var.v.sinks != NULL)
                 sink2 = a.var.v.sinks[h] * FA_LOG2E;
             ctx.c = y.raw ? y.c : 1.f;
-            ctx.cap = VAR == FA_VAR_CAP && y.cap;
             /* attn_mask read per score: blocks 0, 1 into L2 */
             if constexpr ((var_mods(VAR) & FA_MOD_MASK) && !MSMEM && D >= 128)
                 for (int kb = 0; kb < 2 && kb < n_act; kb++)

@@ -215,15 +215,7 @@ typedef struct {
     int row0;               /* this thread's rows: row0, row0 + 8 */
     int t;                  /* lane % 4: columns 2t, 2t + 1 of each 8-column tile */
     float c;                /* scale · log2(e) */
-    bool cap;               /* FA_VAR_CAP: a softcap, so some exponentials on the FMA pipe */
 } sm90_softmax_ctx;
-
-/* FA_VAR_CAP kernels with a softcap: of each 8 exponentials of a thread's block, this many run on
- * the FMA and integer pipes (ex2_fma) rather than the SFU, which the softcap's tanh beside each
- * exponential has made the bound (two SFU operations a score where the plain kernel has one). */
-#ifndef FA_SM90_CAP_EX2_FMA
-#define FA_SM90_CAP_EX2_FMA 4
-#endif
 
 /* The scores as they are (sm90_softmax's f). */
 struct sm90_same {
@@ -335,15 +327,6 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
             r_s[i] = fmaf(r_s[i], x.c, -mc[(i / 2) % 2]) - res[(i / 2) % 2];
         cx = 1.f;
         mc[0] = mc[1] = 0.f;
-    }
-    if (VAR == FA_VAR_CAP && FA_SM90_CAP_EX2_FMA > 0 && x.cap) {
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++) {
-            const float e = fmaf(f(r_s[i]), cx, -mc[(i / 2) % 2]);
-            r_s[i] = i % 8 < FA_SM90_CAP_EX2_FMA ? ex2_fma(e) : ex2(e);
-            l_i[(i / 2) % 2] += r_s[i];
-        }
-        return;
     }
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {

@@ -1,4 +1,8 @@
-"""Softcap calls on the Hopper kernel with FA_SM90_CAP_EX2_FMA = each K of --k (of each 8 exponentials
+"""(Run in call 1 of 2026-12-06-eighth from tools/sm90/, on the tree with ex2_fma.patch applied; the
+patch was not taken, so this file stays here as the record: `git apply` the patch, copy this file to
+tools/sm90/ to run it again.)
+
+Softcap calls on the Hopper kernel with FA_SM90_CAP_EX2_FMA = each K of --k (of each 8 exponentials
 of a softcap block, K on the FMA pipe: ex2_fma in csrc/cuda/ptx.cuh), beside the installed build's
 softcap and dense calls on the same tensors and FlashAttention-3's softcap (bf16, when importable).
 
