@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# One call, carry [".peers/fa3"]: this tree built for every architecture (pip install -e), the whole
+# suite first (each failing test's id in $OUT/failures.txt as it fails: FA_FAILURES), then the
+# seventh session's peers_tile.py (our d = 128 tiles beside FA3 and cuDNN, the varlen, key_mask and
+# window points too) with the time left.
+#     OUT=<dir> bash bench/log/2026-12-06-eighth/call2.sh      (END: the seconds it may take)
+set -uo pipefail
+t0=$(date +%s); export MAX_JOBS=16 PYTHONPATH=$PWD
+left() { echo $(( ${1} - ($(date +%s) - t0) )); }
+nvidia-smi --query-gpu=name,power.limit --format=csv,noheader | tee $OUT/gpu.txt
+source .peers/fa3/peers.sh install-fa3
+python3 -m pip install --no-build-isolation --no-deps -e . -q > $OUT/build.log 2>&1
+echo "build rc $? $(( $(date +%s) - t0 )) s"
+OMP_NUM_THREADS=1 FA_FAILURES=$OUT/failures.txt timeout $(left $(( ${END:-570} - 90 ))) bash tests/gpu.sh > $OUT/suite.txt 2>&1
+echo "suite rc $? $(( $(date +%s) - t0 )) s"
+cat $OUT/failures.txt 2>/dev/null | head -20; grep -E "passed|failed" $OUT/suite.txt | tail -3
+timeout $(left ${END:-570}) python3 bench/log/2026-12-06-seventh/peers_tile.py ${ROUNDS:-2} > $OUT/peers_tile.txt 2>&1
+echo "timing rc $? $(( $(date +%s) - t0 )) s"; grep -A22 "checks failed" $OUT/peers_tile.txt || tail -5 $OUT/peers_tile.txt
