@@ -1,0 +1,170 @@
+"""Softcap calls on Hopper kernel variants: csrc/cuda/sm90.cu built with other FA_SM90_* defines (a
+tile's key block, stages, consumers: tiles.h), beside the installed build's softcap and dense calls
+on the same tensors and FlashAttention-3's softcap (bf16, when importable). Its first form timed
+exponentials on the FMA pipe (bench/log/2026-12-06-eighth/cap_ex2.py, bench/LOG.md 2026-12-06-eighth).
+
+Each variant (NAME=DEFINE[,DEFINE...]; "base" has none) is compiled alone (tools/cabi.py, nvcc in
+parallel) and called through fa_sm90_forward_variants. Every library is first checked against the tests' float64 reference
+(tests/test_variants.py, by its rule) on awkward shapes, GQA, both dtypes, causal and not, with
+ALiBi beside the softcap on two cases. Then bench.attention.time_interleaved on
+FlashAttention's grid (B·N = 16k, H·d = 2048), ROUNDS rounds, medians, TFLOP/s over the visible
+pairs. JSON lines, a table last.
+
+    python3 -m tools.sm90.cap_tune [--variants base= bn176=FA_SM90_D128_BN=176,...] [--rounds 2]
+                                                                   (BUILD: where the libraries go)
+    --build-only: build them and stop (beside another build); --prebuilt: keep those in BUILD
+"""
+import argparse
+import ctypes
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from tools.cabi import REPO, STRUCTS, family_library, fill_params  # noqa: E402
+
+BUILD = os.environ.get("BUILD", "/tmp/sm90_cap_tune")
+# The d = 128 tile (both the plain and the softcap kernels take it) on 176-key blocks; tiles.h wants
+# all four of a tile's defines.
+BN176 = "FA_SM90_D128_BN=176,FA_SM90_D128_STAGES=2,FA_SM90_D128_CONSUMERS=2,FA_SM90_D128_PINGPONG=1"
+BF, HF = torch.bfloat16, torch.float16
+try:
+    from fa3_fwd_interface import flash_attn_func as fa3
+except ImportError:
+    fa3 = None
+
+# (name, d, B, N, causal, softcap, dtype): FlashAttention's grid, H = 2048 / d.
+POINTS = [("d128 cap30 4k", 128, 4, 4096, False, 30.0, BF), ("d128 cap30 causal 4k", 128, 4, 4096, True, 30.0, BF),
+          ("d128 cap30 1k", 128, 16, 1024, False, 30.0, BF), ("d128 cap30 causal 16k", 128, 1, 16384, True, 30.0, BF),
+          ("d64 cap30 4k", 64, 4, 4096, False, 30.0, BF), ("d64 cap30 causal 4k", 64, 4, 4096, True, 30.0, BF),
+          ("d256 cap50 4k", 256, 4, 4096, False, 50.0, BF), ("d256 cap30 causal 4k", 256, 4, 4096, True, 30.0, BF),
+          ("fp16 d128 cap30 4k", 128, 4, 4096, False, 30.0, HF)]
+
+
+def build(variants, prebuilt=False, load=True):
+    """name -> the library (its path with load=False) for {name: [defines]}; prebuilt: those
+    already in BUILD are kept."""
+    os.makedirs(BUILD, exist_ok=True)
+    procs = [(name, f"{BUILD}/{name}.so") for name in variants]
+    running = [None if prebuilt and os.path.exists(so) else
+               subprocess.Popen(family_library("sm90", so, variants[name]), cwd=REPO,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for name, so in procs]
+    libs = {}
+    for (name, so), proc in zip(procs, running):
+        if proc is None:
+            libs[name] = ctypes.CDLL(so) if load else so
+            continue
+        log = proc.communicate()[0]
+        if proc.returncode != 0:
+            print(json.dumps({"build_failed": name, "log": log[-2000:]}), flush=True)
+            continue
+        spills = sorted({line.strip() for line in log.splitlines() if "spill stores" in line
+                         and not line.strip().startswith("0 bytes stack frame, 0 bytes spill")})
+        print(json.dumps({"built": name, "spills": spills[:6]}), flush=True)
+        libs[name] = ctypes.CDLL(so) if load else so
+    return libs
+
+
+def call(lib, q, k, v, o, causal, softcap, slopes=None):
+    """fa_sm90_forward_variants of a library: (B, H, N, d) tensors, a softcap (and ALiBi slopes)."""
+    p, va, ov = fill_params(q, k, v, o, causal), STRUCTS["fa_variants"](), STRUCTS["fa_overrides"]()
+    va.softcap = softcap
+    if slopes is not None:
+        va.alibi_slopes = slopes.data_ptr()
+    need = ctypes.c_size_t(0)
+    st = lib.fa_sm90_variants_scratch_bytes(ctypes.byref(p), ctypes.byref(va), ctypes.byref(ov), ctypes.byref(need))
+    assert st == 0 and need.value == 0, (st, need.value)
+    st = lib.fa_sm90_forward_variants(ctypes.byref(p), ctypes.byref(va), ctypes.byref(ov), None, ctypes.c_size_t(0),
+                                      ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+    if st != 0:
+        raise RuntimeError(f"fa_sm90_forward_variants returned {st}")
+
+
+def check(libs):
+    """Each library on each case against the tests' float64 reference (tests/test_variants.py), by
+    their rule (FlashAttention's: error <= 2 x a same-dtype computation's + slack), the output
+    poisoned with NaN first. K -> "ok" or the first failure."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from test_variants import assert_rule, exact, pytorch_like
+    cases = [(2, 4, 2, 300, 517, 64, False, 30.0, BF, False), (2, 4, 2, 517, 300, 128, True, 30.0, BF, False),
+             (1, 2, 1, 1000, 1000, 256, True, 50.0, BF, False), (3, 2, 2, 1, 700, 128, False, 5.0, HF, False),
+             (1, 8, 8, 777, 1025, 128, False, 30.0, HF, False), (2, 4, 4, 640, 640, 64, True, 30.0, HF, True),
+             (1, 4, 2, 2049, 2049, 128, True, 2.0, BF, True), (1, 2, 2, 129, 4000, 256, False, 30.0, HF, False)]
+    g = torch.Generator(device="cuda").manual_seed(1)
+    result = {k: "ok" for k in libs}
+    for B, Hq, Hkv, Nq, Nk, d, causal, cap, dt, alibi in cases:
+        q = (3 * torch.randn(B, Hq, Nq, d, device="cuda", generator=g)).to(dt)
+        k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", generator=g).to(dt) for _ in range(2))
+        slopes = torch.rand(Hq, device="cuda", generator=g) * 0.5 if alibi else None
+        kw = dict(causal=causal, softcap=cap, alibi_slopes=slopes)
+        ref, pt = exact(q, k, v, **kw)[0], pytorch_like(q, k, v, **kw)[0]
+        what = f"{(B, Hq, Hkv, Nq, Nk, d, causal, cap, str(dt), alibi)}"
+        for kk, lib in libs.items():
+            o = torch.full_like(q, float("nan"))
+            call(lib, q, k, v, o, causal, cap, slopes)
+            torch.cuda.synchronize()
+            try:
+                assert_rule(o, ref, pt, dt, what)
+            except AssertionError as e:
+                if result[kk] == "ok":
+                    result[kk] = f"FAIL {e}"
+    return result
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--variants", nargs="+", default=["base=", "bn176=" + BN176],
+                    help="NAME=DEFINE[,DEFINE...] each")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--build-only", action="store_true", help="build the libraries into $BUILD and stop")
+    ap.add_argument("--prebuilt", action="store_true", help="keep the libraries already in $BUILD")
+    args = ap.parse_args()
+    variants = {v.split("=", 1)[0]: [d for d in v.split("=", 1)[1].split(",") if d] for v in args.variants}
+    if args.build_only:
+        build(variants, load=False)
+        return
+    import torch_flashattn                            # after --build-only: the build may be under way
+    from bench.attention import time_interleaved
+    print(json.dumps({"gpu": torch.cuda.get_device_name(), "fa3": fa3 is not None, "variants": variants}), flush=True)
+    libs = build(variants, args.prebuilt)
+    for name, res in check(libs).items():
+        print(json.dumps({"check": name, "result": res}), flush=True)
+    tflops = {}
+    for r in range(args.rounds):
+        for name, d, B, N, causal, cap, dt in POINTS:
+            H = 2048 // d
+            g = torch.Generator(device="cuda").manual_seed(0)
+            q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=dt, generator=g) for _ in range(3))
+            o = torch.empty_like(q)
+            calls = {name: (lambda lib=lib: call(lib, q, k, v, o, causal, cap)) for name, lib in libs.items()}
+            calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=causal, softcap=cap)
+            calls["dense"] = lambda: torch_flashattn.attention(q, k, v, causal=causal)
+            if fa3 is not None and dt == BF:
+                qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+                calls["fa3"] = lambda: fa3(qt, kt, vt, causal=causal, softcap=cap)
+            names = list(calls)
+            ms = time_interleaved([calls[c] for c in names], 0.3)
+            pairs = N * (N + 1) // 2 if causal else N * N
+            row = tflops.setdefault(name, {})
+            for c, t in zip(names, ms):
+                row.setdefault(c, []).append(4 * B * H * pairs * d / t / 1e9)
+            print(json.dumps({"round": r, "point": name, **{c: round(row[c][-1], 1) for c in names}}), flush=True)
+    cols, first = list(libs) + ["fa", "dense", "fa3"], next(iter(libs))
+    print(f"{'point':24s}" + "".join(f"{c:>8s}" for c in cols) + f"   best: / {first}, / fa3, / dense")
+    for name, row in tflops.items():
+        med = {c: statistics.median(x) for c, x in row.items()}
+        best = max(libs, key=med.get)
+        fa3r = f"{med[best] / med['fa3']:.3f}" if "fa3" in med else "-"
+        print(f"{name:24s}" + "".join(f"{med[c]:8.1f}" if c in med else f"{'-':>8s}" for c in cols)
+              + f"   {best} {med[best] / med[first]:.3f} {fa3r} {med[best] / med['dense']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
