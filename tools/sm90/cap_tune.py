@@ -1,7 +1,7 @@
 """Softcap calls on Hopper kernel variants: csrc/cuda/sm90.cu built with other FA_SM90_* defines (a
 tile's key block, stages, consumers: tiles.h), beside the installed build's softcap and dense calls
 on the same tensors and FlashAttention-3's softcap (bf16, when importable). Its first form timed
-exponentials on the FMA pipe (bench/log/2026-12-06-eighth/cap_ex2.py, bench/LOG.md 2026-12-06-eighth).
+exponentials on the FMA pipe (bench/log/2026-12-06-eighth/ex2_fma.patch, bench/LOG.md 2026-12-06-eighth).
 
 Each variant (NAME=DEFINE[,DEFINE...]; "base" has none) is compiled alone (tools/cabi.py, nvcc in
 parallel) and called through fa_sm90_forward_variants. Every library is first checked against the tests' float64 reference
