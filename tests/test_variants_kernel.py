@@ -131,7 +131,9 @@ def test_softcap_nan_key_makes_its_rows_nan(causal, d, family, fa_overrides):
         k[0, h, j, 0] = float("nan")
     out = torch_flashattn.attention(q, k, v, causal=causal, softcap=20.0)[0]
     rows = torch.arange(N, device="cuda")[None, :]
-    sees = rows >= torch.tensor(bad, device="cuda")[:, None] if causal else torch.ones(H, N, dtype=torch.bool, device="cuda")
+    sees = rows >= torch.tensor(bad, device="cuda")[:, None]            # (H, N): row i sees key bad[h]
+    if not causal:
+        sees = torch.ones_like(sees)
     assert torch.equal(out.isnan().all(-1), sees), f"d={d} causal={causal}: NaN rows"
     assert torch.isfinite(out[~sees]).all(), f"d={d} causal={causal}: rows that do not see the NaN key"
 
