@@ -5,7 +5,6 @@ long to write by hand:
     python3 csrc/cuda/gen_wgmma.py > csrc/cuda/wgmma.cuh
 """
 NS = (64, 80, 128, 160, 176, 192, 256)
-RS_ONLY = (8,)      # P · ones: a block's row sums on the tensor cores (sm90_tile_rowsum)
 TYPES = (("__half", "f16"), ("__nv_bfloat16", "bf16"))
 
 
@@ -96,9 +95,6 @@ __device__ void wgmma_ss_mn(float (&d)[N / 2], uint64_t desc_a, uint64_t desc_b,
             print(rs(n, ctype, ptx))
             if n == 64:
                 print(ss_mn(n, ctype, ptx))
-    for n in RS_ONLY:
-        for ctype, ptx in TYPES:
-            print(rs(n, ctype, ptx))
     print("#endif /* FA_WGMMA_CUH */")
 
 

@@ -46,7 +46,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <type_traits>
 
 #include "families.h"
 #include "plan.h"
@@ -333,11 +332,6 @@ static int sm90_plain_extra(const fa_params *p, const fa_variants *v)
  * Packed sequences (never with attn_mask or key_mask) run the same tiles' PACKED kernels, a CTA per
  * SM taking the sequences' query tiles from a counter in the scratch (packed_find). need != NULL:
  * only the scratch the call would use is returned in *need (sm90_launch). */
-/* The softcap kernels' tiles at d <= 128: with their row sums on the tensor cores where
- * FA_SM90_CAP_ROWSUM is 1 (tiles.h). */
-template <class C>
-using sm90_cap_tile = typename std::conditional<FA_SM90_CAP_ROWSUM != 0, sm90_tile_rowsum<C>, C>::type;
-
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
                                   size_t scratch_bytes, size_t *need, cudaStream_t stream)
 {
@@ -366,11 +360,11 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
     (packed ? FA_SM90_VAR_LAUNCH_AS(tile, kind, true) : FA_SM90_VAR_LAUNCH_AS(tile, kind, false))
     if (all && v->mask == NULL) {                   /* softcap, ALiBi, no attn_mask: FA_VAR_CAP */
         if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
-            return FA_SM90_VAR_LAUNCH(sm90_cap_tile<sm90_tile_d64_short>, FA_VAR_CAP);
+            return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_CAP);
         if (p->d <= 64)
-            return FA_SM90_VAR_LAUNCH(sm90_cap_tile<sm90_tile_d64>, FA_VAR_CAP);
+            return FA_SM90_VAR_LAUNCH(sm90_tile_d64, FA_VAR_CAP);
         if (p->d <= 128)
-            return FA_SM90_VAR_LAUNCH(sm90_cap_tile<sm90_tile_d128>, FA_VAR_CAP);
+            return FA_SM90_VAR_LAUNCH(sm90_tile_d128, FA_VAR_CAP);
         return FA_SM90_VAR_LAUNCH(sm90_tile_d256, FA_VAR_CAP);
     }
     if (all) {                                      /* attn_mask: never packed (fa_check_variants) */

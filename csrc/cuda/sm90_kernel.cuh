@@ -55,12 +55,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                           C::THREADS / 32);
         }
     }
-    if constexpr (C::TC_ROWSUM) {                           /* P · ones's B (issue_pv) */
-        const uint16_t one = std::is_same<T, __nv_bfloat16>::value ? 0x3F80 : 0x3C00;
-        for (int i = threadIdx.x; i < 1024; i += C::THREADS)
-            s.ones[i] = one;
-        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-    }
     if (threadIdx.x == 0) {
         for (int i = 0; i < C::QBUFS; i++)
             mbar_init(&s.full_q[i], 1), mbar_init(&s.empty_q[i], C::CONSUMERS);
@@ -265,7 +259,6 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         for (int i = 0; i < D / 2; i++)
             r_o[i] = 0.f;
         float m_i[2] = {-INFINITY, -INFINITY}, l_i[2] = {0.f, 0.f}, alpha[2];
-        float r_l[4] = {0.f, 0.f, 0.f, 0.f};                /* C::TC_ROWSUM: l from P · ones */
         float r_s[BN / 2];                                  /* S, then P in fp32: 64 × BN */
         uint32_t r_p[BN / 16][4];                           /* P as wgmma A fragments, keys 16kk.. */
 
@@ -379,8 +372,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if (pp)
                 SM90_TIMED(tr_turn, turn_wait(cw));
             SM90_TIMED(tr_issue, issue_qk<T, C, ALIBI>(r_s, s_q, smem_u32(s.k[st]));
-                                 if (RESCALE_EARLY && kb > 1) rescale<C>(r_o, r_l, alpha);
-                                 issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]), r_l, ones_at<C>(s));
+                                 if (RESCALE_EARLY && kb > 1) rescale<C>(r_o, alpha);
+                                 issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
                                  if (pp) turn_pass(next_cw));
             if constexpr ((var_mods(VAR) & FA_MOD_MASK) && !MSMEM && D >= 128) /* the next mask block */
                 if (kb + 1 < n_act)
@@ -392,12 +385,10 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                               softmax_done<C>(l_i));
             SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
-            if constexpr (C::TC_ROWSUM)
-                reg_fence(r_l);
             reg_fence_u(r_p);
             release(&s.empty_v[pst], lane);
             if (!RESCALE_EARLY)
-                rescale<C>(r_o, r_l, alpha);
+                rescale<C>(r_o, alpha);
             pack_frags<T, BN>(r_p, r_s);
         }
         SM90_TRACE(it, 3);
@@ -411,14 +402,12 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if (pp)
                 turn_wait(cw);
             if (RESCALE_EARLY && n_act > 1)
-                rescale<C>(r_o, r_l, alpha);
-            issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]), r_l, ones_at<C>(s));
+                rescale<C>(r_o, alpha);
+            issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
             if (pp && (cw != C::CONSUMERS - 1 || !last_tile))
                 turn_pass(next_cw);
             wgmma_wait<0>();
             reg_fence(r_o);
-            if constexpr (C::TC_ROWSUM)
-                reg_fence(r_l);
             reg_fence_u(r_p);
             release(&s.empty_v[st], lane);
         }
@@ -430,19 +419,14 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         kc += n_blocks;
         SM90_TRACE(it, 4);
 
-        /* l = rowsum over the quad (> 0: each row's max term is exp2(~0); C::TC_ROWSUM: P · ones
-         * has summed the row); O /= l; lse. VAR or SINK: a sink joins the denominator; VAR: a row
-         * that saw no key (l = 0) gets O = 0 (fa_row_end). */
+        /* l = rowsum over the quad (> 0: each row's max term is exp2(~0)); O /= l; lse. VAR or SINK:
+         * a sink joins the denominator; VAR: a row that saw no key (l = 0) gets O = 0 (fa_row_end). */
         float inv_l[2];
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             float l = l_i[r];
-            if constexpr (C::TC_ROWSUM) {
-                l = r_l[2 * r];
-            } else {
-                l += __shfl_xor_sync(0xffffffffu, l, 1);
-                l += __shfl_xor_sync(0xffffffffu, l, 2);
-            }
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
             float lse2 = 0.f;
             if constexpr (VAR) {
                 fa_row_end(m_i[r] * ctx.c, l, a.var.v.sinks != NULL, sink2, &inv_l[r], &lse2);

@@ -82,21 +82,10 @@ template <int BM, int BN>
 struct sm90_mask_ring<0, BM, BN> {
 };
 
-/* sm90_tile_rowsum's ones: the B operand of P · ones (16 keys × 8 columns, MN-major in the 128-byte
- * swizzle: two 1024-byte atoms, every element 1); none for other tiles (an empty base, so that
- * their layout stays as it is). */
-template <bool ON>
-struct sm90_ones {
-    alignas(1024) uint16_t ones[1024];
-};
-template <>
-struct sm90_ones<false> {
-};
-
 /* Shared memory of one CTA; every tile starts on a 1024-byte swizzle atom. Panel p of a tile holds
  * its columns 64p..64p+63, rows 128 bytes apart. */
 template <class C>
-struct sm90_smem : sm90_ones<C::TC_ROWSUM> {
+struct sm90_smem {
     alignas(1024) uint16_t q[C::QBUFS][C::PANELS][C::BM][64];  /* Q; then each consumer's O */
     alignas(1024) uint16_t k[C::STAGES][C::PANELS][C::BN][64]; /* K ring: block j in stage j % STAGES */
     alignas(1024) uint16_t v[C::STAGES][C::PANELS][C::BN][64]; /* V ring, same stage as K */
@@ -185,35 +174,17 @@ __device__ __forceinline__ void sm90_alibi_init(float (&r_s)[BN / 2], float (&ne
     }
 }
 
-/* The shared address of sm90_tile_rowsum's ones (0 for other tiles, which have none). */
-template <class C>
-__device__ __forceinline__ uint32_t ones_at(sm90_smem<C> &s)
-{
-    if constexpr (C::TC_ROWSUM)
-        return smem_u32(s.ones);
-    else
-        return 0;
-}
-
 /* O += P V issued as BN/16 wgmmas; V (keys × D, panels BN·128 bytes apart) is the MN-major B
- * operand, 16 keys = 2 KB of each panel per wgmma. C::TC_ROWSUM: then l += P · ones (r_l: column j
- * of row g + 8r in r_l[2r + j % 2], every column the row's sum), the same 2 KB of ones (s_ones) for
- * each 16 keys. */
+ * operand, 16 keys = 2 KB of each panel per wgmma. */
 template <typename T, class C>
 __device__ __forceinline__ void issue_pv(float (&r_o)[C::D / 2], const uint32_t (&r_p)[C::BN / 16][4],
-                                         uint32_t s_v, float (&r_l)[4], uint32_t s_ones)
+                                         uint32_t s_v)
 {
     const uint64_t d_v = wgmma_desc(s_v, C::BN * 128);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < C::BN / 16; kk++)
         wgmma_rs<C::D, T>(r_o, r_p[kk], desc_at(d_v, kk * 16 * 128), 1);
-    if constexpr (C::TC_ROWSUM) {
-        const uint64_t d_ones = wgmma_desc(s_ones, 1024);
-#pragma unroll
-        for (int kk = 0; kk < C::BN / 16; kk++)
-            wgmma_rs<8, T>(r_l, r_p[kk], d_ones, 1);
-    }
     wgmma_commit();
 }
 
@@ -360,8 +331,7 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
 #pragma unroll
     for (int i = 0; i < BN / 2; i++) {
         r_s[i] = ex2(fmaf(f(r_s[i]), cx, -mc[(i / 2) % 2]));
-        if constexpr (!C::TC_ROWSUM)                    /* else P · ones in issue_pv */
-            l_i[(i / 2) % 2] += r_s[i];
+        l_i[(i / 2) % 2] += r_s[i];
     }
 }
 
@@ -381,8 +351,7 @@ __device__ __forceinline__ void softmax_done(const float (&l_i)[2])
         asm volatile("nanosleep.u32 0;\n" ::: "memory");
 }
 
-/* O ·= alpha, row by row (C::TC_ROWSUM: l too, r_l[2r] of row g + 8r; r_l[2r + 1], the same sum
- * in the next column, is left as it goes). Skipping it where every alpha is exactly 1 (no row's max moved)
+/* O ·= alpha, row by row. Skipping it where every alpha is exactly 1 (no row's max moved)
  * changes no bit of O. On long rows the max rarely moves: after j blocks of random scores a row's
  * max moves with probability 1/(j+1), so at 4k keys about half the blocks move some max of a
  * warp's 16 rows, at 16k a quarter. RESCALE_SKIP 1: the warp votes as a whole; 2: its two groups
@@ -399,7 +368,7 @@ __device__ __forceinline__ void softmax_done(const float (&l_i)[2])
 #define FA_SM90_RESCALE_EARLY -1
 #endif
 template <class C>
-__device__ __forceinline__ void rescale(float (&r_o)[C::D / 2], float (&r_l)[4], const float (&alpha)[2])
+__device__ __forceinline__ void rescale(float (&r_o)[C::D / 2], const float (&alpha)[2])
 {
     constexpr int skip = FA_SM90_RESCALE_SKIP < 0 ? C::RESCALE_SKIP : FA_SM90_RESCALE_SKIP;
     if (skip == 2) {
@@ -411,8 +380,6 @@ __device__ __forceinline__ void rescale(float (&r_o)[C::D / 2], float (&r_l)[4],
                     r_o[i] *= alpha[h];
                     r_o[i + 1] *= alpha[h];
                 }
-                if constexpr (C::TC_ROWSUM)
-                    r_l[2 * h] *= alpha[h];
             }
         return;
     }
@@ -421,9 +388,6 @@ __device__ __forceinline__ void rescale(float (&r_o)[C::D / 2], float (&r_l)[4],
 #pragma unroll
     for (int i = 0; i < C::D / 2; i++)
         r_o[i] *= alpha[(i / 2) % 2];
-    if constexpr (C::TC_ROWSUM)
-        for (int r = 0; r < 2; r++)
-            r_l[2 * r] *= alpha[r];
 }
 
 #endif /* FA_SM90_DEVICE */

@@ -44,7 +44,6 @@ struct sm90_tile {
     static constexpr bool RESCALE_EARLY = D_ == 128 && CONSUMERS_ == 2;
     static constexpr int PRODUCER_REGS = CONSUMERS_ == 2 ? 24 : 32;
     static constexpr int MASK_STAGES = 0;   /* sm90_tile_mask: attn_mask blocks in shared memory */
-    static constexpr bool TC_ROWSUM = false;    /* sm90_tile_rowsum: l from P · ones */
     static_assert(D % 64 == 0 && BN % 16 == 0 && BN <= 256 && (CONSUMERS == 2 || CONSUMERS == 3),
                   "tile shape");
 };
@@ -123,20 +122,6 @@ struct sm90_tile_mask : C {
     static constexpr int QBUFS =
         (2 * C::BM + 2 * C::STAGES * C::BN) * C::D * 2 + C::STAGES * C::BM * C::BN * 2 + 2048 <= 227 * 1024 ? 2 : 1;
     static_assert(C::BN % 64 == 0, "the mask's 64-key panels");
-};
-
-/* Tile C with each block's row sums taken on the tensor cores: l += P · ones (a 64 × 8 accumulator
- * beside O's, BN / 16 more wgmmas of N = 8 after each block's P V, B a shared 1 KB of ones) instead
- * of one add per score on the FMA pipe; l is then the sum of P as rounded for P V, the weights O is
- * summed with. The softcap kernels (FA_VAR_CAP) at d <= 128 when FA_SM90_CAP_ROWSUM is 1 (tiles
- * without softmax_done, whose branch reads l). */
-#ifndef FA_SM90_CAP_ROWSUM
-#define FA_SM90_CAP_ROWSUM 1
-#endif
-template <class C>
-struct sm90_tile_rowsum : C {
-    static constexpr bool TC_ROWSUM = true;
-    static_assert(!C::SOFTMAX_FENCE, "softmax_done reads the softmax's own l");
 };
 
 /* The online softmax's lazy max (sm90_softmax), in log2 units; 0: off. tune.py, d = 128 with 8:

@@ -72,9 +72,10 @@ def build(variants, prebuilt=False, load=True):
     return libs
 
 
-def call(lib, q, k, v, o, causal, softcap, slopes=None):
-    """fa_sm90_forward_variants of a library: (B, H, N, d) tensors, a softcap (and ALiBi slopes)."""
-    p, va, ov = fill_params(q, k, v, o, causal), STRUCTS["fa_variants"](), STRUCTS["fa_overrides"]()
+def call(lib, q, k, v, o, causal, softcap, slopes=None, lse=None):
+    """fa_sm90_forward_variants of a library: (B, H, N, d) tensors, a softcap (and ALiBi slopes;
+    lse: fp32 (B, H, N) filled too)."""
+    p, va, ov = fill_params(q, k, v, o, causal, lse=lse), STRUCTS["fa_variants"](), STRUCTS["fa_overrides"]()
     va.softcap = softcap
     if slopes is not None:
         va.alibi_slopes = slopes.data_ptr()
@@ -90,9 +91,10 @@ def call(lib, q, k, v, o, causal, softcap, slopes=None):
 def check(libs):
     """Each library on each case against the tests' float64 reference (tests/test_variants.py), by
     their rule (FlashAttention's: error <= 2 x a same-dtype computation's + slack), the output
-    poisoned with NaN first. K -> "ok" or the first failure."""
+    poisoned with NaN first; lse too (2026-12-07: a variant whose output passed here failed the
+    suite's lse checks). name -> "ok" or the first failure."""
     sys.path.insert(0, str(REPO / "tests"))
-    from test_variants import assert_rule, exact, pytorch_like
+    from test_variants import assert_lse, assert_rule, exact, pytorch_like
     cases = [(2, 4, 2, 300, 517, 64, False, 30.0, BF, False), (2, 4, 2, 517, 300, 128, True, 30.0, BF, False),
              (1, 2, 1, 1000, 1000, 256, True, 50.0, BF, False), (3, 2, 2, 1, 700, 128, False, 5.0, HF, False),
              (1, 8, 8, 777, 1025, 128, False, 30.0, HF, False), (2, 4, 4, 640, 640, 64, True, 30.0, HF, True),
@@ -104,14 +106,16 @@ def check(libs):
         k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", generator=g).to(dt) for _ in range(2))
         slopes = torch.rand(Hq, device="cuda", generator=g) * 0.5 if alibi else None
         kw = dict(causal=causal, softcap=cap, alibi_slopes=slopes)
-        ref, pt = exact(q, k, v, **kw)[0], pytorch_like(q, k, v, **kw)[0]
+        (ref, ref_lse), (pt, pt_lse) = exact(q, k, v, **kw), pytorch_like(q, k, v, **kw)
         what = f"{(B, Hq, Hkv, Nq, Nk, d, causal, cap, str(dt), alibi)}"
         for kk, lib in libs.items():
             o = torch.full_like(q, float("nan"))
-            call(lib, q, k, v, o, causal, cap, slopes)
+            lse = torch.full(q.shape[:3], float("nan"), device="cuda")
+            call(lib, q, k, v, o, causal, cap, slopes, lse)
             torch.cuda.synchronize()
             try:
                 assert_rule(o, ref, pt, dt, what)
+                assert_lse(lse, ref_lse, pt_lse, what)
             except AssertionError as e:
                 if result[kk] == "ok":
                     result[kk] = f"FAIL {e}"
