@@ -328,7 +328,8 @@ static int sm90_plain_extra(const fa_params *p, const fa_variants *v)
  * FA_SM90_LONG_NK keys. A softcap or ALiBi without attn_mask (FA_VAR_CAP: its block loop 1406 SASS
  * instructions at d = 128, FA_VAR_ALL's 3225; ALiBi there +4–6 % at d = 128, +15 % at d = 64,
  * bench/LOG.md 2026-12-04-alibi) takes 3 consumers at d = 64 as they do (+4.6 % on 4k keys,
- * 2026-12-04-softcap) and 2 at d = 128 (3 on 80-key blocks: −0.5 %) and 256.
+ * 2026-12-04-softcap) and 2 at d = 128 (3 on 80-key blocks: −0.5 %; 2 on 176-key blocks: −1.6 to
+ * −10.5 %, 2026-12-07) and 256.
  * Packed sequences (never with attn_mask or key_mask) run the same tiles' PACKED kernels, a CTA per
  * SM taking the sequences' query tiles from a counter in the scratch (packed_find). need != NULL:
  * only the scratch the call would use is returned in *need (sm90_launch). */
