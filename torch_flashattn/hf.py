@@ -57,6 +57,7 @@ dependency (``pip install transformers``).
 """
 import ast
 import inspect
+import sys
 import textwrap
 from dataclasses import dataclass
 
@@ -331,16 +332,21 @@ _eager_only_cache = {}
 
 
 @torch.compiler.assume_constant_result
-def _eager_only(key):
-    """Whether the model of config class key knows only eager attention: neither SDPA nor transformers'
-    attention interface (GIT's text attention adds the mask to its scores itself; NLLB-MoE's decoder
-    self-attention leaves is_causal False and relies on the mask). Such a model gets eager's own mask.
-    Cached; torch.compile takes the answer as a constant of the traced graph (MODEL_MAPPING's lazy
-    imports would break it)."""
+def _eager_only(module, qualname):
+    """Whether the model of the config class module.qualname knows only eager attention: neither SDPA
+    nor transformers' attention interface (GIT's text attention adds the mask to its scores itself;
+    NLLB-MoE's decoder self-attention leaves is_causal False and relies on the mask). Such a model
+    gets eager's own mask. Cached; torch.compile takes the answer as a constant of the traced graph
+    (MODEL_MAPPING's lazy imports would break it). The class goes by its names: strings, which
+    torch.compile takes as constants whatever its release (a class argument need not be one)."""
+    key = (module, qualname)
     if key not in _eager_only_cache:
         from transformers.models.auto.modeling_auto import MODEL_MAPPING
+        config_cls = sys.modules.get(module)
+        for part in qualname.split("."):
+            config_cls = getattr(config_cls, part, None)
         try:
-            cls = MODEL_MAPPING[key]
+            cls = MODEL_MAPPING[config_cls] if config_cls is not None else None
         except (KeyError, ValueError):
             cls = None
         _eager_only_cache[key] = cls is not None and not (getattr(cls, "_supports_sdpa", True)
@@ -369,7 +375,7 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
                 kv_offset=kv_offset, mask_function=mask_function, attention_mask=attention_mask,
                 allow_is_causal_skip=allow_is_causal_skip, **kwargs)
     config = kwargs.get("config")
-    if config is not None and _eager_only(type(config)):
+    if config is not None and _eager_only(type(config).__module__, type(config).__qualname__):
         return mu.eager_mask(**args)                       # what "eager" gets: additive, never skipped
     build = lambda: mu.sdpa_mask(**args)  # noqa: E731
     if getattr(config, "model_type", None) in _READS_MASK:
