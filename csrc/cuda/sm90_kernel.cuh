@@ -27,6 +27,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     static_assert(!MSMEM || VAR == FA_VAR_ALL, "a staged mask is a variant");
     static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
     constexpr bool SINK = EXTRA & SM90_SINK, ALIBI = EXTRA & SM90_ALIBI;
+    constexpr int CAUSAL_SKIP = VAR ? 0 : FA_SM90_CAUSAL_SKIP;
     static_assert(!EXTRA || !VAR, "sinks, ALiBi: a plain kernel's EXTRA, or a variant kernel's own");
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -262,10 +263,12 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         float r_s[BN / 2];                                  /* S, then P in fp32: 64 × BN */
         uint32_t r_p[BN / 16][4];                           /* P as wgmma A fragments, keys 16kk.. */
 
-        /* Causal, without ping-pong: blocks starting past this warpgroup's last row are all masked
-         * for it (blocks at the end only); it releases them untouched. Block 0 shows key 0 to every
-         * row, so every m_i is finite after it. */
-        const int n_act = !VAR && p.causal && !C::PINGPONG ? min(n_blocks, (row_first + 63) / BN + 1) : n_blocks;
+        /* Causal: blocks starting past this warpgroup's last row are all masked for it (blocks at
+         * the end only); it releases them untouched (ping-pong, CAUSAL_SKIP: taking their turns
+         * empty). Block 0 shows key 0 to every row, so every m_i is finite after it. A causal plain
+         * item is a whole tile (kb0 = 0: nothing causal splits). */
+        const int n_act = !VAR && p.causal && (!pp || CAUSAL_SKIP) ? min(n_blocks, (row_first + 63) / BN + 1)
+                                                                   : n_blocks;
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
         fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
         float sink2 = 0.f;                                  /* VAR, SINK: the head's sink (log2 units), */
@@ -404,16 +407,30 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if (RESCALE_EARLY && n_act > 1)
                 rescale<C>(r_o, alpha);
             issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
-            if (pp && (cw != C::CONSUMERS - 1 || !last_tile))
+            if (pp && (cw != C::CONSUMERS - 1 || !last_tile || n_act < n_blocks))
                 turn_pass(next_cw);
             wgmma_wait<0>();
             reg_fence(r_o);
             reg_fence_u(r_p);
             release(&s.empty_v[st], lane);
         }
-        /* Blocks all masked for this warpgroup: released once they have landed. */
-        for (int kb = n_act; kb < n_blocks; kb++)
-            release_landed<C>(s, kc + kb, lane);
+        /* Blocks all masked for this warpgroup: released once they have landed (ping-pong: each
+         * with an empty turn, here or after the epilogue, skipped_turns). */
+        auto skipped_turns = [&](int kc0) {
+            for (int kb = n_act; kb < n_blocks; kb++) {
+                turn_wait(cw);
+                if (kb + 1 < n_blocks || cw != C::CONSUMERS - 1 || !last_tile)
+                    turn_pass(next_cw);
+                release_landed<C>(s, kc0 + kb, lane);
+            }
+        };
+        if (!pp || CAUSAL_SKIP == 1) {
+            if (pp)
+                skipped_turns(kc);
+            else
+                for (int kb = n_act; kb < n_blocks; kb++)
+                    release_landed<C>(s, kc + kb, lane);
+        }
         if (!pp)
             take_next();
         kc += n_blocks;
@@ -508,6 +525,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             }
         }
         stored = true;
+        if (pp && CAUSAL_SKIP == 2)
+            skipped_turns(kc - n_blocks);
         SM90_TRACE(it, 5);
     }
 #endif /* FA_SM90_DEVICE */

@@ -139,6 +139,15 @@ struct sm90_tile_mask : C {
 #define FA_SM90_STORE_DEFER 1
 #endif
 
+/* Causal plain calls on ping-pong tiles: a warpgroup skips the key blocks that start past its last
+ * row (all masked for it), taking their turns empty: 1 right after its last P V, 2 after its
+ * epilogue; 0: it computes them masked. Where BM > BN (d = 64: 192 × 128) or BM is no multiple of
+ * BN (d = 256: 128 × 80), the first warpgroups of a tile have such blocks: 5 % of the d = 64 causal
+ * tiles' blocks at 2k keys, 1.5 % at 8k. */
+#ifndef FA_SM90_CAUSAL_SKIP
+#define FA_SM90_CAUSAL_SKIP 0
+#endif
+
 /* ---- Split-KV decode (decode.cu) ------------------------------------------------------------- */
 
 /* D: compiled head-dim width (d padded up to it); STAGES: buffers in each warp's K and V ring;
