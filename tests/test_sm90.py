@@ -144,8 +144,9 @@ def test_sm90_last_query_tiles_moved(dtype, d, B, hq, hkv, nq, nk, tail, forced,
 @pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"], ids=["one_cta_per_tile", "persistent", "pairs"])
 def test_sm90_d64_short_causal_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
     """Causal at d <= 64 up to FA_SM90_D64_SHORT_CAUSAL (1024) query rows runs the 2-consumer tile,
-    past it the 3-consumer one: both sides of the switch, more keys than queries and fewer, GQA,
-    lse, both grids."""
+    past it the 3-consumer one (192 rows on 128-key blocks, whose first warpgroups skip the blocks
+    past their rows: FA_SM90_CAUSAL_SKIP): both sides of the switch, more keys than queries and
+    fewer, GQA, lse, every grid."""
     fa_overrides(sm90_grid=grid)
     check_gqa_lse(dtype, d, nq, nk, True, f"sm90 d64 causal {dtype} d={d} Nq={nq} Nk={nk}")
 

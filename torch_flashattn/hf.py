@@ -362,7 +362,8 @@ def structured_mask(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, ma
     knows only eager attention."""
     mu = _masking_utils()
 
-    mask_function = mask_function or mu.causal_mask_function
+    if mask_function is None:                              # not `or`: torch 2.11's dynamo cannot branch on a
+        mask_function = mu.causal_mask_function            # nested function's truth value
     if isinstance(attention_mask, StructuredMask):        # built before the model ran (generate, above)
         m = attention_mask
         built = (m.q_length, m.kv_length, m.delta, (m.causal, m.left, m.right))

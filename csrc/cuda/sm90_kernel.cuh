@@ -525,8 +525,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             }
         }
         stored = true;
-        if (pp && CAUSAL_SKIP == 2)
-            skipped_turns(kc - n_blocks);
+        if (pp && CAUSAL_SKIP == 2)                         /* a causal plain item's only way out: it */
+            skipped_turns(kc - n_blocks);                   /* never splits, a packed one is VAR */
         SM90_TRACE(it, 5);
     }
 #endif /* FA_SM90_DEVICE */

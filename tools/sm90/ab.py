@@ -1,7 +1,8 @@
 """Plain (dense) calls on Hopper kernel builds side by side: csrc/cuda/sm90.cu built with other
 FA_SM90_* defines (tiles.h), each called through fa_sm90_forward (and fa_sm90_forward_variants for
 ALiBi or sinks alone, which run the plain tiles' own instantiations), beside FlashAttention-3
-(bf16, when importable) and, when the package is built, the production op.
+(bf16, when importable) and the production op. It needs the package built (the tests' reference
+imports it): not beside the build, unlike --build-only.
 
 Each build (NAME=DEFINE[,DEFINE...]; "base=" has none) is first checked against the tests' float64
 reference (tests/test_variants.py, by their rule, output and lse) on awkward shapes: GQA, tails,
@@ -111,13 +112,10 @@ def main():
     if args.build_only:
         build(variants, load=False)
         return
-    try:                                              # the production op, when the package is built
-        import torch_flashattn
-    except Exception:
-        torch_flashattn = None
+    import torch_flashattn                            # after --build-only: the build may be under way
     from bench.attention import time_interleaved
-    print(json.dumps({"gpu": torch.cuda.get_device_name(), "fa3": fa3 is not None, "variants": variants,
-                      "op": torch_flashattn is not None}), flush=True)
+    print(json.dumps({"gpu": torch.cuda.get_device_name(), "fa3": fa3 is not None, "variants": variants}),
+          flush=True)
     libs = build(variants, args.prebuilt)
     checks = check(libs)
     for name, res in checks.items():
@@ -132,8 +130,7 @@ def main():
             q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=dt, generator=g) for _ in range(3))
             o = torch.empty_like(q)
             calls = {name: (lambda lib=lib: call(lib, q, k, v, o, causal)) for name, lib in libs.items()}
-            if torch_flashattn is not None:
-                calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=causal)
+            calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=causal)
             if fa3 is not None and dt == BF:
                 qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
                 calls["fa3"] = lambda: fa3(qt, kt, vt, causal=causal)
