@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from tools.cabi import STRUCTS, fill_params  # noqa: E402
-from tools.sm90.cap_tune import build  # noqa: E402
+from tools.sm90.cap_tune import build, judge, time_point  # noqa: E402
 import tools.sm90.cap_tune as cap_tune  # noqa: E402
 
 BF, HF = torch.bfloat16, torch.float16
@@ -65,8 +65,6 @@ def call(lib, q, k, v, o, causal, lse=None, slopes=None, sinks=None, grid=0):
 
 def check(libs):
     """name -> "ok" or the first failure; outputs and lse poisoned with NaN first."""
-    sys.path.insert(0, str(cap_tune.REPO / "tests"))
-    from test_variants import assert_lse, assert_rule, exact, pytorch_like
     # (B, Hq, Hkv, Nq, Nk, d, causal, dtype, extra, grid): extra "alibi" / "sinks" / None.
     cases = [(1, 4, 2, 2049, 2049, 64, True, BF, None, 0), (2, 3, 1, 1500, 3000, 64, True, HF, None, 0),
              (1, 2, 2, 3000, 1500, 64, True, BF, None, 0), (4, 8, 8, 1100, 1100, 64, True, BF, None, 1),
@@ -81,20 +79,9 @@ def check(libs):
         k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", generator=g).to(dt) for _ in range(2))
         slopes = torch.rand(Hq, device="cuda", generator=g) * 0.5 if extra == "alibi" else None
         sinks = torch.randn(Hq, device="cuda", generator=g) if extra == "sinks" else None
-        kw = dict(causal=causal, alibi_slopes=slopes, sinks=sinks)
-        (ref, ref_lse), (pt, pt_lse) = exact(q, k, v, **kw), pytorch_like(q, k, v, **kw)
-        what = f"{(B, Hq, Hkv, Nq, Nk, d, causal, str(dt), extra, grid)}"
-        for name, lib in libs.items():
-            o = torch.full_like(q, float("nan"))
-            lse = torch.full(q.shape[:3], float("nan"), device="cuda")
-            try:
-                call(lib, q, k, v, o, causal, lse, slopes, sinks, grid)
-                torch.cuda.synchronize()
-                assert_rule(o, ref, pt, dt, what)
-                assert_lse(lse, ref_lse, pt_lse, what)
-            except (AssertionError, RuntimeError) as e:
-                if result[name] == "ok":
-                    result[name] = f"FAIL {e}"
+        judge(libs, result, q, k, v, dict(causal=causal, alibi_slopes=slopes, sinks=sinks),
+              f"{(B, Hq, Hkv, Nq, Nk, d, causal, str(dt), extra, grid)}",
+              lambda lib, o, lse: call(lib, q, k, v, o, causal, lse, slopes, sinks, grid))
     return result
 
 
@@ -113,7 +100,6 @@ def main():
         build(variants, load=False)
         return
     import torch_flashattn                            # after --build-only: the build may be under way
-    from bench.attention import time_interleaved
     print(json.dumps({"gpu": torch.cuda.get_device_name(), "fa3": fa3 is not None, "variants": variants}),
           flush=True)
     libs = build(variants, args.prebuilt)
@@ -134,13 +120,7 @@ def main():
             if fa3 is not None and dt == BF:
                 qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
                 calls["fa3"] = lambda: fa3(qt, kt, vt, causal=causal)
-            names = list(calls)
-            ms = time_interleaved([calls[c] for c in names], 0.3)
-            pairs = N * (N + 1) // 2 if causal else N * N
-            row = tflops.setdefault(pt, {})
-            for c, t in zip(names, ms):
-                row.setdefault(c, []).append(4 * B * H * pairs * d / t / 1e9)
-            print(json.dumps({"round": r, "point": pt, **{c: round(row[c][-1], 1) for c in names}}), flush=True)
+            time_point(calls, tflops.setdefault(pt, {}), B * H * d, N, causal, r, pt)
     cols = list(libs) + ["fa", "fa3"]
     first = next(iter(libs), None)
     print(f"{'point':10s}" + "".join(f"{c:>8s}" for c in cols) + "   each / first; first / fa3")

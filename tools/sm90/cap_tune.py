@@ -93,8 +93,6 @@ def check(libs):
     their rule (FlashAttention's: error <= 2 x a same-dtype computation's + slack), the output
     poisoned with NaN first; lse too (2026-12-07: a variant whose output passed here failed the
     suite's lse checks). name -> "ok" or the first failure."""
-    sys.path.insert(0, str(REPO / "tests"))
-    from test_variants import assert_lse, assert_rule, exact, pytorch_like
     cases = [(2, 4, 2, 300, 517, 64, False, 30.0, BF, False), (2, 4, 2, 517, 300, 128, True, 30.0, BF, False),
              (1, 2, 1, 1000, 1000, 256, True, 50.0, BF, False), (3, 2, 2, 1, 700, 128, False, 5.0, HF, False),
              (1, 8, 8, 777, 1025, 128, False, 30.0, HF, False), (2, 4, 4, 640, 640, 64, True, 30.0, HF, True),
@@ -105,21 +103,42 @@ def check(libs):
         q = (3 * torch.randn(B, Hq, Nq, d, device="cuda", generator=g)).to(dt)
         k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", generator=g).to(dt) for _ in range(2))
         slopes = torch.rand(Hq, device="cuda", generator=g) * 0.5 if alibi else None
-        kw = dict(causal=causal, softcap=cap, alibi_slopes=slopes)
-        (ref, ref_lse), (pt, pt_lse) = exact(q, k, v, **kw), pytorch_like(q, k, v, **kw)
-        what = f"{(B, Hq, Hkv, Nq, Nk, d, causal, cap, str(dt), alibi)}"
-        for kk, lib in libs.items():
-            o = torch.full_like(q, float("nan"))
-            lse = torch.full(q.shape[:3], float("nan"), device="cuda")
-            call(lib, q, k, v, o, causal, cap, slopes, lse)
-            torch.cuda.synchronize()
-            try:
-                assert_rule(o, ref, pt, dt, what)
-                assert_lse(lse, ref_lse, pt_lse, what)
-            except AssertionError as e:
-                if result[kk] == "ok":
-                    result[kk] = f"FAIL {e}"
+        judge(libs, result, q, k, v, dict(causal=causal, softcap=cap, alibi_slopes=slopes),
+              f"{(B, Hq, Hkv, Nq, Nk, d, causal, cap, str(dt), alibi)}",
+              lambda lib, o, lse: call(lib, q, k, v, o, causal, cap, slopes, lse))
     return result
+
+
+def judge(libs, result, q, k, v, kw, what, run):
+    """One case: run(lib, o, lse) fills each library's output and lse (poisoned with NaN first),
+    judged against the tests' float64 reference with the variants kw, by their rule (output and
+    lse); a library's first failure (or error) goes into result[name]."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from test_variants import assert_lse, assert_rule, exact, pytorch_like
+    (ref, ref_lse), (pt, pt_lse) = exact(q, k, v, **kw), pytorch_like(q, k, v, **kw)
+    for name, lib in libs.items():
+        o = torch.full_like(q, float("nan"))
+        lse = torch.full(q.shape[:3], float("nan"), device="cuda")
+        try:
+            run(lib, o, lse)
+            torch.cuda.synchronize()
+            assert_rule(o, ref, pt, q.dtype, what)
+            assert_lse(lse, ref_lse, pt_lse, what)
+        except (AssertionError, RuntimeError) as e:
+            if result[name] == "ok":
+                result[name] = f"FAIL {e}"
+
+
+def time_point(calls, row, bhd, N, causal, r, name):
+    """calls ({column: fn}) timed call by call in turn (bench.attention.time_interleaved); each
+    column's TFLOP/s over the visible pairs appended to row[column]; a JSON line."""
+    from bench.attention import time_interleaved
+    names = list(calls)
+    ms = time_interleaved([calls[c] for c in names], 0.3)
+    pairs = N * (N + 1) // 2 if causal else N * N
+    for c, t in zip(names, ms):
+        row.setdefault(c, []).append(4 * bhd * pairs / t / 1e9)
+    print(json.dumps({"round": r, "point": name, **{c: round(row[c][-1], 1) for c in names}}), flush=True)
 
 
 def main():
@@ -135,7 +154,6 @@ def main():
         build(variants, load=False)
         return
     import torch_flashattn                            # after --build-only: the build may be under way
-    from bench.attention import time_interleaved
     print(json.dumps({"gpu": torch.cuda.get_device_name(), "fa3": fa3 is not None, "variants": variants}), flush=True)
     libs = build(variants, args.prebuilt)
     for name, res in check(libs).items():
@@ -153,13 +171,7 @@ def main():
             if fa3 is not None and dt == BF:
                 qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
                 calls["fa3"] = lambda: fa3(qt, kt, vt, causal=causal, softcap=cap)
-            names = list(calls)
-            ms = time_interleaved([calls[c] for c in names], 0.3)
-            pairs = N * (N + 1) // 2 if causal else N * N
-            row = tflops.setdefault(name, {})
-            for c, t in zip(names, ms):
-                row.setdefault(c, []).append(4 * B * H * pairs * d / t / 1e9)
-            print(json.dumps({"round": r, "point": name, **{c: round(row[c][-1], 1) for c in names}}), flush=True)
+            time_point(calls, tflops.setdefault(name, {}), B * H * d, N, causal, r, name)
     cols, first = list(libs) + ["fa", "dense", "fa3"], next(iter(libs))
     print(f"{'point':24s}" + "".join(f"{c:>8s}" for c in cols) + f"   best: / {first}, / fa3, / dense")
     for name, row in tflops.items():
