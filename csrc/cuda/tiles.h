@@ -93,7 +93,9 @@ typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUM
  * the code is at 1307b1f). */
 typedef sm90_tile<128, FA_SM90_D128L_BN, FA_SM90_D128L_STAGES, 3, 1> sm90_tile_d128_long;
 /* d = 64, causal, up to FA_SM90_D64_SHORT_CAUSAL query rows: 2 consumers (BM = 128). tune.py,
- * bf16, causal: 1k +13 % over the 3-consumer tile, 2k −4 % (bench/LOG.md, 2026-11-30). */
+ * bf16, causal: 1k +13 % over the 3-consumer tile, 2k −4 % (bench/LOG.md, 2026-11-30); measured
+ * before FA_SM90_CAUSAL_SKIP, which spares the 3-consumer tile 10 % of its blocks at 1k keys (not
+ * measured again). */
 #ifndef FA_SM90_D64_SHORT_CAUSAL
 #define FA_SM90_D64_SHORT_CAUSAL 1024
 #endif
