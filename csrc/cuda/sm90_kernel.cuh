@@ -27,7 +27,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     static_assert(!MSMEM || VAR == FA_VAR_ALL, "a staged mask is a variant");
     static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
     constexpr bool SINK = EXTRA & SM90_SINK, ALIBI = EXTRA & SM90_ALIBI;
-    constexpr int CAUSAL_SKIP = VAR ? 0 : FA_SM90_CAUSAL_SKIP;
+    constexpr int CAUSAL_SKIP = VAR ? FA_SM90_VAR_SKIP : FA_SM90_CAUSAL_SKIP;
     static_assert(!EXTRA || !VAR, "sinks, ALiBi: a plain kernel's EXTRA, or a variant kernel's own");
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -266,9 +266,20 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         /* Causal: blocks starting past this warpgroup's last row are all masked for it (blocks at
          * the end only); it releases them untouched (ping-pong, CAUSAL_SKIP: taking their turns
          * empty). Block 0 shows key 0 to every row, so every m_i is finite after it. A causal plain
-         * item is a whole tile (kb0 = 0: nothing causal splits). */
-        const int n_act = !VAR && p.causal && (!pp || CAUSAL_SKIP) ? min(n_blocks, (row_first + 63) / BN + 1)
-                                                                   : n_blocks;
+         * item is a whole tile (kb0 = 0: nothing causal splits). VAR (ping-pong, FA_SM90_VAR_SKIP):
+         * the blocks past the last key its rows see (var_blocks over its rows); at least one. */
+        const int n_act = [&]() -> int {
+            if (!VAR && p.causal && (!pp || CAUSAL_SKIP))
+                return min(n_blocks, (row_first + 63) / BN + 1);
+            if constexpr (VAR && CAUSAL_SKIP != 0) {
+                if (pp) {
+                    int kw0, nbw;
+                    var_blocks<BN>(a.var, sq, kr, row_first, min(row_first + 63, Nq - 1), kw0, nbw);
+                    return max(1, min(n_blocks, kw0 + nbw - kb0));
+                }
+            }
+            return n_blocks;
+        }();
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
         fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
         float sink2 = 0.f;                                  /* VAR, SINK: the head's sink (log2 units), */
@@ -508,6 +519,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             warpgroup_bar(1 + cw);                          /* every thread has read its rows of Q's buffer */
             if (threadIdx.x % 128 == 0)
                 mbar_arrive(&s.empty_q[qb]);
+            if (pp && CAUSAL_SKIP == 2)
+                skipped_turns(kc - n_blocks);
             SM90_TRACE(it, 5);
             continue;
         }
@@ -525,8 +538,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             }
         }
         stored = true;
-        if (pp && CAUSAL_SKIP == 2)                         /* a causal plain item's only way out: it */
-            skipped_turns(kc - n_blocks);                   /* never splits, a packed one is VAR */
+        if (pp && CAUSAL_SKIP == 2)                         /* (a skipping item never splits: plain */
+            skipped_turns(kc - n_blocks);                   /* ones are causal, VAR ones are whole) */
         SM90_TRACE(it, 5);
     }
 #endif /* FA_SM90_DEVICE */

@@ -152,6 +152,13 @@ struct sm90_tile_mask : C {
 #ifndef FA_SM90_CAUSAL_SKIP
 #define FA_SM90_CAUSAL_SKIP 2
 #endif
+/* The same in the variant kernels (VAR), each warpgroup's blocks ending at the last key its rows see
+ * (var_blocks: causal in either alignment, a window's right edge, key_mask); values as above. Not
+ * yet timed: 0. The d = 64 softcap tile (192 × 128) and the d = 256 tiles (128 × 80) have such
+ * blocks on causal calls, any tile on bottom-right calls whose offset is no multiple of BN. */
+#ifndef FA_SM90_VAR_SKIP
+#define FA_SM90_VAR_SKIP 0
+#endif
 
 /* ---- Split-KV decode (decode.cu) ------------------------------------------------------------- */
 
