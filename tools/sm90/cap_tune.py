@@ -46,6 +46,12 @@ POINTS = [("d128 cap30 4k", 128, 4, 4096, False, 30.0, BF), ("d128 cap30 causal 
           ("d64 cap30 4k", 64, 4, 4096, False, 30.0, BF), ("d64 cap30 causal 4k", 64, 4, 4096, True, 30.0, BF),
           ("d256 cap50 4k", 256, 4, 4096, False, 50.0, BF), ("d256 cap30 causal 4k", 256, 4, 4096, True, 30.0, BF),
           ("fp16 d128 cap30 4k", 128, 4, 4096, False, 30.0, HF)]
+# --set var: causal variant calls without a softcap, (name, d, B, Nq, Nk, window_left, align, dtype);
+# window_left −1: none; align 1: bottom-right. B·Nk = 16k, H = 2048 / d.
+VAR_POINTS = [("d64 win1024 4k", 64, 4, 4096, 4096, 1024, 0, BF), ("d64 win4096 16k", 64, 1, 16384, 16384, 4096, 0, BF),
+              ("d64 br 1k/4k", 64, 4, 1024, 4096, -1, 1, BF), ("d256 win1024 4k", 256, 4, 4096, 4096, 1024, 0, BF),
+              ("d256 br 1k/4k", 256, 4, 1024, 4096, -1, 1, BF), ("d128 win1024 4k", 128, 4, 4096, 4096, 1024, 0, BF),
+              ("fp16 d64 win1024 4k", 64, 4, 4096, 4096, 1024, 0, HF)]
 
 
 def build(variants, prebuilt=False, load=True):
@@ -72,11 +78,13 @@ def build(variants, prebuilt=False, load=True):
     return libs
 
 
-def call(lib, q, k, v, o, causal, softcap, slopes=None, lse=None):
-    """fa_sm90_forward_variants of a library: (B, H, N, d) tensors, a softcap (and ALiBi slopes;
-    lse: fp32 (B, H, N) filled too)."""
+def call(lib, q, k, v, o, causal, softcap, slopes=None, lse=None, window_left=-1, align=0):
+    """fa_sm90_forward_variants of a library: (B, H, N, d) tensors, a softcap (0: none; and ALiBi
+    slopes, a window's left side, an alignment; lse: fp32 (B, H, N) filled too)."""
     p, va, ov = fill_params(q, k, v, o, causal, lse=lse), STRUCTS["fa_variants"](), STRUCTS["fa_overrides"]()
-    va.softcap = softcap
+    va.softcap, va.align = softcap, align
+    if window_left >= 0:
+        va.window, va.window_left, va.window_right = 1, window_left, -1
     if slopes is not None:
         va.alibi_slopes = slopes.data_ptr()
     need = ctypes.c_size_t(0)
@@ -99,13 +107,23 @@ def check(libs):
              (1, 4, 2, 2049, 2049, 128, True, 2.0, BF, True), (1, 2, 2, 129, 4000, 256, False, 30.0, HF, False)]
     g = torch.Generator(device="cuda").manual_seed(1)
     result = {k: "ok" for k in libs}
-    for B, Hq, Hkv, Nq, Nk, d, causal, cap, dt, alibi in cases:
+    # causal, no softcap: (B, Hq, Hkv, Nq, Nk, d, window_left, align, dtype)
+    cases += [(1, 4, 2, 2049, 2049, 64, 300, 0, BF, False), (2, 2, 1, 1500, 1500, 256, 700, 0, HF, False),
+              (1, 4, 4, 1100, 1100, 128, 200, 0, BF, False), (2, 4, 2, 700, 2500, 64, -1, 1, BF, False),
+              (1, 2, 2, 1000, 3001, 256, 513, 1, HF, False), (1, 4, 2, 3000, 1500, 64, -1, 1, BF, False)]
+    for case in cases:
+        if isinstance(case[6], bool):
+            B, Hq, Hkv, Nq, Nk, d, causal, cap, dt, alibi = case
+            left, align = -1, 0
+        else:
+            (B, Hq, Hkv, Nq, Nk, d, left, align, dt, _), causal, cap, alibi = case, True, 0.0, False
         q = (3 * torch.randn(B, Hq, Nq, d, device="cuda", generator=g)).to(dt)
         k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", generator=g).to(dt) for _ in range(2))
         slopes = torch.rand(Hq, device="cuda", generator=g) * 0.5 if alibi else None
-        judge(libs, result, q, k, v, dict(causal=causal, softcap=cap, alibi_slopes=slopes),
-              f"{(B, Hq, Hkv, Nq, Nk, d, causal, cap, str(dt), alibi)}",
-              lambda lib, o, lse: call(lib, q, k, v, o, causal, cap, slopes, lse))
+        kw = dict(causal=causal, softcap=cap or None, alibi_slopes=slopes, window=(left, -1),
+                  causal_align=("top_left", "bottom_right")[align])
+        judge(libs, result, q, k, v, kw, f"{case}",
+              lambda lib, o, lse: call(lib, q, k, v, o, causal, cap, slopes, lse, left, align))
     return result
 
 
@@ -129,13 +147,14 @@ def judge(libs, result, q, k, v, kw, what, run):
                 result[name] = f"FAIL {e}"
 
 
-def time_point(calls, row, bhd, N, causal, r, name):
+def time_point(calls, row, bhd, N, causal, r, name, pairs=None):
     """calls ({column: fn}) timed call by call in turn (bench.attention.time_interleaved); each
-    column's TFLOP/s over the visible pairs appended to row[column]; a JSON line."""
+    column's TFLOP/s over the visible pairs (N·N, causal N·(N+1)/2, or given) appended to
+    row[column]; a JSON line."""
     from bench.attention import time_interleaved
     names = list(calls)
     ms = time_interleaved([calls[c] for c in names], 0.3)
-    pairs = N * (N + 1) // 2 if causal else N * N
+    pairs = pairs or (N * (N + 1) // 2 if causal else N * N)
     for c, t in zip(names, ms):
         row.setdefault(c, []).append(4 * bhd * pairs / t / 1e9)
     print(json.dumps({"round": r, "point": name, **{c: round(row[c][-1], 1) for c in names}}), flush=True)
@@ -146,6 +165,8 @@ def main():
     ap.add_argument("--variants", nargs="+", default=["base=", "bn176=" + BN176],
                     help="NAME=DEFINE[,DEFINE...] each")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--set", choices=["cap", "var"], default="cap",
+                    help="cap: the softcap points; var: causal windows and bottom-right calls")
     ap.add_argument("--build-only", action="store_true", help="build the libraries into $BUILD and stop")
     ap.add_argument("--prebuilt", action="store_true", help="keep the libraries already in $BUILD")
     args = ap.parse_args()
@@ -160,7 +181,7 @@ def main():
         print(json.dumps({"check": name, "result": res}), flush=True)
     tflops = {}
     for r in range(args.rounds):
-        for name, d, B, N, causal, cap, dt in POINTS:
+        for name, d, B, N, causal, cap, dt in POINTS if args.set == "cap" else []:
             H = 2048 // d
             g = torch.Generator(device="cuda").manual_seed(0)
             q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=dt, generator=g) for _ in range(3))
@@ -172,14 +193,34 @@ def main():
                 qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
                 calls["fa3"] = lambda: fa3(qt, kt, vt, causal=causal, softcap=cap)
             time_point(calls, tflops.setdefault(name, {}), B * H * d, N, causal, r, name)
+        for name, d, B, Nq, Nk, left, align, dt in VAR_POINTS if args.set == "var" else []:
+            H = 2048 // d
+            g = torch.Generator(device="cuda").manual_seed(0)
+            q = torch.randn(B, H, Nq, d, device="cuda", dtype=dt, generator=g)
+            k, v = (torch.randn(B, H, Nk, d, device="cuda", dtype=dt, generator=g) for _ in range(2))
+            o = torch.empty_like(q)
+            kw = dict(window=(left, -1), causal_align=("top_left", "bottom_right")[align])
+            calls = {name: (lambda lib=lib: call(lib, q, k, v, o, True, 0.0, None, None, left, align))
+                     for name, lib in libs.items()}
+            calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=True, **kw)
+            if align == 0 and Nq == Nk:
+                calls["dense"] = lambda: torch_flashattn.attention(q, k, v, causal=True)
+            if fa3 is not None and dt == BF:           # FlashAttention-3's causal is bottom-right
+                qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
+                calls["fa3"] = lambda: fa3(qt, kt, vt, causal=True, window_size=(left, 0))
+            i = torch.arange(Nq)[:, None] + (Nk - Nq) * align
+            j = torch.arange(Nk)[None, :]
+            pairs = int(((j <= i) & ((j >= i - left) if left >= 0 else True)).sum())
+            time_point(calls, tflops.setdefault(name, {}), B * H * d, Nq, True, r, name, pairs)
     cols, first = list(libs) + ["fa", "dense", "fa3"], next(iter(libs))
     print(f"{'point':24s}" + "".join(f"{c:>8s}" for c in cols) + f"   best: / {first}, / fa3, / dense")
     for name, row in tflops.items():
         med = {c: statistics.median(x) for c, x in row.items()}
         best = max(libs, key=med.get)
         fa3r = f"{med[best] / med['fa3']:.3f}" if "fa3" in med else "-"
+        dense = f"{med[best] / med['dense']:.3f}" if "dense" in med else "-"
         print(f"{name:24s}" + "".join(f"{med[c]:8.1f}" if c in med else f"{'-':>8s}" for c in cols)
-              + f"   {best} {med[best] / med[first]:.3f} {fa3r} {med[best] / med['dense']:.3f}")
+              + f"   {best} {med[best] / med[first]:.3f} {fa3r} {dense}")
 
 
 if __name__ == "__main__":
