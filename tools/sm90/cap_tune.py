@@ -208,9 +208,9 @@ def main():
             if fa3 is not None and dt == BF:           # FlashAttention-3's causal is bottom-right
                 qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
                 calls["fa3"] = lambda: fa3(qt, kt, vt, causal=True, window_size=(left, 0))
-            i = torch.arange(Nq)[:, None] + (Nk - Nq) * align
-            j = torch.arange(Nk)[None, :]
-            pairs = int(((j <= i) & ((j >= i - left) if left >= 0 else True)).sum())
+            last = torch.arange(Nq) + (Nk - Nq) * align             # each row's last visible key
+            first = (last - left).clamp(min=0) if left >= 0 else torch.zeros_like(last)
+            pairs = int((last.clamp(max=Nk - 1) - first + 1).clamp(min=0).sum())
             time_point(calls, tflops.setdefault(name, {}), B * H * d, Nq, True, r, name, pairs)
     cols, first = list(libs) + ["fa", "dense", "fa3"], next(iter(libs))
     print(f"{'point':24s}" + "".join(f"{c:>8s}" for c in cols) + f"   best: / {first}, / fa3, / dense")
