@@ -205,7 +205,7 @@ def main():
             calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=True, **kw)
             if align == 0 and Nq == Nk:
                 calls["dense"] = lambda: torch_flashattn.attention(q, k, v, causal=True)
-            if fa3 is not None and dt == BF:           # FlashAttention-3's causal is bottom-right
+            if fa3 is not None and dt == BF and left < 0:   # bottom-right, as FA3's causal; its wheel has no windows
                 qt, kt, vt = (x.transpose(1, 2).contiguous() for x in (q, k, v))
                 calls["fa3"] = lambda: fa3(qt, kt, vt, causal=True, window_size=(left, 0))
             last = torch.arange(Nq) + (Nk - Nq) * align             # each row's last visible key
