@@ -149,14 +149,15 @@ def judge(libs, result, q, k, v, kw, what, run):
 
 def time_point(calls, row, bhd, N, causal, r, name, pairs=None):
     """calls ({column: fn}) timed call by call in turn (bench.attention.time_interleaved); each
-    column's TFLOP/s over the visible pairs (N·N, causal N·(N+1)/2, or given) appended to
-    row[column]; a JSON line."""
+    column's TFLOP/s over the visible pairs (N·N, causal N·(N+1)/2, or given: a number, or
+    {column: number} for the columns that differ) appended to row[column]; a JSON line."""
     from bench.attention import time_interleaved
     names = list(calls)
     ms = time_interleaved([calls[c] for c in names], 0.3)
-    pairs = pairs or (N * (N + 1) // 2 if causal else N * N)
+    own = pairs if isinstance(pairs, dict) else {}
+    pairs = pairs if isinstance(pairs, int) else (N * (N + 1) // 2 if causal else N * N)
     for c, t in zip(names, ms):
-        row.setdefault(c, []).append(4 * bhd * pairs / t / 1e9)
+        row.setdefault(c, []).append(4 * bhd * own.get(c, pairs) / t / 1e9)
     print(json.dumps({"round": r, "point": name, **{c: round(row[c][-1], 1) for c in names}}), flush=True)
 
 
@@ -211,7 +212,9 @@ def main():
             last = torch.arange(Nq) + (Nk - Nq) * align             # each row's last visible key
             first = (last - left).clamp(min=0) if left >= 0 else torch.zeros_like(last)
             pairs = int((last.clamp(max=Nk - 1) - first + 1).clamp(min=0).sum())
-            time_point(calls, tflops.setdefault(name, {}), B * H * d, Nq, True, r, name, pairs)
+            # the dense causal call over its own pairs: "/ dense" compares TFLOP/s on visible pairs
+            time_point(calls, tflops.setdefault(name, {}), B * H * d, Nq, True, r, name,
+                       {c: Nq * (Nq + 1) // 2 if c == "dense" else pairs for c in calls})
     cols, first = list(libs) + ["fa", "dense", "fa3"], next(iter(libs))
     print(f"{'point':24s}" + "".join(f"{c:>8s}" for c in cols) + f"   best: / {first}, / fa3, / dense")
     for name, row in tflops.items():
