@@ -154,8 +154,8 @@ struct sm90_tile_mask : C {
 #endif
 /* The same in the variant kernels (VAR), each warpgroup's blocks ending at the last key its rows see
  * (var_blocks: causal in either alignment, a window's right edge, key_mask); values as above. The
- * d = 64 tiles (192 × 128) and the d = 256 tiles (128 × 80) have such blocks on causal calls, any
- * tile on bottom-right calls whose offset is no multiple of BN. H100, bf16, 2 against 0 in turn, two
+ * d = 64 3-consumer tiles (192 × 128) and the d = 256 tiles (128 × 80) have such blocks on causal
+ * calls, any tile on bottom-right calls whose offset is no multiple of BN. H100, bf16, 2 against 0 in turn, two
  * readings (bench/LOG.md 2026-12-07-third): causal windows (1024, 0) at 4k d = 64 +3.1 / +3.3 %
  * (fp16 +3.1 %), (4096, 0) at 16k +0.8 %, d = 256 +0.7 %; bottom-right 1k over 4k −0.3 to −0.5 %;
  * d = 128 (none) +0.1 %. Still 0: the whole suite has not run with 2, nor the softcap points. */

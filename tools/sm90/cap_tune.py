@@ -11,7 +11,10 @@ FlashAttention's grid (B·N = 16k, H·d = 2048), ROUNDS rounds, medians, TFLOP/s
 pairs. JSON lines, a table last.
 
     python3 -m tools.sm90.cap_tune [--variants base= bn176=FA_SM90_D128_BN=176,...] [--rounds 2]
-                                                                   (BUILD: where the libraries go)
+                                   [--set var]                     (BUILD: where the libraries go)
+    --set var: causal windows and bottom-right calls, no softcap, instead of the softcap points
+    (FlashAttention-3's wheel has no windows: its column only for the others; our dense causal
+    call over its own pairs)
     --build-only: build them and stop (beside another build); --prebuilt: keep those in BUILD
 """
 import argparse
