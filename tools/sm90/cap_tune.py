@@ -108,18 +108,15 @@ def check(libs):
              (1, 2, 1, 1000, 1000, 256, True, 50.0, BF, False), (3, 2, 2, 1, 700, 128, False, 5.0, HF, False),
              (1, 8, 8, 777, 1025, 128, False, 30.0, HF, False), (2, 4, 4, 640, 640, 64, True, 30.0, HF, True),
              (1, 4, 2, 2049, 2049, 128, True, 2.0, BF, True), (1, 2, 2, 129, 4000, 256, False, 30.0, HF, False)]
+    cases = [c + (-1, 0) for c in cases]               # no window, top-left
+    # causal windows and bottom-right calls, no softcap: ..., window_left, align (1: bottom-right)
+    cases += [(1, 4, 2, 2049, 2049, 64, True, 0.0, BF, False, 300, 0), (2, 2, 1, 1500, 1500, 256, True, 0.0, HF, False, 700, 0),
+              (1, 4, 4, 1100, 1100, 128, True, 0.0, BF, False, 200, 0), (2, 4, 2, 700, 2500, 64, True, 0.0, BF, False, -1, 1),
+              (1, 2, 2, 1000, 3001, 256, True, 0.0, HF, False, 513, 1), (1, 4, 2, 3000, 1500, 64, True, 0.0, BF, False, -1, 1)]
     g = torch.Generator(device="cuda").manual_seed(1)
     result = {k: "ok" for k in libs}
-    # causal, no softcap: (B, Hq, Hkv, Nq, Nk, d, window_left, align, dtype)
-    cases += [(1, 4, 2, 2049, 2049, 64, 300, 0, BF, False), (2, 2, 1, 1500, 1500, 256, 700, 0, HF, False),
-              (1, 4, 4, 1100, 1100, 128, 200, 0, BF, False), (2, 4, 2, 700, 2500, 64, -1, 1, BF, False),
-              (1, 2, 2, 1000, 3001, 256, 513, 1, HF, False), (1, 4, 2, 3000, 1500, 64, -1, 1, BF, False)]
     for case in cases:
-        if isinstance(case[6], bool):
-            B, Hq, Hkv, Nq, Nk, d, causal, cap, dt, alibi = case
-            left, align = -1, 0
-        else:
-            (B, Hq, Hkv, Nq, Nk, d, left, align, dt, _), causal, cap, alibi = case, True, 0.0, False
+        B, Hq, Hkv, Nq, Nk, d, causal, cap, dt, alibi, left, align = case
         q = (3 * torch.randn(B, Hq, Nq, d, device="cuda", generator=g)).to(dt)
         k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", generator=g).to(dt) for _ in range(2))
         slopes = torch.rand(Hq, device="cuda", generator=g) * 0.5 if alibi else None
