@@ -267,7 +267,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * the end only); it releases them untouched (ping-pong, CAUSAL_SKIP: taking their turns
          * empty). Block 0 shows key 0 to every row, so every m_i is finite after it. A causal plain
          * item is a whole tile (kb0 = 0: nothing causal splits). VAR (ping-pong, FA_SM90_VAR_SKIP):
-         * the blocks past the last key its rows see (var_blocks over its rows); at least one. */
+         * the blocks past the last key its rows see (var_blocks over its rows); at least one.
+         * FA_SM90_VAR_LEAD as well: the lead blocks before the first key its rows see (a window's
+         * left edge), each taken as an empty turn before its first block. It computes blocks
+         * lead..n_act − 1: ring slots kc + lead.., keys from block kb0 + lead. */
+        int lead = 0;
         const int n_act = [&]() -> int {
             if (!VAR && p.causal && (!pp || CAUSAL_SKIP))
                 return min(n_blocks, (row_first + 63) / BN + 1);
@@ -275,11 +279,15 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 if (pp) {
                     int kw0, nbw;
                     var_blocks<BN>(a.var, sq, kr, row_first, min(row_first + 63, Nq - 1), kw0, nbw);
-                    return max(1, min(n_blocks, kw0 + nbw - kb0));
+                    const int n = max(1, min(n_blocks, kw0 + nbw - kb0));
+                    if (FA_SM90_VAR_LEAD)
+                        lead = min(max(kw0 - kb0, 0), n - 1);
+                    return n;
                 }
             }
             return n_blocks;
         }();
+        const int kc1 = kc + lead, kb1 = kb0 + lead, n_run = n_act - lead;
         sm90_softmax_ctx ctx = {Nk, p.causal, row_first, row0, t, VAR ? 1.f : c};
         fa_var_rows y;                                      /* VAR: scores masked, in log2 units unless raw */
         float sink2 = 0.f;                                  /* VAR, SINK: the head's sink (log2 units), */
@@ -309,8 +317,8 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             ctx.c = y.raw ? y.c : 1.f;
             /* attn_mask read per score: blocks 0, 1 into L2 */
             if constexpr ((var_mods(VAR) & FA_MOD_MASK) && !MSMEM && D >= 128)
-                for (int kb = 0; kb < 2 && kb < n_act; kb++)
-                    var_mask_prefetch<BN>((kb0 + kb) * BN, t, y);
+                for (int kb = 0; kb < 2 && kb < n_run; kb++)
+                    var_mask_prefetch<BN>((kb1 + kb) * BN, t, y);
         }
 
         /* The softmax of the block of keys key0.. in ring stage st, its variants applied first
@@ -337,16 +345,21 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 sm90_softmax<C, VAR>(r_s, m_i, l_i, alpha, key0, ctx);
         };
 
+        for (int kb = 0; kb < lead; kb++) {                 /* FA_SM90_VAR_LEAD: empty turns (ping-pong; */
+            turn_wait(cw);                                  /* never a tile's last turn) */
+            turn_pass(next_cw);
+            release_landed<C>(s, kc + kb, lane);
+        }
         SM90_TRACE_NS(it, 6);
         SM90_TRACE(it, 0);
         mbar_wait(&s.full_q[qb], q_parity);
         SM90_TRACE(it, 1);
         /* Block 0: S_0 = Q K_0ᵀ, P_0. */
         {
-            const int st = kc % STAGES;
+            const int st = kc1 % STAGES;
             if constexpr (ALIBI)
-                sm90_alibi_init<BN>(r_s, alibi_near, kb0 * BN, row0, t, alibi_sl, Nk, p.causal, alibi_gentle);
-            mbar_wait(&s.full_k[st], (kc / STAGES) & 1);
+                sm90_alibi_init<BN>(r_s, alibi_near, kb1 * BN, row0, t, alibi_sl, Nk, p.causal, alibi_gentle);
+            mbar_wait(&s.full_k[st], (kc1 / STAGES) & 1);
             if (pp)
                 turn_wait(cw);
             issue_qk<T, C, ALIBI>(r_s, s_q, smem_u32(s.k[st]));
@@ -363,7 +376,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             if (!MSMEM)
                 release(&s.empty_k[st], lane);
         }
-        block_softmax(kb0 * BN, kc % STAGES);
+        block_softmax(kb1 * BN, kc1 % STAGES);
         pack_frags<T, BN>(r_p, r_s);
         SM90_TRACE(it, 2);
         /* Block kb: S_kb = Q K_kbᵀ and O += P_(kb−1) V_(kb−1) are issued together; the softmax of
@@ -376,13 +389,13 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         SM90_TRACE_VAR(tr_pv);
         SM90_TRACE_VAR(tr_issue);
         SM90_TRACE_VAR(tr_sm);
-        for (int kb = 1; kb < n_act; kb++) {
-            const int st = (kc + kb) % STAGES, pst = (kc + kb - 1) % STAGES;
+        for (int kb = 1; kb < n_run; kb++) {
+            const int st = (kc1 + kb) % STAGES, pst = (kc1 + kb - 1) % STAGES;
             if constexpr (ALIBI)                            /* r_s is free: P is in r_p; near: block kb's */
-                sm90_alibi_init<BN>(r_s, alibi_near, (kb0 + kb) * BN, row0, t, alibi_sl, Nk, p.causal,
+                sm90_alibi_init<BN>(r_s, alibi_near, (kb1 + kb) * BN, row0, t, alibi_sl, Nk, p.causal,
                                     alibi_gentle);
-            SM90_TIMED(tr_kv, mbar_wait(&s.full_k[st], ((kc + kb) / STAGES) & 1);
-                              mbar_wait(&s.full_v[pst], ((kc + kb - 1) / STAGES) & 1));
+            SM90_TIMED(tr_kv, mbar_wait(&s.full_k[st], ((kc1 + kb) / STAGES) & 1);
+                              mbar_wait(&s.full_v[pst], ((kc1 + kb - 1) / STAGES) & 1));
             if (pp)
                 SM90_TIMED(tr_turn, turn_wait(cw));
             SM90_TIMED(tr_issue, issue_qk<T, C, ALIBI>(r_s, s_q, smem_u32(s.k[st]));
@@ -390,12 +403,12 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                                  issue_pv<T, C>(r_o, r_p, smem_u32(s.v[pst]));
                                  if (pp) turn_pass(next_cw));
             if constexpr ((var_mods(VAR) & FA_MOD_MASK) && !MSMEM && D >= 128) /* the next mask block */
-                if (kb + 1 < n_act)
-                    var_mask_prefetch<BN>((kb0 + kb + 1) * BN, t, y);
+                if (kb + 1 < n_run)
+                    var_mask_prefetch<BN>((kb1 + kb + 1) * BN, t, y);
             SM90_TIMED(tr_qk, wgmma_wait<1>());             /* S_kb is ready, P V may still run */
             SM90_TIMED(tr_sm, reg_fence(r_s);
                               if (!MSMEM) release(&s.empty_k[st], lane);
-                              block_softmax((kb0 + kb) * BN, st);
+                              block_softmax((kb1 + kb) * BN, st);
                               softmax_done<C>(l_i));
             SM90_TIMED(tr_pv, wgmma_wait<0>());             /* O += P_(kb−1) V_(kb−1) is done */
             reg_fence(r_o);
@@ -411,11 +424,11 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         if (pp)                                             /* last_tile, for the last turn below */
             take_next();
         {
-            const int st = (kc + n_act - 1) % STAGES;
-            mbar_wait(&s.full_v[st], ((kc + n_act - 1) / STAGES) & 1);
+            const int st = (kc1 + n_run - 1) % STAGES;
+            mbar_wait(&s.full_v[st], ((kc1 + n_run - 1) / STAGES) & 1);
             if (pp)
                 turn_wait(cw);
-            if (RESCALE_EARLY && n_act > 1)
+            if (RESCALE_EARLY && n_run > 1)
                 rescale<C>(r_o, alpha);
             issue_pv<T, C>(r_o, r_p, smem_u32(s.v[st]));
             if (pp && (cw != C::CONSUMERS - 1 || !last_tile || n_act < n_blocks))

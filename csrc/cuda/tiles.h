@@ -162,6 +162,11 @@ struct sm90_tile_mask : C {
 #ifndef FA_SM90_VAR_SKIP
 #define FA_SM90_VAR_SKIP 0
 #endif
+/* With FA_SM90_VAR_SKIP, a warpgroup also skips the blocks before the first key its rows see (a
+ * window's left edge: var_blocks over its rows), taking their turns empty before its first block. */
+#ifndef FA_SM90_VAR_LEAD
+#define FA_SM90_VAR_LEAD 0
+#endif
 
 /* ---- Split-KV decode (decode.cu) ------------------------------------------------------------- */
 

@@ -51,7 +51,7 @@ POINTS = [("d128 cap30 4k", 128, 4, 4096, False, 30.0, BF), ("d128 cap30 causal 
           ("fp16 d128 cap30 4k", 128, 4, 4096, False, 30.0, HF)]
 # --set var: causal variant calls without a softcap, (name, d, B, Nq, Nk, window_left, align, dtype);
 # window_left −1: none; align 1: bottom-right. B·Nk = 16k, H = 2048 / d.
-VAR_POINTS = [("d64 win1024 4k", 64, 4, 4096, 4096, 1024, 0, BF), ("d64 win4096 16k", 64, 1, 16384, 16384, 4096, 0, BF),
+VAR_POINTS = [("d64 win256 4k", 64, 4, 4096, 4096, 256, 0, BF), ("d64 win1024 4k", 64, 4, 4096, 4096, 1024, 0, BF), ("d64 win4096 16k", 64, 1, 16384, 16384, 4096, 0, BF),
               ("d64 br 1k/4k", 64, 4, 1024, 4096, -1, 1, BF), ("d256 win1024 4k", 256, 4, 4096, 4096, 1024, 0, BF),
               ("d256 br 1k/4k", 256, 4, 1024, 4096, -1, 1, BF), ("d128 win1024 4k", 128, 4, 4096, 4096, 1024, 0, BF),
               ("fp16 d64 win1024 4k", 64, 4, 4096, 4096, 1024, 0, HF)]
