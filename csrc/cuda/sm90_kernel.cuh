@@ -28,6 +28,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
     constexpr bool SINK = EXTRA & SM90_SINK, ALIBI = EXTRA & SM90_ALIBI;
     constexpr int CAUSAL_SKIP = VAR ? FA_SM90_VAR_SKIP : FA_SM90_CAUSAL_SKIP;
+    constexpr bool LEAD = VAR && FA_SM90_VAR_LEAD && C::BM > C::BN;     /* tiles.h */
     static_assert(!EXTRA || !VAR, "sinks, ALiBi: a plain kernel's EXTRA, or a variant kernel's own");
     extern __shared__ uint8_t smem_raw[];
     sm90_smem<C> &s = *reinterpret_cast<sm90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
@@ -268,9 +269,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * empty). Block 0 shows key 0 to every row, so every m_i is finite after it. A causal plain
          * item is a whole tile (kb0 = 0: nothing causal splits). VAR (ping-pong, FA_SM90_VAR_SKIP):
          * the blocks past the last key its rows see (var_blocks over its rows); at least one.
-         * FA_SM90_VAR_LEAD as well: the lead blocks before the first key its rows see (a window's
-         * left edge), each taken as an empty turn before its first block. It computes blocks
-         * lead..n_act − 1: ring slots kc + lead.., keys from block kb0 + lead. */
+         * LEAD as well: the lead blocks before the first key its rows see (a window's left edge),
+         * each taken as an empty turn before its first block. It computes blocks lead..n_act − 1:
+         * ring slots kc + lead.., keys from block kb0 + lead. */
         int lead = 0;
         const int n_act = [&]() -> int {
             if (!VAR && p.causal && (!pp || CAUSAL_SKIP))
@@ -280,7 +281,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                     int kw0, nbw;
                     var_blocks<BN>(a.var, sq, kr, row_first, min(row_first + 63, Nq - 1), kw0, nbw);
                     const int n = max(1, min(n_blocks, kw0 + nbw - kb0));
-                    if (FA_SM90_VAR_LEAD)
+                    if constexpr (LEAD)
                         lead = min(max(kw0 - kb0, 0), n - 1);
                     return n;
                 }
@@ -345,7 +346,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 sm90_softmax<C, VAR>(r_s, m_i, l_i, alpha, key0, ctx);
         };
 
-        for (int kb = 0; kb < lead; kb++) {                 /* FA_SM90_VAR_LEAD: empty turns (ping-pong; */
+        for (int kb = 0; kb < lead; kb++) {                 /* LEAD: empty turns (ping-pong; */
             turn_wait(cw);                                  /* never a tile's last turn) */
             turn_pass(next_cw);
             release_landed<C>(s, kc + kb, lane);

@@ -155,17 +155,21 @@ struct sm90_tile_mask : C {
 /* The same in the variant kernels (VAR), each warpgroup's blocks ending at the last key its rows see
  * (var_blocks: causal in either alignment, a window's right edge, key_mask); values as above. The
  * d = 64 3-consumer tiles (192 × 128) and the d = 256 tiles (128 × 80) have such blocks on causal
- * calls, any tile on bottom-right calls whose offset is no multiple of BN. H100, bf16, 2 against 0 in turn, two
- * readings (bench/LOG.md 2026-12-07-third): causal windows (1024, 0) at 4k d = 64 +3.1 / +3.3 %
- * (fp16 +3.1 %), (4096, 0) at 16k +0.8 %, d = 256 +0.7 %; bottom-right 1k over 4k −0.3 to −0.5 %;
- * d = 128 (none) +0.1 %. Still 0: the whole suite has not run with 2, nor the softcap points. */
+ * calls, any tile on bottom-right calls whose offset is no multiple of BN. FA_SM90_VAR_LEAD 1 (with
+ * a skip): on tiles with BM > BN (d = 64 and 256), where a later warpgroup's rows start a block or
+ * more after the tile's first, it also skips the blocks before the first key its rows see (a
+ * window's left edge), taking their turns empty before its first block. H100, bf16, in turn, two
+ * calls (bench/LOG.md 2026-12-07-fourth), skip 2 and lead 1 against neither: causal windows
+ * (256, 0) at 4k d = 64 +12.8 %, (1024, 0) +7.8 % (fp16 +7.8 %), (4096, 0) at 16k +2.5 %, d = 256
+ * (1024, 0) +1.4 %; softcap d = 64 causal +2.0 / +1.5 %, non-causal −1.6 / −2.0 % (the skip's cost,
+ * not explained), d = 256 causal +0.5 to +0.8 %; bottom-right 1k over 4k −0.4 to −0.8 %. Lead on
+ * the d = 128 tile (no lead blocks on most windows): −1.2 to −2.2 % there, so not on it. The whole
+ * suite ran with both on every tile. */
 #ifndef FA_SM90_VAR_SKIP
-#define FA_SM90_VAR_SKIP 0
+#define FA_SM90_VAR_SKIP 2
 #endif
-/* With FA_SM90_VAR_SKIP, a warpgroup also skips the blocks before the first key its rows see (a
- * window's left edge: var_blocks over its rows), taking their turns empty before its first block. */
 #ifndef FA_SM90_VAR_LEAD
-#define FA_SM90_VAR_LEAD 0
+#define FA_SM90_VAR_LEAD 1
 #endif
 
 /* ---- Split-KV decode (decode.cu) ------------------------------------------------------------- */
