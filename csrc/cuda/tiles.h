@@ -160,11 +160,14 @@ struct sm90_tile_mask : C {
  * more after the tile's first, it also skips the blocks before the first key its rows see (a
  * window's left edge), taking their turns empty before its first block. H100, bf16, in turn, two
  * calls (bench/LOG.md 2026-12-07-fourth), skip 2 and lead 1 against neither: causal windows
- * (256, 0) at 4k d = 64 +12.8 %, (1024, 0) +7.8 % (fp16 +7.8 %), (4096, 0) at 16k +2.5 %, d = 256
- * (1024, 0) +1.4 %; softcap d = 64 causal +2.0 / +1.5 %, non-causal −1.6 / −2.0 % (the skip's cost,
- * not explained), d = 256 causal +0.5 to +0.8 %; bottom-right 1k over 4k −0.4 to −0.8 %. Lead on
- * the d = 128 tile (no lead blocks on most windows): −1.2 to −2.2 % there, so not on it. The whole
- * suite ran with both on every tile. */
+ * (256, 0) at 4k d = 64 +12.8 / +12.5 %, (1024, 0) +7.8 / +7.9 % (fp16 the same), (4096, 0) at 16k
+ * +2.5 / +2.5 %, d = 256 (1024, 0) +1.4 / +1.3 %; softcap d = 64 causal +2.0 / +2.1 %, non-causal
+ * −1.6 / −1.5 % (the skip's cost, not explained: the block loop's SASS is the same), d = 256 causal
+ * +0.5 / +0.8 %, d = 128 −0.7 to +0.1 %; bottom-right 1k over 4k d = 64 +0.5 / −0.5 %, d = 256
+ * −0.8 / −0.9 %. Lead on the d = 128 2-consumer tile (whose windows mostly have no lead block):
+ * −1.2 to −2.2 % on its softcap and window points, so not there. The whole suite ran with the skip
+ * alone and with both on every tile; sm90.cu built alone, each of these defaults' 92 kernels has the
+ * SASS of its build under one of the two. */
 #ifndef FA_SM90_VAR_SKIP
 #define FA_SM90_VAR_SKIP 2
 #endif
