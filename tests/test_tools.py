@@ -1,6 +1,6 @@
 """The Nsight Compute page summary (tools/sm90/ncu_source.py) on pages committed under bench/log/: its
 stretches cover every instruction once, so the stretch table adds up to the page's samples. tune.py's
-rounds: every column once a round, each column first in one of them."""
+rounds: every column once a round, each column first in one of them. sass_same.py's comparison."""
 import pathlib
 
 import pytest
@@ -37,3 +37,22 @@ def test_tune_rounds_rotate_the_columns():
     assert all(sorted(o) == list(range(len(columns))) for o in orders)
     assert sorted(o[0] for o in orders) == list(range(len(columns)))
     assert tune.rotated(range(3), 4) == [1, 2, 0] and tune.rotated([], 2) == []
+
+
+def test_sass_same_compares_instructions_only():
+    """tools/sass_same.py: two kernels compare equal when only their addresses and encodings differ,
+    and unequal when one instruction differs."""
+    from tools import sass_same
+    a = """
+        Function : _Z1kv
+        /*0000*/                   MOV R1, c[0x0][0x28] ;               /* 0x00000a0000017a02 */
+                                                                        /* 0x000fe40000000f00 */
+        /*0010*/                   EXIT ;                               /* 0x000000000000794d */
+        Function : _Z1jv
+        /*0000*/                   FADD R2, R2, R3 ;                    /* 0x0000000302027221 */
+    """
+    b = a.replace("0x000fe40000000f00", "0x000fc40000000f00").replace("/*0010*/", "/*0020*/")
+    c = a.replace("FADD R2, R2, R3", "FMUL R2, R2, R3")
+    ka, kb, kc = (sass_same.kernel_sass(x) for x in (a, b, c))
+    assert set(ka) == {"_Z1kv", "_Z1jv"} and ka == kb
+    assert kc["_Z1kv"] == ka["_Z1kv"] and kc["_Z1jv"] != ka["_Z1jv"]
