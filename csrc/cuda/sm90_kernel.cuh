@@ -346,8 +346,10 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 sm90_softmax<C, VAR>(r_s, m_i, l_i, alpha, key0, ctx);
         };
 
-        for (int kb = 0; kb < lead; kb++) {                 /* LEAD: empty turns (ping-pong; */
-            turn_wait(cw);                                  /* never a tile's last turn) */
+        /* LEAD: empty turns, as skipped_turns' below, but each always passed on: a lead block is
+         * never a tile's last (skipped_turns' test there cost these kernels other SASS). */
+        for (int kb = 0; kb < lead; kb++) {
+            turn_wait(cw);
             turn_pass(next_cw);
             release_landed<C>(s, kc + kb, lane);
         }
