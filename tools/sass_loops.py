@@ -20,9 +20,13 @@ import tempfile
 CONTROL = ("BRA", "SYNCS", "BAR", "WARPGROUP", "BSSY", "BSYNC", "VOTE", "EXIT", "RET")
 
 
+def cuobjdump():
+    return os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump") or sys.exit("cuobjdump not found ($CUOBJDUMP)")
+
+
 def kernels(lib, pattern):
     """[(cubin path, mangled name, demangled name)] of the kernels in lib matching pattern."""
-    tool = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump") or sys.exit("cuobjdump not found ($CUOBJDUMP)")
+    tool = cuobjdump()
     work = tempfile.mkdtemp()
     subprocess.run([tool, "-xelf", "all", os.path.abspath(lib)], cwd=work, check=True, capture_output=True)
     found = []

@@ -10,9 +10,10 @@ a count; exits 1 if some kernel matches none. cuobjdump: $CUOBJDUMP, else on PAT
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import sys
+
+from tools.sass_loops import cuobjdump
 
 
 def kernel_sass(text):
@@ -33,8 +34,7 @@ def kernel_sass(text):
 
 
 def library(path):
-    tool = os.environ.get("CUOBJDUMP") or shutil.which("cuobjdump") or sys.exit("cuobjdump not found ($CUOBJDUMP)")
-    return kernel_sass(subprocess.run([tool, "-sass", path], check=True, capture_output=True, text=True).stdout)
+    return kernel_sass(subprocess.run([cuobjdump(), "-sass", path], check=True, capture_output=True, text=True).stdout)
 
 
 def main():
