@@ -176,6 +176,23 @@ def test_which_calls_the_kernel_takes():
     assert counts == [0, 0, 1, 0], "bf16 (softcap with scale 0, packed sequences too) in a kernel; fp32 exact"
 
 
+@pytest.mark.parametrize("softcap", [None, 20.0], ids=["masks", "softcap"])
+@pytest.mark.parametrize("align,nq,nk,consumers", [("bottom_right", 700, 1000, 2), ("bottom_right", 700, 2000, 3),
+                                                   ("bottom_right", 1100, 2000, 3), ("top_left", 700, 2000, 2)])
+def test_d64_causal_tile_by_the_keys_rows_see(align, nq, nk, consumers, softcap, fa_overrides):
+    """d = 64 causal calls up to 1024 query rows run the 2-consumer tile, bottom-right ones only up
+    to 1024 keys too (their rows see up to Nk keys: past it the 3-consumer tile, sm90_d64_short)."""
+    use_family("sm90", fa_overrides)
+    g = torch.Generator().manual_seed(seed_of("d64 tile", align, nq, nk, softcap))
+    q, k, v = make_qkv(g, 2, 4, 2, nq, nk, 64, torch.bfloat16, "cuda")
+    variants = dict(causal=True, causal_align=align, softcap=softcap)
+    what = f"d=64 {align} Nq={nq} Nk={nk} softcap={softcap}"
+    (out, lse), names = kernels_run(lambda: torch_flashattn.attention_lse(q, k, v, **variants))
+    ran = [n for n in names if "fa_sm90_forward_kernel" in n]
+    assert len(ran) == 1 and f"sm90_tile<64, 128, 2, {consumers}, " in ran[0], f"{what}: {ran}"
+    assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_poisoned_output_fully_written(family, fa_overrides):
     """Every output element and lse entry is written by the kernel (inputs that leave rows with

@@ -262,6 +262,17 @@ static bool sm90_long_tile(const fa_params *p, const fa_overrides *o)
     return p->d <= 128 && !p->causal && (o->sm90_long_tile ? o->sm90_long_tile == 2 : p->Nk >= FA_SM90_LONG_NK);
 }
 
+/* Whether a call runs on the 2-consumer d = 64 tile (sm90_tile_d64_short): causal up to
+ * FA_SM90_D64_SHORT_CAUSAL query rows, and bottom-right (v) only up to that many keys too: its rows
+ * see up to Nk keys, a long call's tiles. 1k queries over 4k keys on the 3-consumer tile: +2.4 / +2.3 %
+ * (H100, bf16, two calls, bench/LOG.md 2026-12-07-fifth). */
+static bool sm90_d64_short(const fa_params *p, const fa_variants *v)
+{
+    const bool right = v != NULL && v->align == FA_ALIGN_BOTTOM_RIGHT;
+    return p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL
+        && (!right || p->Nk <= FA_SM90_D64_SHORT_CAUSAL);
+}
+
 /* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). EXTRA: the
  * call's variants v are sinks alone or ALiBi alone (sm90_plain_extra), run by the plain tiles'
  * SM90_SINK or SM90_ALIBI kernels. */
@@ -278,7 +289,7 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
 #define FA_SM90_LAUNCH(tile)                                                                          \
     (bf16 ? sm90_launch<__nv_bfloat16, tile, 0, false, EXTRA>(p, o, scratch, scratch_bytes, need, stream, v) \
           : sm90_launch<__half, tile, 0, false, EXTRA>(p, o, scratch, scratch_bytes, need, stream, v))
-    if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
+    if (sm90_d64_short(p, v))
         return FA_SM90_LAUNCH(sm90_tile_d64_short);
     if (p->d <= 64)
         return FA_SM90_LAUNCH(sm90_tile_d64);
@@ -360,7 +371,7 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
 #define FA_SM90_VAR_LAUNCH(tile, kind)                                                              \
     (packed ? FA_SM90_VAR_LAUNCH_AS(tile, kind, true) : FA_SM90_VAR_LAUNCH_AS(tile, kind, false))
     if (all && v->mask == NULL) {                   /* softcap, ALiBi, no attn_mask: FA_VAR_CAP */
-        if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
+        if (sm90_d64_short(p, v))
             return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_CAP);
         if (p->d <= 64)
             return FA_SM90_VAR_LAUNCH(sm90_tile_d64, FA_VAR_CAP);
@@ -384,7 +395,7 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
         }
         return FA_SM90_VAR_LAUNCH_AS(sm90_tile_d256, FA_VAR_ALL, false);
     }
-    if (p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL)
+    if (sm90_d64_short(p, v))
         return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_MASKS);
     if (p->d <= 64)
         return FA_SM90_VAR_LAUNCH(sm90_tile_d64, FA_VAR_MASKS);

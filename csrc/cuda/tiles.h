@@ -92,10 +92,10 @@ typedef sm90_tile<256, FA_SM90_D256_BN, FA_SM90_D256_STAGES, FA_SM90_D256_CONSUM
  * (TMA multicast), 460-484 TFLOP/s against 598-639 at 4k-16k keys (bench/LOG.md, 2026-12-01;
  * the code is at 1307b1f). */
 typedef sm90_tile<128, FA_SM90_D128L_BN, FA_SM90_D128L_STAGES, 3, 1> sm90_tile_d128_long;
-/* d = 64, causal, up to FA_SM90_D64_SHORT_CAUSAL query rows: 2 consumers (BM = 128). tune.py,
- * bf16, causal: 1k +13 % over the 3-consumer tile, 2k −4 % (bench/LOG.md, 2026-11-30); measured
- * before FA_SM90_CAUSAL_SKIP, which spares the 3-consumer tile 10 % of its blocks at 1k keys (not
- * measured again). */
+/* d = 64, causal, up to FA_SM90_D64_SHORT_CAUSAL query rows (bottom-right: and keys,
+ * sm90_d64_short): 2 consumers (BM = 128). tune.py, bf16, causal: 1k +13 % over the 3-consumer
+ * tile, 2k −4 % (bench/LOG.md, 2026-11-30); with FA_SM90_CAUSAL_SKIP (H100, 2026-12-07-fourth):
+ * 2048 here loses 6.9 % at 2k, 512 loses 7.1 % at 1k. */
 #ifndef FA_SM90_D64_SHORT_CAUSAL
 #define FA_SM90_D64_SHORT_CAUSAL 1024
 #endif

@@ -2,11 +2,16 @@
 kernel (`FA_VAR_MASKS`, reached with sinks of −30, which change no digit that matters here) and packed
 sequences of equal lengths, each with the grid automatic, one CTA per tile and persistent; then causal
 sliding windows on each grid beside the plain causal call. bf16, d = 128, H = 16, two rounds; one JSON
-line per call (TFLOP/s over the visible pairs).
+line per call (TFLOP/s over the visible pairs). --windows D: only the windows, at d = D (H = 2048 / D),
+the grids timed call by call in turn (bench.attention.time_interleaved, L2 zero-filled).
 
     python3 -m tools.sm90.grids > grids.jsonl
+    python3 -m tools.sm90.grids --windows 64 [--rounds 2]
 """
+import argparse
 import json
+import os
+import sys
 
 import torch
 import triton
@@ -14,7 +19,12 @@ import triton
 import torch_flashattn
 from torch_flashattn._testing import overrides
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from bench.attention import time_interleaved  # noqa: E402
+
 H, d = 16, 128
+WINDOWS = ((4, 4096, 1024), (1, 16384, 1024), (1, 16384, 4096), (4, 4096, 256))   # (B, N, left)
+GRIDS = ("auto", "tile", "persistent")
 
 
 def bench(fn):
@@ -46,15 +56,56 @@ def main():
                     lambda: torch_flashattn.attention(qb, kb, vb, causal=causal, sinks=sinks))
             rec(tag + " packed", "auto", flops,
                 lambda: torch_flashattn.attention_varlen(q, k, v, cu, cu, L, L, causal=causal))
-        for B, N, left in ((4, 4096, 1024), (1, 16384, 1024), (1, 16384, 4096), (4, 4096, 256)):
+        for B, N, left in WINDOWS:
             q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
             flops = 4.0 * d * H * B * sum(min(i + 1, left + 1) for i in range(N))
-            for grid in ("auto", "tile", "persistent"):
+            for grid in GRIDS:
                 rec(f"win{left} {B}x{N}", grid, flops,
                     lambda: torch_flashattn.attention(q, k, v, causal=True, window=(left, -1)))
             rec(f"causal {B}x{N}", "auto", 4.0 * d * H * B * N * (N + 1) / 2,
                 lambda: torch_flashattn.attention(q, k, v, causal=True))
 
 
+def windows(dw, rounds):
+    """Causal windows at d = dw on each grid, in turn; the table of medians over the rounds."""
+    hw = 2048 // dw
+    g = torch.Generator(device="cuda").manual_seed(0)
+    rows = []
+    for B, N, left in WINDOWS:
+        q, k, v = (torch.randn(B, hw, N, dw, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
+        flops = 4.0 * dw * hw * B * sum(min(i + 1, left + 1) for i in range(N))
+
+        def call(grid):
+            def fn():
+                with overrides(sm90_grid=grid):
+                    torch_flashattn.attention(q, k, v, causal=True, window=(left, -1))
+            return fn
+        outs = []
+        for grid in GRIDS:                          # each grid computes each tile alike: the same bits
+            with overrides(sm90_grid=grid):
+                outs.append(torch_flashattn.attention(q, k, v, causal=True, window=(left, -1)))
+        same = all(torch.equal(o, outs[0]) for o in outs[1:])
+        per = {grid: [] for grid in GRIDS}
+        for _ in range(rounds):
+            ms = time_interleaved([call(grid) for grid in GRIDS], 0.5)
+            for grid, t in zip(GRIDS, ms):
+                per[grid].append(round(flops / t / 1e9, 1))
+        rec_ = {"d": dw, "B": B, "N": N, "left": left, "same_bits": same, **per}
+        print(json.dumps(rec_), flush=True)
+        rows.append(rec_)
+    print(f"window, d = {dw}, bf16: TFLOP/s over the visible pairs, medians of {rounds} rounds in turn")
+    print("point".ljust(22) + "".join(gr.rjust(12) for gr in GRIDS))
+    for r in rows:
+        print(f"({r['left']}, 0) {r['B']} x {r['N']}".ljust(22)
+              + "".join(f"{sorted(r[gr])[len(r[gr]) // 2]:12.1f}" for gr in GRIDS))
+
+
 if __name__ == "__main__":
-    main()
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--windows", type=int, metavar="D", help="only the causal windows, at d = D")
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    if args.windows:
+        windows(args.windows, args.rounds)
+    else:
+        main()
