@@ -48,12 +48,68 @@ int fa_plan_decode_variants(const fa_params *p, const fa_variants *v, const fa_o
  * grid backwards (a.snake), so a CTA that took a heavy tile then takes a light one; 2-5x fewer
  * heads in flight than a rank-major walk, which lost (bench/LOG.md, 2026-11-30). A causal window
  * bounds every tile's keys: the same rule on the keys a row sees (bf16, d = 128, H200, 2026-12-04:
- * a 1024-key window over 16k +6 % persistent, a 4096-key one −7 %). */
-int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys)
+ * a 1024-key window over 16k +6 % persistent, a 4096-key one −7 %), and only where the snake
+ * leaves its busiest CTA within FA_SM90_WINDOW_BALANCE of the mean (snake:
+ * fa_plan_sm90_window_snake; 0 where no window bounds the keys). */
+int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys, double snake)
 {
     if (o->sm90_grid != 0)
         return o->sm90_grid >= 2;
-    return !p->causal || (keys < p->Nk ? keys : p->Nk) <= 4096;
+    return !p->causal || ((keys < p->Nk ? keys : p->Nk) <= 4096 && snake <= FA_SM90_WINDOW_BALANCE);
+}
+
+/* A causal window's tiles on the persistent snake. A window makes a head's tiles cost alike but for
+ * its first ones, whose rows see fewer keys; where the grid is near a multiple of a head's tiles,
+ * every pass of the snake hands each CTA the same ranks, and the CTAs that never get a light tile
+ * set the pace (d = 64, 192-row tiles, 4k keys: 22 a head on 132 SMs). Each tile costs the key
+ * blocks its rows see, plus one for its start and end; each head's tiles are walked heaviest
+ * first (m0 = (n_q_tiles − 1 − rank) · bm), pass i of the grid over items i · grid.., odd passes
+ * backwards (cta_tile). The loads repeat every 2 · n_q_tiles / gcd(grid, n_q_tiles) passes, so one
+ * such period and the rest are walked; past FA_SM90_WINDOW_WALK steps it is taken as balanced. */
+static double window_tile_cost(int64_t rank, int64_t n_q_tiles, int64_t bm, int64_t bn, int64_t nq, int64_t nk,
+                               int64_t delta, int64_t left)
+{
+    const int64_t m0 = (n_q_tiles - 1 - rank) * bm, m1 = (m0 + bm < nq ? m0 + bm : nq) - 1;
+    const int64_t lo = m0 + delta - left > 0 ? m0 + delta - left : 0, hi = m1 + delta < nk - 1 ? m1 + delta : nk - 1;
+    return 1.0 + (hi >= lo ? (double)(hi / bn - lo / bn + 1) : 0.0);
+}
+
+double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
+                                 int64_t nq, int64_t nk, int64_t delta, int64_t left)
+{
+    double load[FA_SM90_WINDOW_CTAS];
+    const int64_t n = heads * n_q_tiles;
+    if (grid < 1 || grid > FA_SM90_WINDOW_CTAS || n_q_tiles < 1 || n <= grid)
+        return 1.0;
+    int64_t a = grid, b = n_q_tiles;
+    while (b != 0) {
+        const int64_t r = a % b;
+        a = b, b = r;
+    }
+    const int64_t period = 2 * n_q_tiles / a, full = n / grid;
+    const int64_t reps = full / period, rest = full % period;
+    if ((full < period ? full + 1 : period + rest + 1) * grid > FA_SM90_WINDOW_WALK)
+        return 1.0;
+    for (int64_t c = 0; c < grid; c++)
+        load[c] = 0.0;
+    /* passes 0..period − 1 (weight reps), 0..rest − 1 and the last, partial one: a pass's ranks are
+     * those of the pass a period earlier (period · grid is a multiple of n_q_tiles, period is even) */
+    for (int part = 0; part < 3; part++) {
+        const int64_t from = part == 2 ? full : 0, to = part == 0 ? (reps > 0 ? period : 0) : part == 1 ? rest : full + 1;
+        const double w = part == 0 ? (double)reps : 1.0;
+        for (int64_t i = from; i < to; i++)
+            for (int64_t c = 0; c < grid; c++) {
+                const int64_t x = i * grid + ((i & 1) ? grid - 1 - c : c);
+                if (x < n)
+                    load[c] += w * window_tile_cost(x % n_q_tiles, n_q_tiles, bm, bn, nq, nk, delta, left);
+            }
+    }
+    double most = 0.0, sum = 0.0;
+    for (int64_t c = 0; c < grid; c++) {
+        most = load[c] > most ? load[c] : most;
+        sum += load[c];
+    }
+    return sum > 0.0 ? most * (double)grid / sum : 1.0;
 }
 
 /* Pairs. A static walk over one head's tiles at a time, heaviest first, balances only where the

@@ -60,8 +60,22 @@ typedef struct {
 } fa_sm90_walk;
 
 /* 1: a persistent grid (a CTA per SM walking the tiles); 0: one CTA per tile. keys: the most keys
- * one query row sees (p->Nk, or fewer under a window). */
-int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys);
+ * one query row sees (p->Nk, or fewer under a window); snake: fa_plan_sm90_window_snake's figure
+ * for a causal window (0: none). */
+int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys, double snake);
+
+/* A causal window (visible: i + delta − left <= j <= i + delta) on the persistent snake over `grid`
+ * CTAs, heads · n_q_tiles tiles of bm rows on bn-key blocks: the busiest CTA's load over the mean
+ * (1.0 where not modelled: more than FA_SM90_WINDOW_CTAS CTAs, or a walk past FA_SM90_WINDOW_WALK
+ * steps). Past FA_SM90_WINDOW_BALANCE the window runs one CTA per tile: H100, bf16, each grid in
+ * turn (bench/LOG.md 2026-12-07-fifth): at 1.16 (d = 64, (1024, 0) over 4 × 4k) one CTA per tile
+ * +4.4 %; at 1.03–1.07 (d = 64 and 128, 256- and 1024-key windows over 4k and 16k) the persistent
+ * grid +8 to +21 %. */
+#define FA_SM90_WINDOW_BALANCE 1.10
+#define FA_SM90_WINDOW_CTAS 1024
+#define FA_SM90_WINDOW_WALK (1 << 20)
+double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
+                                 int64_t nq, int64_t nk, int64_t delta, int64_t left);
 
 /* 1: a causal call's persistent grid takes each head's tiles in pairs, its i-th heaviest with its
  * i-th lightest (sm90_args.pairs; the grid is then persistent whatever fa_plan_sm90_persistent

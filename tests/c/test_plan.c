@@ -66,17 +66,17 @@ static void test_sm90_grid(void)
     fa_overrides o;
     memset(&o, 0, sizeof o);
     fa_params p = shape(4, 16, 4096, 4096, 128, 0);
-    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: non-causal runs a persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk, 0.0) == 1, "sm90: non-causal runs a persistent grid");
     p = shape(4, 16, 4096, 4096, 128, 1);
-    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: causal up to 4k keys runs a persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk, 0.0) == 1, "sm90: causal up to 4k keys runs a persistent grid");
     p = shape(2, 16, 8192, 8192, 128, 1);
-    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 0, "sm90: causal past 4k keys runs one CTA per tile");
-    check(fa_plan_sm90_persistent(&p, &o, 1025) == 1, "sm90: causal with a 1024-key window runs a persistent grid");
-    check(fa_plan_sm90_persistent(&p, &o, 4097) == 0, "sm90: causal with a 4096-key window runs one CTA per tile");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk, 0.0) == 0, "sm90: causal past 4k keys runs one CTA per tile");
+    check(fa_plan_sm90_persistent(&p, &o, 1025, 0.0) == 1, "sm90: causal with a 1024-key window runs a persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o, 4097, 0.0) == 0, "sm90: causal with a 4096-key window runs one CTA per tile");
     o.sm90_grid = 2;
-    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: sm90_grid = 2 forces the persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk, 0.0) == 1, "sm90: sm90_grid = 2 forces the persistent grid");
     o.sm90_grid = 3;
-    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 1, "sm90: sm90_grid = 3 (pairs) is a persistent grid");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk, 0.0) == 1, "sm90: sm90_grid = 3 (pairs) is a persistent grid");
     check(fa_plan_sm90_pairs(&p, &o, p.Nk, 64, NULL) == 1, "sm90: sm90_grid = 3 walks causal tiles in pairs");
     o.sm90_grid = 0;
     check(fa_plan_sm90_pairs(&p, &o, p.Nk, 64, NULL) == 1, "sm90: d = 128 causal at 8k keys walks its tiles in pairs");
@@ -107,7 +107,63 @@ static void test_sm90_grid(void)
     check(fa_plan_sm90_pairs(&p, &o, p.Nk, 64, NULL) == 0, "sm90: no pairs without causal");
     o.sm90_grid = 1;
     p = shape(4, 16, 4096, 4096, 128, 0);
-    check(fa_plan_sm90_persistent(&p, &o, p.Nk) == 0, "sm90: sm90_grid = 1 forces one CTA per tile");
+    check(fa_plan_sm90_persistent(&p, &o, p.Nk, 0.0) == 0, "sm90: sm90_grid = 1 forces one CTA per tile");
+}
+
+/* The snake's busiest CTA over the mean for a causal window, pass by pass (cta_tile's walk). */
+static double brute_snake(int64_t heads, int64_t nqt, int64_t grid, int64_t bm, int64_t bn, int64_t nq,
+                          int64_t nk, int64_t delta, int64_t left)
+{
+    double load[64] = {0}, most = 0.0, sum = 0.0;
+    for (int64_t x = 0; x < heads * nqt; x++) {
+        const int64_t i = x / grid, j = x % grid, c = (i & 1) ? grid - 1 - j : j;
+        const int64_t m0 = (nqt - 1 - x % nqt) * bm, m1 = (m0 + bm < nq ? m0 + bm : nq) - 1;
+        int64_t lo = m0 + delta - left, hi = m1 + delta;
+        lo = lo > 0 ? lo : 0;
+        hi = hi < nk - 1 ? hi : nk - 1;
+        load[c] += 1.0 + (hi >= lo ? (double)(hi / bn - lo / bn + 1) : 0.0);
+    }
+    for (int64_t c = 0; c < grid; c++) {
+        most = load[c] > most ? load[c] : most;
+        sum += load[c];
+    }
+    return most * (double)grid / sum;
+}
+
+static void test_sm90_window_snake(void)
+{
+    int same = 1;
+    unsigned seed = 7;
+    for (int t = 0; t < 2000; t++) {
+        seed = seed * 1103515245u + 12345u;
+        const int64_t grid = 2 + seed % 40, nqt = 1 + (seed >> 6) % 30, heads = 1 + (seed >> 11) % 50;
+        const int64_t bm = 64 * (1 + (seed >> 17) % 3), bn = (seed >> 19) % 2 ? 128 : 80;
+        const int64_t nq = nqt * bm - (int64_t)((seed >> 20) % 64), nk = nq + (int64_t)((seed >> 26) % 3) * 100;
+        const int64_t left = 50 + (int64_t)((seed >> 8) % 1500), delta = (seed >> 28) % 2 ? nk - nq : 0;
+        if (heads * nqt <= grid)
+            continue;
+        const double got = fa_plan_sm90_window_snake(heads, nqt, grid, bm, bn, nq, nk, delta, left);
+        const double want = brute_snake(heads, nqt, grid, bm, bn, nq, nk, delta, left);
+        same &= fabs(got - want) <= 1e-9 * want;
+    }
+    check(same, "window_snake equals a pass-by-pass walk on 2000 random windows");
+    /* bench/LOG.md 2026-12-07-fifth, 132 SMs: d = 64 (192 × 128 tiles), 1024-key window over 4 × 4k
+     * keys, 32 heads: 22 tiles a head, one CTA per tile measured +4.4 %; d = 128 (128 × 128), 16 heads:
+     * the persistent grid +11 %; over 16k keys at d = 64 +8 % */
+    fa_overrides o;
+    memset(&o, 0, sizeof o);
+    fa_params p = shape(4, 32, 4096, 4096, 64, 1);
+    const double d64 = fa_plan_sm90_window_snake(128, 22, 132, 192, 128, 4096, 4096, 0, 1024);
+    const double d128 = fa_plan_sm90_window_snake(64, 32, 132, 128, 128, 4096, 4096, 0, 1024);
+    const double d64_16k = fa_plan_sm90_window_snake(32, 86, 132, 192, 128, 16384, 16384, 0, 1024);
+    check(d64 > 1.15 && d64 < 1.2, "window_snake: d = 64, 1024 keys over 4k: the CTAs that get no light tile at 1.16");
+    check(d128 < 1.05 && d64_16k < 1.05, "window_snake: d = 128 over 4k and d = 64 over 16k near balanced");
+    check(fa_plan_sm90_persistent(&p, &o, 1025, d64) == 0, "sm90: a 1024-key window over 4k at d = 64: one CTA per tile");
+    check(fa_plan_sm90_persistent(&p, &o, 1025, d128) == 1, "sm90: a balanced 1024-key window: persistent");
+    check(fa_plan_sm90_window_snake(1, 22, 132, 192, 128, 4096, 4096, 0, 1024) == 1.0,
+          "window_snake: no more tiles than CTAs is balanced");
+    o.sm90_grid = 2;
+    check(fa_plan_sm90_persistent(&p, &o, 1025, d64) == 1, "sm90: sm90_grid = 2 forces the persistent grid on a window");
 }
 
 static void test_sm90_heads(void)
@@ -367,6 +423,7 @@ int main(void)
 {
     test_walk_rounds();
     test_sm90_grid();
+    test_sm90_window_snake();
     test_sm90_heads();
     test_sm90_walk();
     test_split_kv();

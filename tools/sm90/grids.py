@@ -24,6 +24,7 @@ from bench.attention import time_interleaved  # noqa: E402
 
 H, d = 16, 128
 WINDOWS = ((4, 4096, 1024), (1, 16384, 1024), (1, 16384, 4096), (4, 4096, 256))   # (B, N, left)
+WINDOWS_2K = ((8, 2048, 1024), (8, 2048, 512))                                    # --windows only
 GRIDS = ("auto", "tile", "persistent")
 
 
@@ -71,7 +72,7 @@ def windows(dw, rounds):
     hw = 2048 // dw
     g = torch.Generator(device="cuda").manual_seed(0)
     rows = []
-    for B, N, left in WINDOWS:
+    for B, N, left in WINDOWS + WINDOWS_2K:
         q, k, v = (torch.randn(B, hw, N, dw, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
         flops = 4.0 * dw * hw * B * sum(min(i + 1, left + 1) for i in range(N))
 
