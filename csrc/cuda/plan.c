@@ -48,14 +48,14 @@ int fa_plan_decode_variants(const fa_params *p, const fa_variants *v, const fa_o
  * grid backwards (a.snake), so a CTA that took a heavy tile then takes a light one; 2-5x fewer
  * heads in flight than a rank-major walk, which lost (bench/LOG.md, 2026-11-30). A causal window
  * bounds every tile's keys: the same rule on the keys a row sees (bf16, d = 128, H200, 2026-12-04:
- * a 1024-key window over 16k +6 % persistent, a 4096-key one −7 %), and only where the snake
- * leaves its busiest CTA within FA_SM90_WINDOW_BALANCE of the mean (snake:
+ * a 1024-key window over 16k +6 % persistent, a 4096-key one −7 %), and only where the snake's
+ * busiest CTA is modelled to take no longer than one CTA per tile would (snake:
  * fa_plan_sm90_window_snake; 0 where no window bounds the keys). */
 int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys, double snake)
 {
     if (o->sm90_grid != 0)
         return o->sm90_grid >= 2;
-    return !p->causal || ((keys < p->Nk ? keys : p->Nk) <= 4096 && snake <= FA_SM90_WINDOW_BALANCE);
+    return !p->causal || ((keys < p->Nk ? keys : p->Nk) <= 4096 && snake <= 1.0);
 }
 
 /* A causal window's tiles on the persistent snake. A window makes a head's tiles cost alike but for
@@ -65,7 +65,8 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * blocks its rows see, plus one for its start and end; each head's tiles are walked heaviest
  * first (m0 = (n_q_tiles − 1 − rank) · bm), pass i of the grid over items i · grid.., odd passes
  * backwards (cta_tile). The loads repeat every 2 · n_q_tiles / gcd(grid, n_q_tiles) passes, so one
- * such period and the rest are walked; past FA_SM90_WINDOW_WALK steps it is taken as balanced. */
+ * such period and the rest are walked; past FA_SM90_WINDOW_WALK steps the snake is not modelled.
+ * One CTA per tile: the same costs spread evenly, each tile FA_SM90_TILE_START blocks more. */
 static double window_tile_cost(int64_t rank, int64_t n_q_tiles, int64_t bm, int64_t bn, int64_t nq, int64_t nk,
                                int64_t delta, int64_t left)
 {
@@ -80,7 +81,7 @@ double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid,
     double load[FA_SM90_WINDOW_CTAS];
     const int64_t n = heads * n_q_tiles;
     if (grid < 1 || grid > FA_SM90_WINDOW_CTAS || n_q_tiles < 1 || n <= grid)
-        return 1.0;
+        return 0.0;
     int64_t a = grid, b = n_q_tiles;
     while (b != 0) {
         const int64_t r = a % b;
@@ -89,7 +90,7 @@ double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid,
     const int64_t period = 2 * n_q_tiles / a, full = n / grid;
     const int64_t reps = full / period, rest = full % period;
     if ((full < period ? full + 1 : period + rest + 1) * grid > FA_SM90_WINDOW_WALK)
-        return 1.0;
+        return 0.0;
     for (int64_t c = 0; c < grid; c++)
         load[c] = 0.0;
     /* passes 0..period − 1 (weight reps), 0..rest − 1 and the last, partial one: a pass's ranks are
@@ -109,7 +110,7 @@ double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid,
         most = load[c] > most ? load[c] : most;
         sum += load[c];
     }
-    return sum > 0.0 ? most * (double)grid / sum : 1.0;
+    return most / ((sum + FA_SM90_TILE_START * (double)n) / (double)grid);
 }
 
 /* Pairs. A static walk over one head's tiles at a time, heaviest first, balances only where the

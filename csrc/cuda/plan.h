@@ -65,13 +65,16 @@ typedef struct {
 int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys, double snake);
 
 /* A causal window (visible: i + delta − left <= j <= i + delta) on the persistent snake over `grid`
- * CTAs, heads · n_q_tiles tiles of bm rows on bn-key blocks: the busiest CTA's load over the mean
- * (1.0 where not modelled: more than FA_SM90_WINDOW_CTAS CTAs, or a walk past FA_SM90_WINDOW_WALK
- * steps). Past FA_SM90_WINDOW_BALANCE the window runs one CTA per tile: H100, bf16, each grid in
- * turn (bench/LOG.md 2026-12-07-fifth): at 1.16 (d = 64, (1024, 0) over 4 × 4k) one CTA per tile
- * +4.4 %; at 1.03–1.07 (d = 64 and 128, 256- and 1024-key windows over 4k and 16k) the persistent
- * grid +8 to +21 %. */
-#define FA_SM90_WINDOW_BALANCE 1.10
+ * CTAs, heads · n_q_tiles tiles of bm rows on bn-key blocks: the modelled time of its busiest CTA
+ * over that of one CTA per tile (0 where not modelled: no more tiles than CTAs, more than
+ * FA_SM90_WINDOW_CTAS CTAs, or a walk past FA_SM90_WINDOW_WALK steps). Past 1 the window runs one
+ * CTA per tile. FA_SM90_TILE_START, what a tile costs there beyond the persistent grid (its CTA's
+ * start, first loads and last store, in key blocks), fits the twelve windows measured on an H100
+ * (bf16, each grid in turn, bench/LOG.md 2026-12-07-fifth; any value from 1.3 to 1.6 picks each
+ * one's faster grid): one CTA per tile for d = 64 (1024, 0) over 4 × 4k (+4.1 %) and 8 × 2k
+ * (+10.1 %), persistent for d = 64 (1024, 0) over 16k (+8.2 %), (512, 0) over 2k (+5.3 %), (256, 0)
+ * over 4k (+14.6 %) and d = 128 (256–1024, 0) over 2k–16k (+9 to +22 %). */
+#define FA_SM90_TILE_START 1.45
 #define FA_SM90_WINDOW_CTAS 1024
 #define FA_SM90_WINDOW_WALK (1 << 20)
 double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,

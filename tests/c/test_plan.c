@@ -127,7 +127,7 @@ static double brute_snake(int64_t heads, int64_t nqt, int64_t grid, int64_t bm, 
         most = load[c] > most ? load[c] : most;
         sum += load[c];
     }
-    return most * (double)grid / sum;
+    return most / ((sum + FA_SM90_TILE_START * (double)(heads * nqt)) / (double)grid);
 }
 
 static void test_sm90_window_snake(void)
@@ -147,21 +147,24 @@ static void test_sm90_window_snake(void)
         same &= fabs(got - want) <= 1e-9 * want;
     }
     check(same, "window_snake equals a pass-by-pass walk on 2000 random windows");
-    /* bench/LOG.md 2026-12-07-fifth, 132 SMs: d = 64 (192 × 128 tiles), 1024-key window over 4 × 4k
-     * keys, 32 heads: 22 tiles a head, one CTA per tile measured +4.4 %; d = 128 (128 × 128), 16 heads:
-     * the persistent grid +11 %; over 16k keys at d = 64 +8 % */
+    /* bench/LOG.md 2026-12-07-fifth, 132 SMs, each grid in turn: d = 64 (192 × 128 tiles), a
+     * 1024-key window over 4 × 4k keys (32 heads: 22 tiles a head) one CTA per tile +4.1 %, over 8 × 2k
+     * +10.1 %; persistent: d = 64 over 16k +8.2 %, a 512-key window over 8 × 2k +5.3 %, d = 128
+     * (128 × 128, 16 heads) over 4k +12.3 % */
     fa_overrides o;
     memset(&o, 0, sizeof o);
     fa_params p = shape(4, 32, 4096, 4096, 64, 1);
     const double d64 = fa_plan_sm90_window_snake(128, 22, 132, 192, 128, 4096, 4096, 0, 1024);
-    const double d128 = fa_plan_sm90_window_snake(64, 32, 132, 128, 128, 4096, 4096, 0, 1024);
+    const double d64_2k = fa_plan_sm90_window_snake(256, 11, 132, 192, 128, 2048, 2048, 0, 1024);
     const double d64_16k = fa_plan_sm90_window_snake(32, 86, 132, 192, 128, 16384, 16384, 0, 1024);
-    check(d64 > 1.15 && d64 < 1.2, "window_snake: d = 64, 1024 keys over 4k: the CTAs that get no light tile at 1.16");
-    check(d128 < 1.05 && d64_16k < 1.05, "window_snake: d = 128 over 4k and d = 64 over 16k near balanced");
+    const double d64_512 = fa_plan_sm90_window_snake(256, 11, 132, 192, 128, 2048, 2048, 0, 512);
+    const double d128 = fa_plan_sm90_window_snake(64, 32, 132, 128, 128, 4096, 4096, 0, 1024);
+    check(d64 > 1.0 && d64_2k > 1.0, "window_snake: d = 64, 1024 keys over 4k and 2k: one CTA per tile is faster");
+    check(d64_16k < 1.0 && d64_512 < 1.0 && d128 < 1.0, "window_snake: d = 64 over 16k, 512 keys over 2k, d = 128: the snake");
     check(fa_plan_sm90_persistent(&p, &o, 1025, d64) == 0, "sm90: a 1024-key window over 4k at d = 64: one CTA per tile");
-    check(fa_plan_sm90_persistent(&p, &o, 1025, d128) == 1, "sm90: a balanced 1024-key window: persistent");
-    check(fa_plan_sm90_window_snake(1, 22, 132, 192, 128, 4096, 4096, 0, 1024) == 1.0,
-          "window_snake: no more tiles than CTAs is balanced");
+    check(fa_plan_sm90_persistent(&p, &o, 1025, d128) == 1, "sm90: a 1024-key window the snake balances: persistent");
+    check(fa_plan_sm90_window_snake(1, 22, 132, 192, 128, 4096, 4096, 0, 1024) == 0.0,
+          "window_snake: no more tiles than CTAs is not modelled");
     o.sm90_grid = 2;
     check(fa_plan_sm90_persistent(&p, &o, 1025, d64) == 1, "sm90: sm90_grid = 2 forces the persistent grid on a window");
 }
