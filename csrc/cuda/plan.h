@@ -73,7 +73,7 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * (bf16, each grid in turn, bench/LOG.md 2026-12-07-fifth; any value from 1.3 to 1.6 picks each
  * one's faster grid): one CTA per tile for d = 64 (1024, 0) over 4 × 4k (+4.1 %) and 8 × 2k
  * (+10.1 %), persistent for d = 64 (1024, 0) over 16k (+8.2 %), (512, 0) over 2k (+5.3 %), (256, 0)
- * over 4k (+14.6 %) and d = 128 (256–1024, 0) over 2k–16k (+9 to +22 %). */
+ * over 4k (+14.5 %) and d = 128 (256–1024, 0) over 2k–16k (+8 to +22 %). */
 #define FA_SM90_TILE_START 1.45
 #define FA_SM90_WINDOW_CTAS 1024
 #define FA_SM90_WINDOW_WALK (1 << 20)
