@@ -234,9 +234,6 @@ struct sm90_same {
  * map of each score (a softcap's tanh) taken here rather than before: S above is f(r_s), its row
  * max f(rowmax(r_s)), so that the maps need not all be done before the max, nor the max before the
  * exponentials start (the max element's own map gives back the max exactly). */
-#ifndef FA_SM90_MAX_FENCE
-#define FA_SM90_MAX_FENCE 0
-#endif
 template <class C, int VAR = FA_VAR_NONE, class F = sm90_same, bool OFF = false>
 __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_i)[2], float (&l_i)[2],
                                              float (&alpha)[2], int key0, const sm90_softmax_ctx &x,
@@ -306,13 +303,6 @@ __device__ __forceinline__ void sm90_softmax(float (&r_s)[C::BN / 2], float (&m_
         }
         mc[r] = VAR && m == -INFINITY ? 0.f : m_i[r] * x.c;
     }
-    /* FA_SM90_MAX_FENCE 1 (a development switch, off): a never-taken branch on alpha ends the basic
-     * block here, so that ptxas cannot hoist the next P V wait above the row max (it may still
-     * hoist it above the exponentials), FlashAttention-3's order in its softcap loop. */
-#if FA_SM90_MAX_FENCE
-    if (alpha[0] < 0.f || alpha[1] < 0.f)
-        asm volatile("nanosleep.u32 0;\n" ::: "memory");
-#endif
     /* Exact exponents past |m_i · c| = FA_EXACT_EXP_FROM in some row of the warp: P = exp2((S·c −
      * fl(m_i·c)) − res), res = m_i·c − fl(m_i·c) (fa_exp_residue), the max key's exponent exactly 0;
      * alpha above, exp2((m_i − m)·c), weighs the blocks by the exact products already, and lse's
