@@ -161,7 +161,11 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         if (p->causal && keys < p->Nk && !pairs && o->sm90_grid == 0)
             snake = fa_plan_sm90_window_snake(p->B * p->Hq, a.n_q_tiles, a.n_tiles < info.sms ? a.n_tiles : info.sms,
                                               C::BM, C::BN, p->Nq, p->Nk, a.var.delta, a.var.left);
-    const int persistent = PACKED ? o->sm90_grid != 1 : pairs || fa_plan_sm90_persistent(p, o, keys, snake);
+    /* FA_SM90_WINDOW_ROTATE (a development switch, off): automatic causal windows walk persistent,
+     * each pass rotated (cta_tile), not as a snake. */
+    const bool rotate = FA_SM90_WINDOW_ROTATE && VAR && !PACKED && p->causal && keys < p->Nk && !pairs
+                     && o->sm90_grid == 0;
+    const int persistent = PACKED ? o->sm90_grid != 1 : pairs || rotate || fa_plan_sm90_persistent(p, o, keys, snake);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
     if constexpr (PACKED) {
         const bool counter = persistent && o->sm90_grid == 0;
@@ -240,7 +244,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
      * by fa_sm90_merge_kernel). Else one CTA per tile. */
     a.tile_stride = grid;
-    a.snake = persistent && p->causal;
+    a.snake = persistent && p->causal ? (rotate ? 2 : 1) : 0;
     a.pairs = pairs && heads == 1 && a.n_full == a.n_tiles;
     if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {
