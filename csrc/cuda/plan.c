@@ -64,28 +64,34 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * set the pace (d = 64, 192-row tiles, 4k keys: 22 a head on 132 SMs). Each tile costs the key
  * blocks its rows see, plus one for its start and end; each head's tiles are walked heaviest
  * first (m0 = (n_q_tiles − 1 − rank) · bm), pass i of the grid over items i · grid.., odd passes
- * backwards (cta_tile). The loads repeat every 2 · n_q_tiles / gcd(grid, n_q_tiles) passes, so one
- * such period and the rest are walked; past FA_SM90_WINDOW_WALK steps the snake is not modelled.
- * One CTA per tile: the same costs spread evenly, each tile FA_SM90_TILE_START blocks more. */
-static double window_tile_cost(int64_t rank, int64_t n_q_tiles, int64_t bm, int64_t bn, int64_t nq, int64_t nk,
-                               int64_t delta, int64_t left)
-{
-    const int64_t m0 = (n_q_tiles - 1 - rank) * bm, m1 = (m0 + bm < nq ? m0 + bm : nq) - 1;
-    const int64_t lo = m0 + delta - left > 0 ? m0 + delta - left : 0, hi = m1 + delta < nk - 1 ? m1 + delta : nk - 1;
-    return 1.0 + (hi >= lo ? (double)(hi / bn - lo / bn + 1) : 0.0);
-}
-
+ * backwards (cta_tile). One CTA per tile: the same costs spread evenly, each tile
+ * FA_SM90_TILE_START blocks more. Where even a CTA given the heaviest tile on every pass would not
+ * take longer than that (long rows: few light tiles), that bound is the answer; else the loads
+ * repeat every 2 · n_q_tiles / gcd(grid, n_q_tiles) passes, so one such period and the rest are
+ * walked (past FA_SM90_WINDOW_WALK steps the snake is not modelled). */
 double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
                                  int64_t nq, int64_t nk, int64_t delta, int64_t left)
 {
-    double load[FA_SM90_WINDOW_CTAS];
+    double load[FA_SM90_WINDOW_CTAS], cost[FA_SM90_WINDOW_TILES];
     const int64_t n = heads * n_q_tiles;
-    if (grid < 1 || grid > FA_SM90_WINDOW_CTAS || n_q_tiles < 1 || n <= grid)
+    if (grid < 1 || grid > FA_SM90_WINDOW_CTAS || n_q_tiles < 1 || n_q_tiles > FA_SM90_WINDOW_TILES || n <= grid)
         return 0.0;
+    double head = 0.0, most = 0.0;                  /* a head's tiles, rank by rank, heaviest first */
+    for (int64_t r = 0; r < n_q_tiles; r++) {
+        const int64_t m0 = (n_q_tiles - 1 - r) * bm, m1 = (m0 + bm < nq ? m0 + bm : nq) - 1;
+        const int64_t lo = m0 + delta - left > 0 ? m0 + delta - left : 0, hi = m1 + delta < nk - 1 ? m1 + delta : nk - 1;
+        cost[r] = 1.0 + (hi >= lo ? (double)(hi / bn - lo / bn + 1) : 0.0);
+        head += cost[r];
+        most = cost[r] > most ? cost[r] : most;
+    }
+    const double tile = ((double)heads * head + FA_SM90_TILE_START * (double)n) / (double)grid;
+    const double bound = (double)((n + grid - 1) / grid) * most;
+    if (bound <= tile)
+        return bound / tile;
     int64_t a = grid, b = n_q_tiles;
     while (b != 0) {
-        const int64_t r = a % b;
-        a = b, b = r;
+        const int64_t t = a % b;
+        a = b, b = t;
     }
     const int64_t period = 2 * n_q_tiles / a, full = n / grid;
     const int64_t reps = full / period, rest = full % period;
@@ -94,23 +100,25 @@ double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid,
     for (int64_t c = 0; c < grid; c++)
         load[c] = 0.0;
     /* passes 0..period − 1 (weight reps), 0..rest − 1 and the last, partial one: a pass's ranks are
-     * those of the pass a period earlier (period · grid is a multiple of n_q_tiles, period is even) */
+     * those of the pass a period earlier (period · grid is a multiple of n_q_tiles, period is even).
+     * Within a pass the items, and so the ranks, run on by one: x = i · grid + j, CTA j (even
+     * passes) or grid − 1 − j (odd). */
     for (int part = 0; part < 3; part++) {
         const int64_t from = part == 2 ? full : 0, to = part == 0 ? (reps > 0 ? period : 0) : part == 1 ? rest : full + 1;
         const double w = part == 0 ? (double)reps : 1.0;
-        for (int64_t i = from; i < to; i++)
-            for (int64_t c = 0; c < grid; c++) {
-                const int64_t x = i * grid + ((i & 1) ? grid - 1 - c : c);
-                if (x < n)
-                    load[c] += w * window_tile_cost(x % n_q_tiles, n_q_tiles, bm, bn, nq, nk, delta, left);
+        for (int64_t i = from; i < to; i++) {
+            const int64_t x0 = i * grid, m = n - x0 < grid ? n - x0 : grid;
+            int64_t r = x0 % n_q_tiles;
+            for (int64_t j = 0; j < m; j++) {
+                load[(i & 1) ? grid - 1 - j : j] += w * cost[r];
+                r = r + 1 < n_q_tiles ? r + 1 : 0;
             }
+        }
     }
-    double most = 0.0, sum = 0.0;
-    for (int64_t c = 0; c < grid; c++) {
-        most = load[c] > most ? load[c] : most;
-        sum += load[c];
-    }
-    return most / ((sum + FA_SM90_TILE_START * (double)n) / (double)grid);
+    double busiest = 0.0;
+    for (int64_t c = 0; c < grid; c++)
+        busiest = load[c] > busiest ? load[c] : busiest;
+    return busiest / tile;
 }
 
 /* Pairs. A static walk over one head's tiles at a time, heaviest first, balances only where the

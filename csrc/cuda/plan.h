@@ -66,8 +66,9 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
 
 /* A causal window (visible: i + delta − left <= j <= i + delta) on the persistent snake over `grid`
  * CTAs, heads · n_q_tiles tiles of bm rows on bn-key blocks: the modelled time of its busiest CTA
- * over that of one CTA per tile (0 where not modelled: no more tiles than CTAs, more than
- * FA_SM90_WINDOW_CTAS CTAs, or a walk past FA_SM90_WINDOW_WALK steps). Past 1 the window runs one
+ * over that of one CTA per tile, or a bound on it where the bound is at most 1 (0 where not
+ * modelled: no more tiles than CTAs, more than FA_SM90_WINDOW_CTAS CTAs or FA_SM90_WINDOW_TILES
+ * tiles a head, or a walk past FA_SM90_WINDOW_WALK steps). Past 1 the window runs one
  * CTA per tile. FA_SM90_TILE_START, what a tile costs there beyond the persistent grid (its CTA's
  * start, first loads and last store, in key blocks), fits the twelve windows measured on an H100
  * (bf16, each grid in turn, bench/LOG.md 2026-12-07-fifth; any value from 1.3 to 1.6 picks each
@@ -76,7 +77,8 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * over 4k (+14.5 %) and d = 128 (256–1024, 0) over 2k–16k (+8 to +22 %). */
 #define FA_SM90_TILE_START 1.45
 #define FA_SM90_WINDOW_CTAS 1024
-#define FA_SM90_WINDOW_WALK (1 << 20)
+#define FA_SM90_WINDOW_TILES 4096
+#define FA_SM90_WINDOW_WALK (1 << 18)
 double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
                                  int64_t nq, int64_t nk, int64_t delta, int64_t left);
 

@@ -132,7 +132,7 @@ static double brute_snake(int64_t heads, int64_t nqt, int64_t grid, int64_t bm, 
 
 static void test_sm90_window_snake(void)
 {
-    int same = 1;
+    int same = 1, bounded = 0;
     unsigned seed = 7;
     for (int t = 0; t < 2000; t++) {
         seed = seed * 1103515245u + 12345u;
@@ -144,9 +144,11 @@ static void test_sm90_window_snake(void)
             continue;
         const double got = fa_plan_sm90_window_snake(heads, nqt, grid, bm, bn, nq, nk, delta, left);
         const double want = brute_snake(heads, nqt, grid, bm, bn, nq, nk, delta, left);
-        same &= fabs(got - want) <= 1e-9 * want;
+        bounded += got != want && got <= 1.0;
+        same &= fabs(got - want) <= 1e-9 * want || (got >= want - 1e-9 && got <= 1.0);
     }
-    check(same, "window_snake equals a pass-by-pass walk on 2000 random windows");
+    check(same, "window_snake equals a pass-by-pass walk on 2000 random windows (or bounds it, at most 1)");
+    check(bounded > 0 && bounded < 1000, "window_snake: both the bound and the walk answer some of them");
     /* bench/LOG.md 2026-12-07-fifth, 132 SMs, each grid in turn: d = 64 (192 × 128 tiles), a
      * 1024-key window over 4 × 4k keys (32 heads: 22 tiles a head) one CTA per tile +4.1 %, over 8 × 2k
      * +10.1 %; persistent: d = 64 over 16k +8.2 %, a 512-key window over 8 × 2k +5.3 %, d = 128
