@@ -16,6 +16,8 @@ pairs. JSON lines, a table last.
     (FlashAttention-3's wheel has no windows: its column only for the others; our dense causal
     call over its own pairs)
     --build-only: build them and stop (beside another build); --prebuilt: keep those in BUILD
+    --grids tile persistent: each library also with that grid forced (columns NAME/tile, NAME/persistent;
+    fa_overrides.sm90_grid), beside its automatic choice
 """
 import argparse
 import ctypes
@@ -84,10 +86,14 @@ def build(variants, prebuilt=False, load=True):
     return libs
 
 
-def call(lib, q, k, v, o, causal, softcap, slopes=None, lse=None, window_left=-1, align=0):
+GRIDS = {"tile": 1, "persistent": 2}                 # fa_overrides.sm90_grid
+
+
+def call(lib, q, k, v, o, causal, softcap, slopes=None, lse=None, window_left=-1, align=0, grid=0):
     """fa_sm90_forward_variants of a library: (B, H, N, d) tensors, a softcap (0: none; and ALiBi
-    slopes, a window's left side, an alignment; lse: fp32 (B, H, N) filled too)."""
+    slopes, a window's left side, an alignment; lse: fp32 (B, H, N) filled too; grid: sm90_grid)."""
     p, va, ov = fill_params(q, k, v, o, causal, lse=lse), STRUCTS["fa_variants"](), STRUCTS["fa_overrides"]()
+    ov.sm90_grid = grid
     va.softcap, va.align = softcap, align
     if window_left >= 0:
         va.window, va.window_left, va.window_right = 1, window_left, -1
@@ -173,6 +179,8 @@ def main():
                     help="cap: the softcap points; var: causal windows and bottom-right calls")
     ap.add_argument("--build-only", action="store_true", help="build the libraries into $BUILD and stop")
     ap.add_argument("--prebuilt", action="store_true", help="keep the libraries already in $BUILD")
+    ap.add_argument("--grids", nargs="*", default=[], choices=list(GRIDS),
+                    help="each library also with this grid forced")
     args = ap.parse_args()
     variants = {v.split("=", 1)[0]: [d for d in v.split("=", 1)[1].split(",") if d] for v in args.variants}
     if args.build_only:
@@ -190,7 +198,9 @@ def main():
             g = torch.Generator(device="cuda").manual_seed(0)
             q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=dt, generator=g) for _ in range(3))
             o = torch.empty_like(q)
-            calls = {name: (lambda lib=lib: call(lib, q, k, v, o, causal, cap)) for name, lib in libs.items()}
+            calls = {f"{name}/{gr}" if gr else name:
+                     (lambda lib=lib, gr=gr: call(lib, q, k, v, o, causal, cap, grid=GRIDS.get(gr, 0)))
+                     for name, lib in libs.items() for gr in [None] + args.grids}
             calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=causal, softcap=cap)
             calls["dense"] = lambda: torch_flashattn.attention(q, k, v, causal=causal)
             if fa3 is not None and dt == BF:
@@ -204,8 +214,9 @@ def main():
             k, v = (torch.randn(B, H, Nk, d, device="cuda", dtype=dt, generator=g) for _ in range(2))
             o = torch.empty_like(q)
             kw = dict(window=(left, -1), causal_align=("top_left", "bottom_right")[align])
-            calls = {name: (lambda lib=lib: call(lib, q, k, v, o, True, 0.0, None, None, left, align))
-                     for name, lib in libs.items()}
+            calls = {f"{name}/{gr}" if gr else name:
+                     (lambda lib=lib, gr=gr: call(lib, q, k, v, o, True, 0.0, None, None, left, align, GRIDS.get(gr, 0)))
+                     for name, lib in libs.items() for gr in [None] + args.grids}
             calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=True, **kw)
             if align == 0 and Nq == Nk:
                 calls["dense"] = lambda: torch_flashattn.attention(q, k, v, causal=True)
@@ -218,14 +229,16 @@ def main():
             # the dense causal call over its own pairs: "/ dense" compares TFLOP/s on visible pairs
             time_point(calls, tflops.setdefault(name, {}), B * H * d, Nq, True, r, name,
                        {c: Nq * (Nq + 1) // 2 if c == "dense" else pairs for c in calls})
-    cols, first = list(libs) + ["fa", "dense", "fa3"], next(iter(libs))
-    print(f"{'point':24s}" + "".join(f"{c:>8s}" for c in cols) + f"   best: / {first}, / fa3, / dense")
+    mine = [f"{n}/{gr}" if gr else n for n in libs for gr in [None] + args.grids]
+    cols, first = mine + ["fa", "dense", "fa3"], next(iter(libs))
+    w = max(8, *(len(c) + 1 for c in cols))
+    print(f"{'point':24s}" + "".join(f"{c:>{w}s}" for c in cols) + f"   best: / {first}, / fa3, / dense")
     for name, row in tflops.items():
         med = {c: statistics.median(x) for c, x in row.items()}
-        best = max(libs, key=med.get)
+        best = max(mine, key=med.get)
         fa3r = f"{med[best] / med['fa3']:.3f}" if "fa3" in med else "-"
         dense = f"{med[best] / med['dense']:.3f}" if "dense" in med else "-"
-        print(f"{name:24s}" + "".join(f"{med[c]:8.1f}" if c in med else f"{'-':>8s}" for c in cols)
+        print(f"{name:24s}" + "".join(f"{med[c]:{w}.1f}" if c in med else f"{'-':>{w}s}" for c in cols)
               + f"   {best} {med[best] / med[first]:.3f} {fa3r} {dense}")
 
 
