@@ -156,15 +156,18 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
      * for it, or with sm90_grid = 2, every grid-th; sm90_grid = 1: one item per CTA, over as many
      * CTAs as the longest sequence would give every sequence (those past the last item leave). */
     const int pairs = !PACKED && fa_plan_sm90_pairs(p, o, keys, a.n_q_tiles, VAR ? v : NULL);
-    double snake = 0.0;                             /* a causal window on the persistent snake */
-    if constexpr (VAR && !PACKED)
-        if (p->causal && keys < p->Nk && !pairs && o->sm90_grid == 0)
-            snake = fa_plan_sm90_window_snake(p->B * p->Hq, a.n_q_tiles, a.n_tiles < info.sms ? a.n_tiles : info.sms,
-                                              C::BM, C::BN, p->Nq, p->Nk, a.var.delta, a.var.left);
     /* FA_SM90_WINDOW_ROTATE (a development switch, off): automatic causal windows walk persistent,
      * each pass rotated (cta_tile), not as a snake. */
     const bool rotate = FA_SM90_WINDOW_ROTATE && VAR && !PACKED && p->causal && keys < p->Nk && !pairs
                      && o->sm90_grid == 0;
+    /* A causal window the keys alone would put on the persistent snake: the snake modelled (the
+     * scratch query and the launch each ask; a few µs at most on long rows). */
+    double snake = 0.0;
+    if constexpr (VAR && !PACKED)
+        if (p->causal && keys < p->Nk && !pairs && !rotate && o->sm90_grid == 0
+            && fa_plan_sm90_persistent(p, o, keys, 0.0))
+            snake = fa_plan_sm90_window_snake(p->B * p->Hq, a.n_q_tiles, a.n_tiles < info.sms ? a.n_tiles : info.sms,
+                                              C::BM, C::BN, p->Nq, p->Nk, a.var.delta, a.var.left);
     const int persistent = PACKED ? o->sm90_grid != 1 : pairs || rotate || fa_plan_sm90_persistent(p, o, keys, snake);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
     if constexpr (PACKED) {
