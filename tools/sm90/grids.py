@@ -3,7 +3,9 @@ kernel (`FA_VAR_MASKS`, reached with sinks of −30, which change no digit that 
 sequences of equal lengths, each with the grid automatic, one CTA per tile and persistent; then causal
 sliding windows on each grid beside the plain causal call. bf16, d = 128, H = 16, two rounds; one JSON
 line per call (TFLOP/s over the visible pairs). --windows D: only the windows, at d = D (H = 2048 / D),
-the grids timed call by call in turn (bench.attention.time_interleaved, L2 zero-filled).
+the grids timed call by call in turn (bench.attention.time_interleaved, L2 zero-filled), and beside
+them the same tokens as packed sequences of equal lengths (attention_varlen on (B·N, H, d) copies: the
+packed kernels' walk, fed by a tile counter).
 
     python3 -m tools.sm90.grids > grids.jsonl
     python3 -m tools.sm90.grids --windows 64 [--rounds 2]
@@ -26,6 +28,7 @@ H, d = 16, 128
 WINDOWS = ((4, 4096, 1024), (1, 16384, 1024), (1, 16384, 4096), (4, 4096, 256))   # (B, N, left)
 WINDOWS_2K = ((8, 2048, 1024), (8, 2048, 512))                                    # --windows only
 GRIDS = ("auto", "tile", "persistent")
+COLUMNS = GRIDS + ("packed",)                   # --windows: and the same tokens as packed sequences
 
 
 def bench(fn):
@@ -86,19 +89,25 @@ def windows(dw, rounds):
             with overrides(sm90_grid=grid):
                 outs.append(torch_flashattn.attention(q, k, v, causal=True, window=(left, -1)))
         same = all(torch.equal(o, outs[0]) for o in outs[1:])
-        per = {grid: [] for grid in GRIDS}
+        qp, kp, vp = (x.transpose(1, 2).reshape(B * N, hw, dw) for x in (q, k, v))
+        cu = torch.arange(0, B * N + 1, N, dtype=torch.int32, device="cuda")
+
+        def packed():
+            return torch_flashattn.attention_varlen(qp, kp, vp, cu, cu, N, N, causal=True, window=(left, -1))
+        err = (packed().view(B, N, hw, dw).transpose(1, 2).float() - outs[0].float()).abs().max().item()
+        per = {grid: [] for grid in COLUMNS}
         for _ in range(rounds):
-            ms = time_interleaved([call(grid) for grid in GRIDS], 0.5)
-            for grid, t in zip(GRIDS, ms):
+            ms = time_interleaved([call(grid) for grid in GRIDS] + [packed], 0.5)
+            for grid, t in zip(COLUMNS, ms):
                 per[grid].append(round(flops / t / 1e9, 1))
-        rec_ = {"d": dw, "B": B, "N": N, "left": left, "same_bits": same, **per}
+        rec_ = {"d": dw, "B": B, "N": N, "left": left, "same_bits": same, "packed_err": err, **per}
         print(json.dumps(rec_), flush=True)
         rows.append(rec_)
     print(f"window, d = {dw}, bf16: TFLOP/s over the visible pairs, medians of {rounds} rounds in turn")
-    print("point".ljust(22) + "".join(gr.rjust(12) for gr in GRIDS))
+    print("point".ljust(22) + "".join(gr.rjust(12) for gr in COLUMNS))
     for r in rows:
         print(f"({r['left']}, 0) {r['B']} x {r['N']}".ljust(22)
-              + "".join(f"{sorted(r[gr])[len(r[gr]) // 2]:12.1f}" for gr in GRIDS))
+              + "".join(f"{sorted(r[gr])[len(r[gr]) // 2]:12.1f}" for gr in COLUMNS))
 
 
 if __name__ == "__main__":
