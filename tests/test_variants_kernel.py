@@ -603,14 +603,14 @@ def test_plain_decoding_step_on_the_split_kv_kernel(shape, causal):
     assert_variant_accurate(out, lse, q, k, v, what=f"plain decode {shape} causal={causal}", causal=causal)
 
 
-@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"])
+@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs", "rotated"])
 @pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("case", ["sliding_causal", "key_mask_left_padded_causal", "sinks_window", "softcap_causal",
                                   "alibi_causal", "causal_bottom_right", "combo"])
 def test_variants_on_every_hopper_grid(case, d, grid, fa_overrides):
     """The Hopper kernel's variants on each grid (sm90_grid) forced, with more query tiles (336 of
     128 rows, 7 per head) than the GPU has SMs: persistent CTAs walk several tiles of different
-    heads and key ranges (causal: the snake walk)."""
+    heads and key ranges (causal: the snake walk, or each pass rotated)."""
     use_family("sm90", fa_overrides)
     fa_overrides(sm90_grid=grid)
     B, Hq, Hkv, Nq, Nk = 3, 16, 4, 777, 1025
