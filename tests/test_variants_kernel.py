@@ -603,14 +603,14 @@ def test_plain_decoding_step_on_the_split_kv_kernel(shape, causal):
     assert_variant_accurate(out, lse, q, k, v, what=f"plain decode {shape} causal={causal}", causal=causal)
 
 
-@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs", "rotated"])
+@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"])
 @pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("case", ["sliding_causal", "key_mask_left_padded_causal", "sinks_window", "softcap_causal",
                                   "alibi_causal", "causal_bottom_right", "combo"])
 def test_variants_on_every_hopper_grid(case, d, grid, fa_overrides):
     """The Hopper kernel's variants on each grid (sm90_grid) forced, with more query tiles (336 of
     128 rows, 7 per head) than the GPU has SMs: persistent CTAs walk several tiles of different
-    heads and key ranges (causal: the snake walk, or each pass rotated)."""
+    heads and key ranges (causal: the snake walk)."""
     use_family("sm90", fa_overrides)
     fa_overrides(sm90_grid=grid)
     B, Hq, Hkv, Nq, Nk = 3, 16, 4, 777, 1025
@@ -622,29 +622,6 @@ def test_variants_on_every_hopper_grid(case, d, grid, fa_overrides):
     out, lse = torch_flashattn.attention_lse(q, k, v, **variants)
     assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
     assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
-
-
-@pytest.mark.parametrize("B, N, left, d", [(4, 4096, 1024, 64), (8, 2048, 512, 64), (4, 4096, 1024, 128)])
-def test_window_walks_give_the_same_bits(B, N, left, d, fa_overrides):
-    """A causal window on the walk the plan picks (d = 64 (1024, 0) over 4 × 4k: rotated,
-    fa_plan_sm90_window_walk) and on every forced grid: each computes each tile alike, so the outputs
-    and lse are equal bit for bit; the automatic one against the reference on a few heads."""
-    use_family("sm90", fa_overrides)
-    H = 2048 // d
-    g = torch.Generator().manual_seed(seed_of("walks", B, N, left, d))
-    q, k, v = make_qkv(g, B, H, H, N, N, d, torch.bfloat16, "cuda")
-    runs = {}
-    for grid in ("auto", "tile", "persistent", "rotated"):
-        fa_overrides(sm90_grid=grid)
-        before = torch.ops.fa._exact_calls()
-        runs[grid] = torch_flashattn.attention_lse(q, k, v, causal=True, window=(left, -1))
-        assert torch.ops.fa._exact_calls() == before, f"grid={grid}: took the exact path, not the kernel"
-    for grid in ("tile", "persistent", "rotated"):
-        assert torch.equal(runs[grid][0], runs["auto"][0]), f"out differs between grid={grid} and auto"
-        assert torch.equal(runs[grid][1], runs["auto"][1]), f"lse differs between grid={grid} and auto"
-    heads = slice(0, 2)
-    assert_variant_accurate(runs["auto"][0][:1, heads], runs["auto"][1][:1, heads], q[:1, heads], k[:1, heads],
-                            v[:1, heads], what=f"window ({left}, 0) d={d} {B}x{N}", causal=True, window=(left, -1))
 
 
 HUGE_SCORE_CASES = {

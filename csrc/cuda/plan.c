@@ -50,7 +50,7 @@ int fa_plan_decode_variants(const fa_params *p, const fa_variants *v, const fa_o
  * bounds every tile's keys: the same rule on the keys a row sees (bf16, d = 128, H200, 2026-12-04:
  * a 1024-key window over 16k +6 % persistent, a 4096-key one −7 %), and only where the snake's
  * busiest CTA is modelled to take no longer than one CTA per tile would (snake:
- * fa_plan_sm90_window_walk; 0 where no window bounds the keys). */
+ * fa_plan_sm90_window_snake; 0 where no window bounds the keys). */
 int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys, double snake)
 {
     if (o->sm90_grid != 0)
@@ -58,30 +58,19 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
     return !p->causal || ((keys < p->Nk ? keys : p->Nk) <= 4096 && snake <= 1.0);
 }
 
-static int64_t gcd64(int64_t a, int64_t b)
-{
-    while (b != 0) {
-        const int64_t t = a % b;
-        a = b, b = t;
-    }
-    return a;
-}
-
-/* A causal window's tiles on the persistent grid. A window makes a head's tiles cost alike but for
+/* A causal window's tiles on the persistent snake. A window makes a head's tiles cost alike but for
  * its first ones, whose rows see fewer keys; where the grid is near a multiple of a head's tiles,
  * every pass of the snake hands each CTA the same ranks, and the CTAs that never get a light tile
  * set the pace (d = 64, 192-row tiles, 4k keys: 22 a head on 132 SMs). Each tile costs the key
  * blocks its rows see, plus one for its start and end; each head's tiles are walked heaviest
- * first (m0 = (n_q_tiles − 1 − rank) · bm), pass i of the grid over items i · grid.. (cta_tile):
- * FA_SM90_WALK_SNAKE odd passes backwards, FA_SM90_WALK_ROTATE pass i's j-th item to CTA
- * (j − i) mod grid, so a CTA's ranks move on from pass to pass. One CTA per tile: the same costs
- * spread evenly, each tile FA_SM90_TILE_START blocks more. Where even a CTA given the heaviest tile
- * on every pass would not take longer than that (long rows: few light tiles), that bound is the
- * answer; else the passes' ranks repeat every n_q_tiles / gcd(grid, n_q_tiles) passes and the
- * CTAs' order every 2 (snake) or grid (rotated), so one period of both and the rest are walked (past
- * FA_SM90_WINDOW_WALK steps the walk is not modelled). */
-double fa_plan_sm90_window_walk(int walk, int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
-                                int64_t nq, int64_t nk, int64_t delta, int64_t left)
+ * first (m0 = (n_q_tiles − 1 − rank) · bm), pass i of the grid over items i · grid.., odd passes
+ * backwards (cta_tile). One CTA per tile: the same costs spread evenly, each tile
+ * FA_SM90_TILE_START blocks more. Where even a CTA given the heaviest tile on every pass would not
+ * take longer than that (long rows: few light tiles), that bound is the answer; else the loads
+ * repeat every 2 · n_q_tiles / gcd(grid, n_q_tiles) passes, so one such period and the rest are
+ * walked (past FA_SM90_WINDOW_WALK steps the snake is not modelled). */
+double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
+                                 int64_t nq, int64_t nk, int64_t delta, int64_t left)
 {
     double load[FA_SM90_WINDOW_CTAS], cost[FA_SM90_WINDOW_TILES];
     const int64_t n = heads * n_q_tiles;
@@ -99,36 +88,30 @@ double fa_plan_sm90_window_walk(int walk, int64_t heads, int64_t n_q_tiles, int6
     const double bound = (double)((n + grid - 1) / grid) * most;
     if (bound <= tile)
         return bound / tile;
-    const int64_t ranks = n_q_tiles / gcd64(grid, n_q_tiles);      /* passes until the ranks repeat */
-    const int64_t order = walk == FA_SM90_WALK_ROTATE ? grid : 2;    /* until the CTAs' order does */
-    const int64_t period = ranks / gcd64(ranks, order) * order, full = n / grid;
+    int64_t a = grid, b = n_q_tiles;
+    while (b != 0) {
+        const int64_t t = a % b;
+        a = b, b = t;
+    }
+    const int64_t period = 2 * n_q_tiles / a, full = n / grid;
     const int64_t reps = full / period, rest = full % period;
     if ((full < period ? full + 1 : period + rest + 1) * grid > FA_SM90_WINDOW_WALK)
         return 0.0;
     for (int64_t c = 0; c < grid; c++)
         load[c] = 0.0;
-    /* passes 0..period − 1 (weight reps), 0..rest − 1 and the last, partial one: a pass's ranks and
-     * CTAs are those of the pass a period earlier. Within a pass the items, and so the ranks, run on
-     * by one: x = i · grid + j, to CTA j or grid − 1 − j (snake, even or odd passes) or
-     * (j − i) mod grid (rotated). */
+    /* passes 0..period − 1 (weight reps), 0..rest − 1 and the last, partial one: a pass's ranks are
+     * those of the pass a period earlier (period · grid is a multiple of n_q_tiles, period is even).
+     * Within a pass the items, and so the ranks, run on by one: x = i · grid + j, CTA j (even
+     * passes) or grid − 1 − j (odd). */
     for (int part = 0; part < 3; part++) {
         const int64_t from = part == 2 ? full : 0, to = part == 0 ? (reps > 0 ? period : 0) : part == 1 ? rest : full + 1;
         const double w = part == 0 ? (double)reps : 1.0;
         for (int64_t i = from; i < to; i++) {
             const int64_t x0 = i * grid, m = n - x0 < grid ? n - x0 : grid;
             int64_t r = x0 % n_q_tiles;
-            if (walk == FA_SM90_WALK_ROTATE) {
-                int64_t c = (grid - i % grid) % grid;
-                for (int64_t j = 0; j < m; j++) {
-                    load[c] += w * cost[r];
-                    r = r + 1 < n_q_tiles ? r + 1 : 0;
-                    c = c + 1 < grid ? c + 1 : 0;
-                }
-            } else {
-                for (int64_t j = 0; j < m; j++) {
-                    load[(i & 1) ? grid - 1 - j : j] += w * cost[r];
-                    r = r + 1 < n_q_tiles ? r + 1 : 0;
-                }
+            for (int64_t j = 0; j < m; j++) {
+                load[(i & 1) ? grid - 1 - j : j] += w * cost[r];
+                r = r + 1 < n_q_tiles ? r + 1 : 0;
             }
         }
     }

@@ -60,12 +60,12 @@ typedef struct {
 } fa_sm90_walk;
 
 /* 1: a persistent grid (a CTA per SM walking the tiles); 0: one CTA per tile. keys: the most keys
- * one query row sees (p->Nk, or fewer under a window); snake: fa_plan_sm90_window_walk's figure for the walk taken
+ * one query row sees (p->Nk, or fewer under a window); snake: fa_plan_sm90_window_snake's figure
  * for a causal window (0: none). */
 int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys, double snake);
 
-/* A causal window (visible: i + delta − left <= j <= i + delta) on the persistent grid's walk
- * (FA_SM90_WALK_SNAKE or FA_SM90_WALK_ROTATE, sm90_args.snake) over `grid` CTAs, heads · n_q_tiles tiles of bm rows on bn-key blocks: the modelled time of its busiest CTA
+/* A causal window (visible: i + delta − left <= j <= i + delta) on the persistent snake over `grid`
+ * CTAs, heads · n_q_tiles tiles of bm rows on bn-key blocks: the modelled time of its busiest CTA
  * over that of one CTA per tile, or a bound on it where the bound is at most 1 (0 where not
  * modelled: no more tiles than CTAs, more than FA_SM90_WINDOW_CTAS CTAs or FA_SM90_WINDOW_TILES
  * tiles a head, or a walk past FA_SM90_WINDOW_WALK steps). Past 1 the window runs one
@@ -74,19 +74,13 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * (bf16, each grid in turn, bench/LOG.md 2026-12-07-fifth; any value from 1.3 to 1.6 picks each
  * one's faster grid): one CTA per tile for d = 64 (1024, 0) over 4 × 4k (+4.1 %) and 8 × 2k
  * (+10.1 %), persistent for d = 64 (1024, 0) over 16k (+8.2 %), (512, 0) over 2k (+5.3 %), (256, 0)
- * over 4k (+14.5 %) and d = 128 (256–1024, 0) over 2k–16k (+8 to +22 %). The launch takes the
- * rotated walk where it is modelled faster than the snake (both walked, not bounded): d = 64
- * (1024, 0) over 4 × 4k and 8 × 2k, +7.0 and +9.0 % over one CTA per tile; d = 128 and 256
- * (1024, 0) over 4k, where the snake pairs light tiles with heavy ones, lose 5.4 % rotated (H100,
- * bf16, bench/LOG.md 2026-12-07-sixth). */
+ * over 4k (+14.5 %) and d = 128 (256–1024, 0) over 2k–16k (+8 to +22 %). */
 #define FA_SM90_TILE_START 1.45
 #define FA_SM90_WINDOW_CTAS 1024
 #define FA_SM90_WINDOW_TILES 4096
 #define FA_SM90_WINDOW_WALK (1 << 18)
-#define FA_SM90_WALK_SNAKE 1
-#define FA_SM90_WALK_ROTATE 2
-double fa_plan_sm90_window_walk(int walk, int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
-                                int64_t nq, int64_t nk, int64_t delta, int64_t left);
+double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
+                                 int64_t nq, int64_t nk, int64_t delta, int64_t left);
 
 /* 1: a causal call's persistent grid takes each head's tiles in pairs, its i-th heaviest with its
  * i-th lightest (sm90_args.pairs; the grid is then persistent whatever fa_plan_sm90_persistent

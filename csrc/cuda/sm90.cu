@@ -156,22 +156,19 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
      * for it, or with sm90_grid = 2, every grid-th; sm90_grid = 1: one item per CTA, over as many
      * CTAs as the longest sequence would give every sequence (those past the last item leave). */
     const int pairs = !PACKED && fa_plan_sm90_pairs(p, o, keys, a.n_q_tiles, VAR ? v : NULL);
-    /* A causal window the keys alone would put on the persistent grid: its two walks modelled (the
-     * scratch query and the launch each ask; a few µs at most on long rows), the persistent grid
-     * walking the faster, unless one CTA per tile is faster still. */
+    /* FA_SM90_WINDOW_ROTATE (a development switch, off): automatic causal windows walk persistent,
+     * each pass rotated (cta_tile), not as a snake. */
+    const bool rotate = FA_SM90_WINDOW_ROTATE && VAR && !PACKED && p->causal && keys < p->Nk && !pairs
+                     && o->sm90_grid == 0;
+    /* A causal window the keys alone would put on the persistent snake: the snake modelled (the
+     * scratch query and the launch each ask; a few µs at most on long rows). */
     double snake = 0.0;
-    bool rotate = VAR && !PACKED && o->sm90_grid == 4;
     if constexpr (VAR && !PACKED)
-        if (p->causal && keys < p->Nk && !pairs && o->sm90_grid == 0 && fa_plan_sm90_persistent(p, o, keys, 0.0)) {
-            const int64_t sms = a.n_tiles < info.sms ? a.n_tiles : info.sms;
-            snake = fa_plan_sm90_window_walk(FA_SM90_WALK_SNAKE, p->B * p->Hq, a.n_q_tiles, sms, C::BM, C::BN,
-                                             p->Nq, p->Nk, a.var.delta, a.var.left);
-            const double rot = fa_plan_sm90_window_walk(FA_SM90_WALK_ROTATE, p->B * p->Hq, a.n_q_tiles, sms, C::BM,
-                                                        C::BN, p->Nq, p->Nk, a.var.delta, a.var.left);
-            rotate = rot > 0.0 && rot < snake;
-            snake = rotate ? rot : snake;
-        }
-    const int persistent = PACKED ? o->sm90_grid != 1 : pairs || fa_plan_sm90_persistent(p, o, keys, snake);
+        if (p->causal && keys < p->Nk && !pairs && !rotate && o->sm90_grid == 0
+            && fa_plan_sm90_persistent(p, o, keys, 0.0))
+            snake = fa_plan_sm90_window_snake(p->B * p->Hq, a.n_q_tiles, a.n_tiles < info.sms ? a.n_tiles : info.sms,
+                                              C::BM, C::BN, p->Nq, p->Nk, a.var.delta, a.var.left);
+    const int persistent = PACKED ? o->sm90_grid != 1 : pairs || rotate || fa_plan_sm90_persistent(p, o, keys, snake);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
     if constexpr (PACKED) {
         const bool counter = persistent && o->sm90_grid == 0;
@@ -250,7 +247,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
      * by fa_sm90_merge_kernel). Else one CTA per tile. */
     a.tile_stride = grid;
-    a.snake = persistent && p->causal ? (rotate ? FA_SM90_WALK_ROTATE : FA_SM90_WALK_SNAKE) : 0;
+    a.snake = persistent && p->causal ? (rotate ? 2 : 1) : 0;
     a.pairs = pairs && heads == 1 && a.n_full == a.n_tiles;
     if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {

@@ -52,7 +52,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     if constexpr (VAR) {
         if (a.key_rows) {                                   /* one tile per CTA: its own row only */
             const bool one = a.tile_stride >= a.n_items && !a.pairs;
-            const int64_t b0 = one ? item_pos<C, SPLIT>(a, cta_tile<VAR != 0>(a, 0)).tp.b : 0;
+            const int64_t b0 = one ? item_pos<C, SPLIT>(a, cta_tile(a, 0)).tp.b : 0;
             var_keys_rows(a.var, p, reinterpret_cast<uint2 *>(&s + 1), b0, one ? b0 + 1 : p.B, threadIdx.x / 32,
                           C::THREADS / 32);
         }
@@ -109,7 +109,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 packed_put(ring, it, pk);
                 return pk[0] < 0 ? a.n_items : 0;
             } else {
-                return cta_tile<VAR != 0>(a, it);
+                return cta_tile(a, it);
             }
         };
         for (int64_t item = next_item(); item < a.n_items; ++it, item = next_item()) {
@@ -188,7 +188,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                 pk[i] = __shfl_sync(0xffffffffu, pk_next[i], 0);
             return pk[0] < 0 ? a.n_items : 0;
         } else {
-            return cta_tile<VAR != 0>(a, it);
+            return cta_tile(a, it);
         }
     };
     for (int64_t item = next_item(); item < a.n_items; ++it, item = next_item()) {
@@ -221,7 +221,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
         const bool pp = C::PINGPONG;
         const int next_cw = (cw + 1) % C::CONSUMERS;
         /* Whether this is the CTA's last item (PACKED: known once the next is taken, take_next). */
-        bool last_tile = !PACKED && cta_tile<VAR != 0>(a, it + 1) >= a.n_items;
+        bool last_tile = !PACKED && cta_tile(a, it + 1) >= a.n_items;
         auto take_next = [&]() {
             if constexpr (PACKED) {
                 packed_take(ring, it + 1, lane, pk_next);

@@ -88,24 +88,27 @@ __device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
 
 /* This CTA's it-th tile (n_tiles or more once it has none left). Pass it of the grid over the
  * tile sequence covers it·tile_stride onwards, CTA c taking its c-th tile; with
- * a.snake 1 odd passes run backwards, so a CTA that took a heavy tile then takes a light one. With
+ * a.snake odd passes run backwards, so a CTA that took a heavy tile then takes a light one. With
  * a.pairs the grid passes over pairs of tiles (tile_pos orders each head's tiles heaviest, lightest,
  * second heaviest, ...), CTA c taking pair c of each pass. Either way a pass lies wholly after the
  * previous one, so the first tile past the end ends the walk.
- * With a.snake 2 (ROT: the visibility-variant kernels, fa_plan_sm90_window_walk) pass it is rotated
- * by it instead, CTA c taking its (c + it)-th tile, so that a CTA's ranks in a head move on from
- * pass to pass even where the grid is a multiple of a head's tiles (a causal window's). */
-template <bool ROT>
+ * FA_SM90_WINDOW_ROTATE 1 (a development switch, off): a.snake 2, pass it rotated by it, CTA c
+ * taking its (c + it)-th tile, so that a CTA's ranks in a head move on from pass to pass even where
+ * the grid is a multiple of a head's tiles (a causal window's tiles, fa_plan_sm90_window_snake). */
+#ifndef FA_SM90_WINDOW_ROTATE
+#define FA_SM90_WINDOW_ROTATE 0
+#endif
 __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
 {
     const int64_t c = blockIdx.x;
     if (a.pairs)                                    /* pass it / 2 over the pairs, pair c of it */
         return ((int64_t)(it >> 1) * a.tile_stride + c) * 2 + (it & 1);
-    if constexpr (ROT)
-        if (a.snake == 2) {                         /* in 32 bits: the grid is at most the SMs */
-            const int g = (int)a.tile_stride, r = (int)c + it % g;
-            return (int64_t)it * a.tile_stride + (r < g ? r : r - g);
-        }
+#if FA_SM90_WINDOW_ROTATE
+    if (a.snake == 2) {
+        const int64_t r = c + it % a.tile_stride;
+        return (int64_t)it * a.tile_stride + (r < a.tile_stride ? r : r - a.tile_stride);
+    }
+#endif
     return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 

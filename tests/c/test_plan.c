@@ -110,15 +110,13 @@ static void test_sm90_grid(void)
     check(fa_plan_sm90_persistent(&p, &o, p.Nk, 0.0) == 0, "sm90: sm90_grid = 1 forces one CTA per tile");
 }
 
-/* A causal window's busiest CTA over the mean, pass by pass (cta_tile's walk: the snake, or each
- * pass rotated, CTA c taking item (c + i) mod grid of pass i). */
-static double brute_walk(int walk, int64_t heads, int64_t nqt, int64_t grid, int64_t bm, int64_t bn, int64_t nq,
-                         int64_t nk, int64_t delta, int64_t left)
+/* The snake's busiest CTA over the mean for a causal window, pass by pass (cta_tile's walk). */
+static double brute_snake(int64_t heads, int64_t nqt, int64_t grid, int64_t bm, int64_t bn, int64_t nq,
+                          int64_t nk, int64_t delta, int64_t left)
 {
     double load[64] = {0}, most = 0.0, sum = 0.0;
     for (int64_t x = 0; x < heads * nqt; x++) {
-        const int64_t i = x / grid, j = x % grid;
-        const int64_t c = walk == FA_SM90_WALK_ROTATE ? ((j - i) % grid + grid) % grid : (i & 1) ? grid - 1 - j : j;
+        const int64_t i = x / grid, j = x % grid, c = (i & 1) ? grid - 1 - j : j;
         const int64_t m0 = (nqt - 1 - x % nqt) * bm, m1 = (m0 + bm < nq ? m0 + bm : nq) - 1;
         int64_t lo = m0 + delta - left, hi = m1 + delta;
         lo = lo > 0 ? lo : 0;
@@ -132,12 +130,11 @@ static double brute_walk(int walk, int64_t heads, int64_t nqt, int64_t grid, int
     return most / ((sum + FA_SM90_TILE_START * (double)(heads * nqt)) / (double)grid);
 }
 
-static void test_sm90_window_walk(void)
+static void test_sm90_window_snake(void)
 {
     int same = 1, bounded = 0;
     unsigned seed = 7;
-    for (int t = 0; t < 4000; t++) {
-        const int walk = t % 2 ? FA_SM90_WALK_ROTATE : FA_SM90_WALK_SNAKE;
+    for (int t = 0; t < 2000; t++) {
         seed = seed * 1103515245u + 12345u;
         const int64_t grid = 2 + seed % 40, nqt = 1 + (seed >> 6) % 30, heads = 1 + (seed >> 11) % 50;
         const int64_t bm = 64 * (1 + (seed >> 17) % 3), bn = (seed >> 19) % 2 ? 128 : 80;
@@ -145,13 +142,13 @@ static void test_sm90_window_walk(void)
         const int64_t left = 50 + (int64_t)((seed >> 8) % 1500), delta = (seed >> 28) % 2 ? nk - nq : 0;
         if (heads * nqt <= grid)
             continue;
-        const double got = fa_plan_sm90_window_walk(walk, heads, nqt, grid, bm, bn, nq, nk, delta, left);
-        const double want = brute_walk(walk, heads, nqt, grid, bm, bn, nq, nk, delta, left);
+        const double got = fa_plan_sm90_window_snake(heads, nqt, grid, bm, bn, nq, nk, delta, left);
+        const double want = brute_snake(heads, nqt, grid, bm, bn, nq, nk, delta, left);
         bounded += got != want && got <= 1.0;
         same &= fabs(got - want) <= 1e-9 * want || (got >= want - 1e-9 && got <= 1.0);
     }
-    check(same, "window_walk equals a pass-by-pass walk, snake and rotated, on 4000 random windows (or bounds it, at most 1)");
-    check(bounded > 0 && bounded < 2000, "window_walk: both the bound and the walk answer some of them");
+    check(same, "window_snake equals a pass-by-pass walk on 2000 random windows (or bounds it, at most 1)");
+    check(bounded > 0 && bounded < 1000, "window_snake: both the bound and the walk answer some of them");
     /* bench/LOG.md 2026-12-07-fifth, 132 SMs, each grid in turn: d = 64 (192 × 128 tiles), a
      * 1024-key window over 4 × 4k keys (32 heads: 22 tiles a head) one CTA per tile +4.1 %, over 8 × 2k
      * +10.1 %; persistent: d = 64 over 16k +8.2 %, a 512-key window over 8 × 2k +5.3 %, d = 128
@@ -159,25 +156,17 @@ static void test_sm90_window_walk(void)
     fa_overrides o;
     memset(&o, 0, sizeof o);
     fa_params p = shape(4, 32, 4096, 4096, 64, 1);
-    const double d64 = fa_plan_sm90_window_walk(FA_SM90_WALK_SNAKE, 128, 22, 132, 192, 128, 4096, 4096, 0, 1024);
-    const double d64_2k = fa_plan_sm90_window_walk(FA_SM90_WALK_SNAKE, 256, 11, 132, 192, 128, 2048, 2048, 0, 1024);
-    const double d64_16k = fa_plan_sm90_window_walk(FA_SM90_WALK_SNAKE, 32, 86, 132, 192, 128, 16384, 16384, 0, 1024);
-    const double d64_512 = fa_plan_sm90_window_walk(FA_SM90_WALK_SNAKE, 256, 11, 132, 192, 128, 2048, 2048, 0, 512);
-    const double d128 = fa_plan_sm90_window_walk(FA_SM90_WALK_SNAKE, 64, 32, 132, 128, 128, 4096, 4096, 0, 1024);
-    check(d64 > 1.0 && d64_2k > 1.0, "window_walk (snake): d = 64, 1024 keys over 4k and 2k: one CTA per tile is faster");
-    check(d64_16k < 1.0 && d64_512 < 1.0 && d128 < 1.0, "window_walk (snake): d = 64 over 16k, 512 keys over 2k, d = 128: the snake");
-    /* Rotated (bench/LOG.md 2026-12-07-sixth, H100): d = 64 (1024, 0) over 4 × 4k and 8 × 2k +7.0 and
-     * +9.0 % over one CTA per tile; d = 128 and 256 (1024, 0) over 4k −5.4 % against the snake. */
-    const double r64 = fa_plan_sm90_window_walk(FA_SM90_WALK_ROTATE, 128, 22, 132, 192, 128, 4096, 4096, 0, 1024);
-    const double r64_2k = fa_plan_sm90_window_walk(FA_SM90_WALK_ROTATE, 256, 11, 132, 192, 128, 2048, 2048, 0, 1024);
-    const double r256 = fa_plan_sm90_window_walk(FA_SM90_WALK_ROTATE, 64, 32, 132, 128, 80, 4096, 4096, 0, 1024);
-    const double s256 = fa_plan_sm90_window_walk(FA_SM90_WALK_SNAKE, 64, 32, 132, 128, 80, 4096, 4096, 0, 1024);
-    check(r64 < 1.0 && r64_2k < 1.0, "window_walk (rotated): d = 64, 1024 keys over 4k and 2k: faster than one CTA per tile");
-    check(s256 < r256, "window_walk: d = 256, 1024 keys over 4k: the snake ahead of the rotated walk");
+    const double d64 = fa_plan_sm90_window_snake(128, 22, 132, 192, 128, 4096, 4096, 0, 1024);
+    const double d64_2k = fa_plan_sm90_window_snake(256, 11, 132, 192, 128, 2048, 2048, 0, 1024);
+    const double d64_16k = fa_plan_sm90_window_snake(32, 86, 132, 192, 128, 16384, 16384, 0, 1024);
+    const double d64_512 = fa_plan_sm90_window_snake(256, 11, 132, 192, 128, 2048, 2048, 0, 512);
+    const double d128 = fa_plan_sm90_window_snake(64, 32, 132, 128, 128, 4096, 4096, 0, 1024);
+    check(d64 > 1.0 && d64_2k > 1.0, "window_snake: d = 64, 1024 keys over 4k and 2k: one CTA per tile is faster");
+    check(d64_16k < 1.0 && d64_512 < 1.0 && d128 < 1.0, "window_snake: d = 64 over 16k, 512 keys over 2k, d = 128: the snake");
     check(fa_plan_sm90_persistent(&p, &o, 1025, d64) == 0, "sm90: a 1024-key window over 4k at d = 64: one CTA per tile");
     check(fa_plan_sm90_persistent(&p, &o, 1025, d128) == 1, "sm90: a 1024-key window the snake balances: persistent");
-    check(fa_plan_sm90_window_walk(FA_SM90_WALK_SNAKE, 1, 22, 132, 192, 128, 4096, 4096, 0, 1024) == 0.0,
-          "window_walk (snake): no more tiles than CTAs is not modelled");
+    check(fa_plan_sm90_window_snake(1, 22, 132, 192, 128, 4096, 4096, 0, 1024) == 0.0,
+          "window_snake: no more tiles than CTAs is not modelled");
     o.sm90_grid = 2;
     check(fa_plan_sm90_persistent(&p, &o, 1025, d64) == 1, "sm90: sm90_grid = 2 forces the persistent grid on a window");
 }
@@ -439,7 +428,7 @@ int main(void)
 {
     test_walk_rounds();
     test_sm90_grid();
-    test_sm90_window_walk();
+    test_sm90_window_snake();
     test_sm90_heads();
     test_sm90_walk();
     test_split_kv();

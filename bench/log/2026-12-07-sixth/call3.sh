@@ -1,4 +1,4 @@
-# Call 3 (device tool, carry [".peers/fa3", "build/s5"]): the package built with the rotated walk taken
+# Call 3, NOT RUN (no machine could be started; the refusal took 211 s of device time). (device tool, carry [".peers/fa3", "build/s5"]): the package built with the rotated walk taken
 # (fa_plan_sm90_window_walk picks snake, rotated or one CTA per tile); --set var with the libraries
 # before (base = build/s4/base.so, main at c22f17e) and after (walk); then the whole suite.
 set -u

@@ -1,6 +1,9 @@
-# Call 4 (device tool, carry [".peers/fa3", "build/s5"]; the session's last ~330 s of device time, too
-# few for the whole suite): the package with the rotated walk; the Hopper grid, window-walk, packed and
-# routing tests, test_sm90 and the C plan tests; --set var before (base) and after (walk), one round.
+# Call 4 (device tool, carry [".peers/fa3", "build/s5"]), NOT RUN: the session's device time ran out
+# before it (refused: too little left to start a machine). For the tree with walk.patch applied
+# (git apply bench/log/2026-12-07-sixth/walk.patch; build/s5 = base.so from c22f17e and walk.so with the
+# patch, tools.sm90.cap_tune --build-only): the package with the rotated walk; the Hopper grid,
+# window-walk, packed and routing tests, test_sm90 and the C plan tests; --set var before (base) and
+# after (walk), one round. Then the whole suite.
 set -u
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,power.limit --format=csv,noheader | tee $OUT/gpu.txt
