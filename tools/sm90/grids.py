@@ -5,7 +5,8 @@ sliding windows on each grid beside the plain causal call. bf16, d = 128, H = 16
 line per call (TFLOP/s over the visible pairs). --windows D: only the windows, at d = D (H = 2048 / D),
 the grids timed call by call in turn (bench.attention.time_interleaved, L2 zero-filled), and beside
 them the same tokens as packed sequences of equal lengths (attention_varlen on (B·N, H, d) copies: the
-packed kernels' walk, fed by a tile counter).
+packed kernels' rank-major walk, fed by a tile counter; packed/static: the same walk, every grid-th
+item, sm90_grid="persistent").
 
     python3 -m tools.sm90.grids > grids.jsonl
     python3 -m tools.sm90.grids --windows 64 [--rounds 2]
@@ -28,7 +29,7 @@ H, d = 16, 128
 WINDOWS = ((4, 4096, 1024), (1, 16384, 1024), (1, 16384, 4096), (4, 4096, 256))   # (B, N, left)
 WINDOWS_2K = ((8, 2048, 1024), (8, 2048, 512))                                    # --windows only
 GRIDS = ("auto", "tile", "persistent")
-COLUMNS = GRIDS + ("packed",)                   # --windows: and the same tokens as packed sequences
+COLUMNS = GRIDS + ("packed", "packed/static")  # --windows: and the same tokens as packed sequences
 
 
 def bench(fn):
@@ -94,10 +95,15 @@ def windows(dw, rounds):
 
         def packed():
             return torch_flashattn.attention_varlen(qp, kp, vp, cu, cu, N, N, causal=True, window=(left, -1))
-        err = (packed().view(B, N, hw, dw).transpose(1, 2).float() - outs[0].float()).abs().max().item()
+
+        def packed_static():
+            with overrides(sm90_grid="persistent"):
+                return packed()
+        err = max((f().view(B, N, hw, dw).transpose(1, 2).float() - outs[0].float()).abs().max().item()
+                  for f in (packed, packed_static))
         per = {grid: [] for grid in COLUMNS}
         for _ in range(rounds):
-            ms = time_interleaved([call(grid) for grid in GRIDS] + [packed], 0.5)
+            ms = time_interleaved([call(grid) for grid in GRIDS] + [packed, packed_static], 0.5)
             for grid, t in zip(COLUMNS, ms):
                 per[grid].append(round(flops / t / 1e9, 1))
         rec_ = {"d": dw, "B": B, "N": N, "left": left, "same_bits": same, "packed_err": err, **per}
