@@ -181,7 +181,9 @@ typedef struct {
     int family;              /* fa_family */
     int sm90_grid;           /* 1: one CTA per tile, 2: persistent (a CTA per SM walking the tiles),
                                 3: persistent, a causal call's tiles taken in pairs, each head's
-                                i-th heaviest with its i-th lightest */
+                                i-th heaviest with its i-th lightest, 4: a variant call without
+                                key_mask or attn_mask on the packed sequences' walk, its tiles
+                                from a counter (other calls: persistent) */
     int sm90_tail;           /* persistent grid's last round: 1 no split, 2..4 key parts (d = 128
                                 three-consumer tile only, the one the automatic rule splits) */
     int decode_splits;       /* split-KV: n > 0 splits (each chunk keeps at least 64 keys) */

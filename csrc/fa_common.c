@@ -58,7 +58,7 @@ int fa_set_overrides(const fa_overrides *o)
     }
     if (o->family < 0 || o->family >= FA_NUM_FAMILIES)
         return FA_ERR_KERNEL_CHOICE;
-    if (o->sm90_grid < 0 || o->sm90_grid > 3 || o->sm90_tail < 0 || o->sm90_tail > 4 || o->decode_splits < 0
+    if (o->sm90_grid < 0 || o->sm90_grid > 4 || o->sm90_tail < 0 || o->sm90_tail > 4 || o->decode_splits < 0
         || (o->decode_warps != 0 && o->decode_warps != 4 && o->decode_warps != 8)
         || (o->decode_stages != 0 && o->decode_stages != 2 && o->decode_stages != 3)
         || o->decode_cluster < 0 || o->decode_cluster > 2 || o->decode_evict < 0 || o->decode_evict > 2

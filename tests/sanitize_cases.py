@@ -94,13 +94,16 @@ def padded_key_mask(B, Nk):
 
 def check_variants(dtype, B, Hq, Hkv, Nq, Nk, d, note, family="sm90", key_mask=None, attn_mask=True):
     """Every variant at once in the forced family's kernel, checked against the CPU backend; True
-    when right. key_mask: instead of a random one; attn_mask False: none (a padded decoding step's
-    call, which the split-KV kernel takes), "aligned": of q's dtype with rows TMA can load."""
+    when right. key_mask: instead of a random one (False: none); attn_mask False: none (a padded
+    decoding step's call, which the split-KV kernel takes), "aligned": of q's dtype with rows TMA
+    can load."""
     q = torch.randn(B, Nq, Hq, d, device="cuda", dtype=dtype).transpose(1, 2)
     k, v = (torch.randn(B, Hkv, Nk, d, device="cuda", dtype=dtype) for _ in range(2))
     kw = dict(causal=True, causal_align="bottom_right", window=(150, -1), softcap=20.0,
               alibi_slopes=torch.rand(B, Hq, device="cuda") * 0.05, sinks=torch.randn(Hq, device="cuda"),
               key_mask=torch.rand(B, Nk, device="cuda") < 0.9 if key_mask is None else key_mask)
+    if key_mask is False:                   # neither mask: the packed walk can take the call
+        del kw["key_mask"]
     if attn_mask == "aligned":              # q's dtype, 16-byte rows: the Hopper kernel stages it (d <= 128)
         kw["attn_mask"] = torch.randn(B, Hq, Nq, Nk + 11, device="cuda", dtype=dtype)[..., :Nk]
     elif attn_mask:
@@ -347,6 +350,11 @@ def main():
                                                key_mask=padded_key_mask(3, 517))
                 failures += not check_variants(torch.bfloat16, 2, 4, 2, 333, 517, d, grid + " aligned attn_mask",
                                                attn_mask="aligned")
+        # Unpacked calls on the packed walk, tiles from a counter (sm90_grid "counter"): no masks.
+        set_overrides(family="sm90", sm90_grid="counter")
+        for d in (64, 128, 256):
+            failures += not check_variants(torch.bfloat16, 3, 8, 2, 333, 517, d, "counter", key_mask=False,
+                                           attn_mask=False)
     if only in (None, "sm90", "variants"):
         # The variants in the sm_80 kernel (VAR), and packed sequences in both kernels: rows that
         # end inside the next sequence's tile, and bad cu_seqlens (the NaN fill).

@@ -15,6 +15,8 @@ tiles and key blocks (test_variants.py's shapes fit in one or two):
 
 GPU only; the Hopper kernel needs compute capability 9.0, the sm_80 kernel 8.0 or later.
 """
+import re
+
 import pytest
 import torch
 
@@ -603,14 +605,15 @@ def test_plain_decoding_step_on_the_split_kv_kernel(shape, causal):
     assert_variant_accurate(out, lse, q, k, v, what=f"plain decode {shape} causal={causal}", causal=causal)
 
 
-@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"])
+@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs", "counter"])
 @pytest.mark.parametrize("d", [64, 128, 256])
 @pytest.mark.parametrize("case", ["sliding_causal", "key_mask_left_padded_causal", "sinks_window", "softcap_causal",
                                   "alibi_causal", "causal_bottom_right", "combo"])
 def test_variants_on_every_hopper_grid(case, d, grid, fa_overrides):
     """The Hopper kernel's variants on each grid (sm90_grid) forced, with more query tiles (336 of
     128 rows, 7 per head) than the GPU has SMs: persistent CTAs walk several tiles of different
-    heads and key ranges (causal: the snake walk)."""
+    heads and key ranges (causal: the snake walk; "counter": the packed walk over the batch
+    entries, where no key_mask or attn_mask keeps the call off it)."""
     use_family("sm90", fa_overrides)
     fa_overrides(sm90_grid=grid)
     B, Hq, Hkv, Nq, Nk = 3, 16, 4, 777, 1025
@@ -622,6 +625,59 @@ def test_variants_on_every_hopper_grid(case, d, grid, fa_overrides):
     out, lse = torch_flashattn.attention_lse(q, k, v, **variants)
     assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
     assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
+
+
+def packed_walk(names):
+    """Whether the one Hopper forward kernel among names is a PACKED one (its template's fifth
+    argument: ..., SPLIT, VAR, PACKED, EXTRA>)."""
+    ran = [n for n in names if "fa_sm90_forward_kernel" in n]
+    assert len(ran) == 1, f"not one Hopper forward kernel: {ran}"
+    found = re.findall(r", (true|false), (\d+), (true|false), (\d+)>", ran[0])
+    assert found, f"no template arguments in {ran[0]}"
+    return found[-1][2] == "true"
+
+
+@pytest.mark.parametrize("B, N, left, d, align, walk", [(4, 4096, 1024, 64, "top_left", True),
+                                                        (8, 2048, 512, 64, "bottom_right", True),
+                                                        (3, 700, 96, 64, "top_left", True),
+                                                        (4, 4096, 1024, 128, "top_left", False)])
+def test_causal_windows_on_the_packed_walk(B, N, left, d, align, walk, fa_overrides):
+    """Causal windows at d = 64 without key_mask or attn_mask run on the packed kernels' walk, the
+    batch entries as sequences, each CTA taking its query tiles from a counter
+    (fa_plan_sm90_counter); at d = 128 on the grids. Every walk computes each tile alike: out and
+    lse equal bit for bit on every grid, "counter" forced, and replayed in a CUDA graph (the counter
+    zeroed in the graph); the automatic call against the reference on a few heads."""
+    use_family("sm90", fa_overrides)
+    H = 2048 // d
+    g = torch.Generator().manual_seed(seed_of("counter walk", B, N, left, d, align))
+    q, k, v = make_qkv(g, B, H, H, N, N, d, torch.bfloat16, "cuda")
+    variants = dict(causal=True, causal_align=align, window=(left, -1))
+    what = f"window ({left}, 0) {align} d={d} {B}x{N}"
+    runs = {}
+    for grid in ("auto", "tile", "persistent", "counter"):
+        fa_overrides(sm90_grid=grid)
+        before = torch.ops.fa._exact_calls()
+        runs[grid], names = kernels_run(lambda: torch_flashattn.attention_lse(q, k, v, **variants))
+        assert torch.ops.fa._exact_calls() == before, f"{what} grid={grid}: took the exact path, not the kernel"
+        assert packed_walk(names) == (grid == "counter" or (grid == "auto" and walk)), f"{what} grid={grid}: {names}"
+    for grid in ("tile", "persistent", "counter"):
+        assert torch.equal(runs[grid][0], runs["auto"][0]), f"{what}: out differs between grid={grid} and auto"
+        assert torch.equal(runs[grid][1], runs["auto"][1]), f"{what}: lse differs between grid={grid} and auto"
+    fa_overrides(sm90_grid="auto")
+    out = torch.full_like(runs["auto"][0], float("nan"))
+    torch_flashattn.attention(q, k, v, **variants)       # warm up outside the graph
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out.copy_(torch_flashattn.attention(q, k, v, **variants))
+    for _ in range(2):
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, runs["auto"][0]), f"{what}: a graph replay differs"
+    heads = slice(0, 2)
+    assert_variant_accurate(runs["auto"][0][:1, heads], runs["auto"][1][:1, heads], q[:1, heads], k[:1, heads],
+                            v[:1, heads], what=what, **variants)
 
 
 HUGE_SCORE_CASES = {

@@ -18,7 +18,7 @@ import torch
 # fa_overrides' fields in their order in fa.h, each with the names of its non-zero values.
 FIELDS = {
     "family": ("auto", "sm90", "sm80", "fp32tc", "fp32", "simt", "turing"),
-    "sm90_grid": ("auto", "tile", "persistent", "pairs"),
+    "sm90_grid": ("auto", "tile", "persistent", "pairs", "counter"),
     "sm90_tail": None,        # 0 automatic, 1 no split, 2..4 key parts
     "decode_splits": None,    # 0 automatic, n > 0
     "decode_warps": None,     # 0, 4 or 8

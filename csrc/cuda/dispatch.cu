@@ -178,7 +178,7 @@ extern "C" int fa_forward_variants_cuda(const fa_params *p, const fa_variants *v
 }
 
 /* Calls with variants, fp16/bf16: few queries per KV head on the split-KV kernel (given its
- * scratch), else the Hopper kernel (compute capability 9.0; a packed call's tile counter in the
+ * scratch), else the Hopper kernel (compute capability 9.0; the tile counter of its packed walk in the
  * scratch), else the sm_80 kernel (sm_80+), automatic or forced; everything else (fp32, older
  * devices, the other families forced) answers FA_ERR_UNSUPPORTED. */
 extern "C" int fa_forward_variants_cuda_scratch(const fa_params *p, const fa_variants *v, void *scratch,

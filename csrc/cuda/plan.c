@@ -58,6 +58,23 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
     return !p->causal || ((keys < p->Nk ? keys : p->Nk) <= 4096 && snake <= 1.0);
 }
 
+/* The counter. Causal windows at d <= 64 ran faster as packed sequences of equal lengths than on
+ * every grid of the unpacked kernel: the packed walk (rank by rank over a sequence's heads,
+ * heaviest first, each CTA taking its next query tile from a counter as its current one's last
+ * block goes) against the window rule's grid, the same bits (H100, bf16, bench/LOG.md
+ * 2026-12-07-sixth): (1024, 0) over 4 × 4k +11.5 %, 8 × 2k +14.2 %, 1 × 16k +3.2 %; (512, 0) over
+ * 8 × 2k +10.0 %; (256, 0) over 4 × 4k +6.6 %; (4096, 0) over 16k +3.8 %. At d = 128 it came within
+ * −1.3 to +4.3 %, and those calls stay on the grids. The packed walk reads neither key_mask nor
+ * attn_mask. */
+int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o)
+{
+    if (v->cu_seqlens_q != NULL || v->key_mask != NULL || v->mask != NULL)
+        return 0;
+    if (o->sm90_grid != 0)
+        return o->sm90_grid == 4;
+    return p->causal && p->d <= 64 && v->window && v->window_left >= 0 && v->window_left + 1 < p->Nk;
+}
+
 /* A causal window's tiles on the persistent snake. A window makes a head's tiles cost alike but for
  * its first ones, whose rows see fewer keys; where the grid is near a multiple of a head's tiles,
  * every pass of the snake hands each CTA the same ranks, and the CTAs that never get a light tile

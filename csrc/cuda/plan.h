@@ -64,6 +64,12 @@ typedef struct {
  * for a causal window (0: none). */
 int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t keys, double snake);
 
+/* 1: a variant call that is not packed runs on the packed kernels' walk all the same, its B batch
+ * entries as B sequences of Nq and Nk rows, a CTA per SM taking the query tiles from a counter
+ * (packed_find): causal windows at d <= 64 without key_mask or attn_mask; fa_overrides.sm90_grid 4
+ * ("counter") forces it on every such call without key_mask or attn_mask, 1–3 keep the grids. */
+int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o);
+
 /* A causal window (visible: i + delta − left <= j <= i + delta) on the persistent snake over `grid`
  * CTAs, heads · n_q_tiles tiles of bm rows on bn-key blocks: the modelled time of its busiest CTA
  * over that of one CTA per tile, or a bound on it where the bound is at most 1 (0 where not

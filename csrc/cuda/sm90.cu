@@ -142,8 +142,10 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
     a.div_q_per_kv = sm90_divisor_make((uint32_t)(p->Hq / p->Hkv));
     a.n_items = a.n_whole = a.n_full = a.n_tiles;
     a.parts = 1;
+    /* PACKED without cu_seqlens: an unpacked call on the packed walk (fa_plan_sm90_counter), which
+     * reads no key_mask or attn_mask. */
     const bool packed = VAR && v->cu_seqlens_q != NULL;
-    if (packed != PACKED)
+    if (packed ? !PACKED : PACKED && (v->key_mask != NULL || v->mask != NULL))
         return FA_ERR_UNSUPPORTED;
     /* The most keys a row sees: a window bounded on both sides (causal: right 0) bounds them. */
     int64_t keys = p->Nk;
@@ -153,25 +155,21 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
             keys = (int64_t)a.var.left + a.var.right + 1;
     }
     /* Packed: a CTA per SM taking the items from a counter (packed_find), or without the scratch
-     * for it, or with sm90_grid = 2, every grid-th; sm90_grid = 1: one item per CTA, over as many
+     * for it, or with sm90_grid = 2 or 3, every grid-th; sm90_grid = 1: one item per CTA, over as many
      * CTAs as the longest sequence would give every sequence (those past the last item leave). */
     const int pairs = !PACKED && fa_plan_sm90_pairs(p, o, keys, a.n_q_tiles, VAR ? v : NULL);
-    /* FA_SM90_WINDOW_ROTATE (a development switch, off): automatic causal windows walk persistent,
-     * each pass rotated (cta_tile), not as a snake. */
-    const bool rotate = FA_SM90_WINDOW_ROTATE && VAR && !PACKED && p->causal && keys < p->Nk && !pairs
-                     && o->sm90_grid == 0;
     /* A causal window the keys alone would put on the persistent snake: the snake modelled (the
      * scratch query and the launch each ask; a few µs at most on long rows). */
     double snake = 0.0;
     if constexpr (VAR && !PACKED)
-        if (p->causal && keys < p->Nk && !pairs && !rotate && o->sm90_grid == 0
+        if (p->causal && keys < p->Nk && !pairs && o->sm90_grid == 0
             && fa_plan_sm90_persistent(p, o, keys, 0.0))
             snake = fa_plan_sm90_window_snake(p->B * p->Hq, a.n_q_tiles, a.n_tiles < info.sms ? a.n_tiles : info.sms,
                                               C::BM, C::BN, p->Nq, p->Nk, a.var.delta, a.var.left);
-    const int persistent = PACKED ? o->sm90_grid != 1 : pairs || rotate || fa_plan_sm90_persistent(p, o, keys, snake);
+    const int persistent = PACKED ? o->sm90_grid != 1 : pairs || fa_plan_sm90_persistent(p, o, keys, snake);
     const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
     if constexpr (PACKED) {
-        const bool counter = persistent && o->sm90_grid == 0;
+        const bool counter = persistent && (o->sm90_grid == 0 || o->sm90_grid == 4);
         if (need != NULL) {
             *need = counter ? sizeof(int) : 0;
             return FA_OK;
@@ -247,7 +245,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
      * walking every grid-th work item (whole tiles, then the parts of a split last round, merged
      * by fa_sm90_merge_kernel). Else one CTA per tile. */
     a.tile_stride = grid;
-    a.snake = persistent && p->causal ? (rotate ? 2 : 1) : 0;
+    a.snake = persistent && p->causal;
     a.pairs = pairs && heads == 1 && a.n_full == a.n_tiles;
     if constexpr (sm90_splits<C>() && !VAR) {
         if (a.parts > 1) {
@@ -354,7 +352,8 @@ static int sm90_plain_extra(const fa_params *p, const fa_variants *v)
  * 2026-12-04-softcap) and 2 at d = 128 (3 on 80-key blocks: −0.5 %; 2 on 176-key blocks: −1.6 to
  * −10.5 %, 2026-12-07) and 256.
  * Packed sequences (never with attn_mask or key_mask) run the same tiles' PACKED kernels, a CTA per
- * SM taking the sequences' query tiles from a counter in the scratch (packed_find). need != NULL:
+ * SM taking the sequences' query tiles from a counter in the scratch (packed_find), and so do the
+ * unpacked calls fa_plan_sm90_counter picks (d = 64 causal windows), as B sequences. need != NULL:
  * only the scratch the call would use is returned in *need (sm90_launch). */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
                                   size_t scratch_bytes, size_t *need, cudaStream_t stream)
@@ -376,12 +375,12 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
      * read it (else, or if the map cannot be built, each thread reads its scores' entries). */
     const int staged = v->mask != NULL && v->mask_kind == FA_MASK_ADD && v->mask_col_stride == 1
                     && v->mask_row_stride > 0 && v->cu_seqlens_q == NULL;
-    const bool packed = v->cu_seqlens_q != NULL;
+    const bool packed = v->cu_seqlens_q != NULL, walk = packed || fa_plan_sm90_counter(p, v, o);
 #define FA_SM90_VAR_LAUNCH_AS(tile, kind, pk)                                                       \
     (bf16 ? sm90_launch<__nv_bfloat16, tile, kind, pk>(p, o, scratch, scratch_bytes, need, stream, v) \
           : sm90_launch<__half, tile, kind, pk>(p, o, scratch, scratch_bytes, need, stream, v))
 #define FA_SM90_VAR_LAUNCH(tile, kind)                                                              \
-    (packed ? FA_SM90_VAR_LAUNCH_AS(tile, kind, true) : FA_SM90_VAR_LAUNCH_AS(tile, kind, false))
+    (walk ? FA_SM90_VAR_LAUNCH_AS(tile, kind, true) : FA_SM90_VAR_LAUNCH_AS(tile, kind, false))
     if (all && v->mask == NULL) {                   /* softcap, ALiBi, no attn_mask: FA_VAR_CAP */
         if (sm90_d64_short(p, v))
             return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_CAP);

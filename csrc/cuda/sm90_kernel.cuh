@@ -43,7 +43,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
      * barrier below; the items' ring past the struct. */
     bool seqlens_ok = true;
     if constexpr (PACKED)
-        seqlens_ok = var_seqlens_ok(a.var, p, threadIdx.x, C::THREADS);
+        seqlens_ok = a.var.v.cu_seqlens_q == NULL || var_seqlens_ok(a.var, p, threadIdx.x, C::THREADS);
     sm90_packed_ring &ring = *reinterpret_cast<sm90_packed_ring *>(&s + 1);
 
     /* VAR with key_mask: each batch entry's key range (var_keys_rows), after the struct when the
@@ -117,8 +117,9 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             fa_var_seq sq;                                  /* this item's sequence */
             const sm90_item w = any_item<C, SPLIT, VAR, PACKED>(a, item, pk, seq, keys, sq, kr);
             const int h = w.tp.h, hk = w.tp.hk, n_blocks = w.nb, kb0 = w.kb0;
-            /* Packed: the sequence's rows, in tensor maps of one batch entry over all rows. */
-            const int b = PACKED ? 0 : w.tp.b;
+            /* Packed: the sequence's rows, in tensor maps of one batch entry over all rows
+             * (an unpacked call on the packed walk: its batch entry's, at rows 0). */
+            const int b = PACKED && sq.packed ? 0 : w.tp.b;
             const int m0 = w.tp.m0 + (PACKED ? (int)sq.q0 : 0), k0 = PACKED ? (int)sq.k0 : 0;
             const int qb = it % C::QBUFS;
             const uint32_t q_parity = (it / C::QBUFS) & 1;
@@ -488,7 +489,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                     SINK && l == 0.f ? NAN
                     : (ALIBI ? fmaf(-alibi_slope * FA_LOG2E, alibi_near_m[r], m_i[r]) : m_i[r] * c) + log2f(l);
             else if (p.lse && t == 0 && row < Nq)           /* lse: (B, Hq, Nq); packed (Hq, total_q); */
-                p.lse[PACKED ? h * sq.total_q + sq.q0 + row : bh * p.Nq + row] =   /* ALiBi's term: one */
+                p.lse[PACKED && sq.packed ? h * sq.total_q + sq.q0 + row : bh * p.Nq + row] =   /* ALiBi's term: one */
                     VAR || SINK ? lse2 * FA_LN2                                      /* rounding, in nats */
                     : ALIBI     ? fmaf(-alibi_slope, alibi_near_m[r], fa_lse(m_i[r], l))
                                 : fa_lse(m_i[r] * c, l);
@@ -530,7 +531,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
          * that one thread stores all 64 rows. */
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         warpgroup_bar(1 + cw);
-        if (PACKED && row_first + 64 > Nq) {                /* packed: rows past Nq are another sequence's */
+        if (PACKED && sq.packed && row_first + 64 > Nq) {   /* packed: rows past Nq are another sequence's */
             var_store_rows<D, BM>(p, s_q, sq, h, row_first);
             warpgroup_bar(1 + cw);                          /* every thread has read its rows of Q's buffer */
             if (threadIdx.x % 128 == 0)
@@ -544,7 +545,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
 #pragma unroll
             for (int pn = 0; pn < PANELS; pn++)
                 tma_store(&a.tm_o, &s.q[qb][pn][64 * cw][0], 64 * pn, (PACKED ? (int)sq.q0 : 0) + row_first, h,
-                          PACKED ? 0 : b);
+                          PACKED && sq.packed ? 0 : b);
             asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
             /* Shared memory must outlive the store's reads of it; then the producer may refill it
              * (STORE_DEFER: after the next item's first Q Kᵀ is issued, or below). */

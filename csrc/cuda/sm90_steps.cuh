@@ -50,8 +50,7 @@ typedef struct {
                                                                              B · Hq, Hq, Hq / Hkv */
     sm90_divisor div_sec, div_heads;     /* a section's tiles, its heads */
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
-    int snake;                           /* 1: every other pass of the grid runs backwards; 2: each pass
-                                          * rotated (FA_SM90_WINDOW_ROTATE): cta_tile */
+    int snake;                           /* every other pass of the grid runs backwards: cta_tile */
     int pairs;                           /* causal, one head per section: a CTA takes two tiles at a
                                           * time, a head's i-th heaviest and i-th lightest (cta_tile,
                                           * tile_pos) */

@@ -91,24 +91,12 @@ __device__ __forceinline__ sm90_item item_pos(const sm90_args &a, int64_t item)
  * a.snake odd passes run backwards, so a CTA that took a heavy tile then takes a light one. With
  * a.pairs the grid passes over pairs of tiles (tile_pos orders each head's tiles heaviest, lightest,
  * second heaviest, ...), CTA c taking pair c of each pass. Either way a pass lies wholly after the
- * previous one, so the first tile past the end ends the walk.
- * FA_SM90_WINDOW_ROTATE 1 (a development switch, off): a.snake 2, pass it rotated by it, CTA c
- * taking its (c + it)-th tile, so that a CTA's ranks in a head move on from pass to pass even where
- * the grid is a multiple of a head's tiles (a causal window's tiles, fa_plan_sm90_window_snake). */
-#ifndef FA_SM90_WINDOW_ROTATE
-#define FA_SM90_WINDOW_ROTATE 0
-#endif
+ * previous one, so the first tile past the end ends the walk. */
 __device__ __forceinline__ int64_t cta_tile(const sm90_args &a, int it)
 {
     const int64_t c = blockIdx.x;
     if (a.pairs)                                    /* pass it / 2 over the pairs, pair c of it */
         return ((int64_t)(it >> 1) * a.tile_stride + c) * 2 + (it & 1);
-#if FA_SM90_WINDOW_ROTATE
-    if (a.snake == 2) {
-        const int64_t r = c + it % a.tile_stride;
-        return (int64_t)it * a.tile_stride + (r < a.tile_stride ? r : r - a.tile_stride);
-    }
-#endif
     return (int64_t)it * a.tile_stride + (a.snake && (it & 1) ? a.tile_stride - 1 - c : c);
 }
 
@@ -130,6 +118,9 @@ __device__ __forceinline__ sm90_item walk_item(const A &a, int64_t item, const f
 /* ---- Packed sequences ---------------------------------------------------------------------- */
 
 /* Packed sequences (the PACKED kernels): the query tiles that exist, sequence after sequence.
+ * The same walk also runs an unpacked call's batch entries as B sequences of Nq and Nk rows
+ * (cu_seqlens_q NULL: var_seq's whole problem at rows 0, the tensor maps per batch entry;
+ * fa_plan_sm90_counter says when), so that its tiles too come from the counter.
  * Non-causal, each head's tiles together (they share its K and V in L2): item x is query tile
  * `rank` of head h of sequence b, x = P_b + h · nt_b + rank, with nt_b = ceil(Nq_b / BM) and P_b
  * the items of the sequences before b. Causal, the sequence's tiles rank by rank over all its
@@ -218,7 +209,7 @@ __device__ __forceinline__ sm90_item packed_item(const sm90_var_args &a, const i
     w.tp.n_blocks = 0;
     seq.q0 = v[3], seq.k0 = v[4], seq.Nq = v[5], seq.Nk = v[6];
     seq.delta = a.var.v.align == FA_ALIGN_BOTTOM_RIGHT ? seq.Nk - seq.Nq : 0;
-    seq.packed = true;
+    seq.packed = a.var.v.cu_seqlens_q != NULL;        /* else an unpacked call's batch entry b */
     seq.total_q = a.var.v.total_q;
     kr = fa_var_keys{0, seq.Nk, true};
     w.j = -1;

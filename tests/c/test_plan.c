@@ -110,6 +110,43 @@ static void test_sm90_grid(void)
     check(fa_plan_sm90_persistent(&p, &o, p.Nk, 0.0) == 0, "sm90: sm90_grid = 1 forces one CTA per tile");
 }
 
+/* Which unpacked variant calls run on the packed walk, their tiles from a counter. */
+static void test_sm90_counter(void)
+{
+    fa_overrides o;
+    memset(&o, 0, sizeof o);
+    fa_variants v;
+    memset(&v, 0, sizeof v);
+    fa_params p = shape(4, 32, 4096, 4096, 64, 1);
+    v.window = 1, v.window_left = 1024, v.window_right = -1;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 1, "counter: a d = 64 causal window");
+    v.align = FA_ALIGN_BOTTOM_RIGHT, v.softcap = 30.f;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 1, "counter: a d = 64 bottom-right causal window with a softcap");
+    v.align = FA_ALIGN_TOP_LEFT, v.softcap = 0.f;
+    v.window_left = 4095;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not a window that bounds no row's keys");
+    v.window_left = 1024;
+    p.causal = 0;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not a window without causal");
+    p = shape(4, 16, 4096, 4096, 128, 1);
+    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not at d = 128");
+    p = shape(4, 32, 4096, 4096, 64, 1);
+    v.key_mask = (const uint8_t *)&v;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not with key_mask");
+    v.key_mask = NULL;
+    v.mask = &v;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not with attn_mask");
+    v.mask = NULL;
+    o.sm90_grid = 1;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: sm90_grid = 1 keeps the grids");
+    o.sm90_grid = 4;
+    p = shape(2, 16, 1000, 1000, 128, 0);
+    v.window = 0;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 1, "counter: sm90_grid = 4 forces it (d = 128, no window)");
+    v.cu_seqlens_q = (const int32_t *)&v;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: packed calls are packed already");
+}
+
 /* The snake's busiest CTA over the mean for a causal window, pass by pass (cta_tile's walk). */
 static double brute_snake(int64_t heads, int64_t nqt, int64_t grid, int64_t bm, int64_t bn, int64_t nq,
                           int64_t nk, int64_t delta, int64_t left)
@@ -428,6 +465,7 @@ int main(void)
 {
     test_walk_rounds();
     test_sm90_grid();
+    test_sm90_counter();
     test_sm90_window_snake();
     test_sm90_heads();
     test_sm90_walk();

@@ -3,10 +3,11 @@ kernel (`FA_VAR_MASKS`, reached with sinks of −30, which change no digit that 
 sequences of equal lengths, each with the grid automatic, one CTA per tile and persistent; then causal
 sliding windows on each grid beside the plain causal call. bf16, d = 128, H = 16, two rounds; one JSON
 line per call (TFLOP/s over the visible pairs). --windows D: only the windows, at d = D (H = 2048 / D),
-the grids timed call by call in turn (bench.attention.time_interleaved, L2 zero-filled), and beside
-them the same tokens as packed sequences of equal lengths (attention_varlen on (B·N, H, d) copies: the
-packed kernels' rank-major walk, fed by a tile counter; packed/static: the same walk, every grid-th
-item, sm90_grid="persistent").
+the grids timed call by call in turn (bench.attention.time_interleaved, L2 zero-filled; "counter":
+the packed kernels' walk over the batch entries, fa_plan_sm90_counter), and beside them the same
+tokens as packed sequences of equal lengths (attention_varlen on (B·N, H, d) copies: the packed
+kernels' rank-major walk, fed by a tile counter; packed/static: the same walk, every grid-th item,
+sm90_grid="persistent").
 
     python3 -m tools.sm90.grids > grids.jsonl
     python3 -m tools.sm90.grids --windows 64 [--rounds 2]
@@ -27,9 +28,10 @@ from bench.attention import time_interleaved  # noqa: E402
 
 H, d = 16, 128
 WINDOWS = ((4, 4096, 1024), (1, 16384, 1024), (1, 16384, 4096), (4, 4096, 256))   # (B, N, left)
-WINDOWS_2K = ((8, 2048, 1024), (8, 2048, 512))                                    # --windows only
+WINDOWS_2K = ((8, 2048, 1024), (8, 2048, 512), (16, 1024, 256))                   # --windows only
 GRIDS = ("auto", "tile", "persistent")
-COLUMNS = GRIDS + ("packed", "packed/static")  # --windows: and the same tokens as packed sequences
+WINDOW_GRIDS = GRIDS + ("counter",)            # --windows: the packed walk over the batch entries too,
+COLUMNS = WINDOW_GRIDS + ("packed", "packed/static")   # and the same tokens as packed sequences
 
 
 def bench(fn):
@@ -86,7 +88,7 @@ def windows(dw, rounds):
                     torch_flashattn.attention(q, k, v, causal=True, window=(left, -1))
             return fn
         outs = []
-        for grid in GRIDS:                          # each grid computes each tile alike: the same bits
+        for grid in WINDOW_GRIDS:                   # each grid computes each tile alike: the same bits
             with overrides(sm90_grid=grid):
                 outs.append(torch_flashattn.attention(q, k, v, causal=True, window=(left, -1)))
         same = all(torch.equal(o, outs[0]) for o in outs[1:])
@@ -103,7 +105,7 @@ def windows(dw, rounds):
                   for f in (packed, packed_static))
         per = {grid: [] for grid in COLUMNS}
         for _ in range(rounds):
-            ms = time_interleaved([call(grid) for grid in GRIDS] + [packed, packed_static], 0.5)
+            ms = time_interleaved([call(grid) for grid in WINDOW_GRIDS] + [packed, packed_static], 0.5)
             for grid, t in zip(COLUMNS, ms):
                 per[grid].append(round(flops / t / 1e9, 1))
         rec_ = {"d": dw, "B": B, "N": N, "left": left, "same_bits": same, "packed_err": err, **per}
