@@ -101,9 +101,11 @@ def call(lib, q, k, v, o, causal, softcap, slopes=None, lse=None, window_left=-1
         va.alibi_slopes = slopes.data_ptr()
     need = ctypes.c_size_t(0)
     st = lib.fa_sm90_variants_scratch_bytes(ctypes.byref(p), ctypes.byref(va), ctypes.byref(ov), ctypes.byref(need))
-    assert st == 0 and need.value == 0, (st, need.value)
-    st = lib.fa_sm90_forward_variants(ctypes.byref(p), ctypes.byref(va), ctypes.byref(ov), None, ctypes.c_size_t(0),
-                                      ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+    assert st == 0, st
+    scratch = torch.empty(need.value, dtype=torch.uint8, device="cuda") if need.value else None  # a tile counter
+    st = lib.fa_sm90_forward_variants(ctypes.byref(p), ctypes.byref(va), ctypes.byref(ov),
+                                      None if scratch is None else ctypes.c_void_p(scratch.data_ptr()),
+                                      ctypes.c_size_t(need.value), ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
     if st != 0:
         raise RuntimeError(f"fa_sm90_forward_variants returned {st}")
 
