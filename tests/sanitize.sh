@@ -11,6 +11,7 @@
 #     SANITIZE_ONLY=sm80 tests/sanitize.sh memcheck racecheck   # the sm_80 kernel's plain cases only
 #     SANITIZE_ONLY=variants tests/sanitize.sh   # the variants and packed sequences (sm90, sm80) only
 #     SANITIZE_ONLY=extra tests/sanitize.sh memcheck racecheck   # sinks alone, ALiBi alone on the Hopper kernel
+#     SANITIZE_ONLY=counter tests/sanitize.sh memcheck racecheck synccheck   # unpacked calls on the packed walk
 #     SANITIZE_ONLY=backward tests/sanitize.sh memcheck racecheck   # the backward kernel only
 #     SANITIZE_ONLY=decode_step tests/sanitize.sh memcheck   # attention calls on the split-KV kernel only
 set -uo pipefail

@@ -266,13 +266,14 @@ def check_backward_varlen(d, bad=False):
 def main():
     torch.manual_seed(0)
     failures = 0
-    # SANITIZE_ONLY=kvcache / sm90 / sm80 / variants / turing / backward / decode_step / extra: the decode
-    # cases, the Hopper kernel's, the sm_80 kernel's plain cases, the variants', the Turing kernel's, the
-    # backward kernel's, the padded decoding step's or the Hopper kernel's sinks alone and ALiBi alone (a
-    # quicker run after a change to decode.cu, sm90.cu, sm80.cu, variants.cuh, turing.cu or sm80_backward.cu)
+    # SANITIZE_ONLY=kvcache / sm90 / sm80 / variants / turing / backward / decode_step / extra / counter: the
+    # decode cases, the Hopper kernel's, the sm_80 kernel's plain cases, the variants', the Turing kernel's,
+    # the backward kernel's, the padded decoding step's, the Hopper kernel's sinks alone and ALiBi alone or
+    # its unpacked calls on the packed walk (a quicker run after a change to decode.cu, sm90.cu, sm80.cu,
+    # variants.cuh, turing.cu or sm80_backward.cu)
     only = os.environ.get("SANITIZE_ONLY")
     families = {f: t for f, t in FAMILIES.items() if only not in ("sm90", "sm80", "turing") or f == only}
-    for family, dtypes in ({} if only in ("kvcache", "variants", "backward", "decode_step", "extra")
+    for family, dtypes in ({} if only in ("kvcache", "variants", "backward", "decode_step", "extra", "counter")
                            else families).items():
         set_overrides(family=family)
         for dtype in dtypes:
@@ -350,6 +351,7 @@ def main():
                                                key_mask=padded_key_mask(3, 517))
                 failures += not check_variants(torch.bfloat16, 2, 4, 2, 333, 517, d, grid + " aligned attn_mask",
                                                attn_mask="aligned")
+    if "sm90" in FAMILIES and only in (None, "sm90", "variants", "counter"):
         # Unpacked calls on the packed walk, tiles from a counter (sm90_grid "counter"): no masks.
         set_overrides(family="sm90", sm90_grid="counter")
         for d in (64, 128, 256):
@@ -386,7 +388,7 @@ def main():
         set_overrides(family="auto")
     # The split rule's own plans, then 5 and 20 splits merged by each combine kernel (no clusters).
     merges = (("auto", "rule"), ("simt", "rule"), ("auto", "elem"), ("auto", "wide"))
-    for family, merge in () if only in ("sm90", "sm80", "variants", "decode_step", "extra") else merges:
+    for family, merge in () if only in ("sm90", "sm80", "variants", "decode_step", "extra", "counter") else merges:
         set_overrides(family=family)
         if merge != "rule":
             set_overrides(family=family, decode_splits=5 if merge == "elem" else 20, decode_cluster="off",
