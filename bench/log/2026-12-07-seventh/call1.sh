@@ -2,7 +2,8 @@
 # at d <= 64 on the packed walk, fa_plan_sm90_counter); the tests that touch the walks first; the
 # whole suite; then the window grids at d = 64 (auto, tile, persistent, counter forced, and the same
 # tokens as packed sequences), three rounds in turn; cap_tune --set var on build/s7's libraries (base:
-# e2340fa's sm90.cu, the window rule; counter: 088627b's), two rounds; the d = 128 window grids.
+# e2340fa's sm90.cu, the window rule; counter: 088627b's), two rounds; SANITIZE_ONLY=counter
+# under memcheck, racecheck and synccheck; the d = 128 window grids.
 set -u
 t0=$(date +%s)
 nvidia-smi --query-gpu=name,power.limit --format=csv,noheader | tee $OUT/gpu.txt
@@ -17,6 +18,8 @@ timeout $(( 590 - $(date +%s) + t0 )) python3 -m tools.sm90.grids --windows 64 -
 echo "windows 64 rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
 BUILD=$PWD/build/s7 timeout $(( 590 - $(date +%s) + t0 )) python3 -m tools.sm90.cap_tune --prebuilt --variants base= counter= --set var --rounds 2 > $OUT/var.txt 2>&1
 echo "var rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
+SANITIZE_ONLY=counter timeout $(( 590 - $(date +%s) + t0 )) bash tests/sanitize.sh memcheck racecheck synccheck > $OUT/sanitize.txt 2>&1
+echo "sanitize rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
 timeout $(( 590 - $(date +%s) + t0 )) python3 -m tools.sm90.grids --windows 128 --rounds 3 > $OUT/windows128.txt 2>&1
 echo "windows 128 rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
-cat $OUT/times.txt; tail -3 $OUT/targeted.txt; tail -4 $OUT/suite.txt; head $OUT/failures.txt 2>/dev/null; grep -v '^{' $OUT/windows64.txt | tail -10; grep -v '^{' $OUT/var.txt | tail -16
+cat $OUT/times.txt; tail -3 $OUT/targeted.txt; tail -4 $OUT/suite.txt; head $OUT/failures.txt 2>/dev/null; grep -v '^{' $OUT/windows64.txt | tail -10; grep -v '^{' $OUT/var.txt | tail -16; tail -5 $OUT/sanitize.txt
