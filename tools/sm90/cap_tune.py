@@ -86,7 +86,7 @@ def build(variants, prebuilt=False, load=True):
     return libs
 
 
-GRIDS = {"tile": 1, "persistent": 2}                 # fa_overrides.sm90_grid
+GRIDS = {"tile": 1, "persistent": 2, "counter": 4}     # fa_overrides.sm90_grid
 
 
 def call(lib, q, k, v, o, causal, softcap, slopes=None, lse=None, window_left=-1, align=0, grid=0):
@@ -158,6 +158,11 @@ def judge(libs, result, q, k, v, kw, what, run):
                 result[name] = f"FAIL {e}"
 
 
+def column(lib, grid):
+    """A library's column: its name, with the grid forced on it after a slash."""
+    return f"{lib}/{grid}" if grid else lib
+
+
 def time_point(calls, row, bhd, N, causal, r, name, pairs=None):
     """calls ({column: fn}) timed call by call in turn (bench.attention.time_interleaved); each
     column's TFLOP/s over the visible pairs (N·N, causal N·(N+1)/2, or given: a number, or
@@ -200,7 +205,7 @@ def main():
             g = torch.Generator(device="cuda").manual_seed(0)
             q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=dt, generator=g) for _ in range(3))
             o = torch.empty_like(q)
-            calls = {f"{name}/{gr}" if gr else name:
+            calls = {column(name, gr):
                      (lambda lib=lib, gr=gr: call(lib, q, k, v, o, causal, cap, grid=GRIDS.get(gr, 0)))
                      for name, lib in libs.items() for gr in [None] + args.grids}
             calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=causal, softcap=cap)
@@ -216,7 +221,7 @@ def main():
             k, v = (torch.randn(B, H, Nk, d, device="cuda", dtype=dt, generator=g) for _ in range(2))
             o = torch.empty_like(q)
             kw = dict(window=(left, -1), causal_align=("top_left", "bottom_right")[align])
-            calls = {f"{name}/{gr}" if gr else name:
+            calls = {column(name, gr):
                      (lambda lib=lib, gr=gr: call(lib, q, k, v, o, True, 0.0, None, None, left, align, GRIDS.get(gr, 0)))
                      for name, lib in libs.items() for gr in [None] + args.grids}
             calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=True, **kw)
@@ -231,7 +236,7 @@ def main():
             # the dense causal call over its own pairs: "/ dense" compares TFLOP/s on visible pairs
             time_point(calls, tflops.setdefault(name, {}), B * H * d, Nq, True, r, name,
                        {c: Nq * (Nq + 1) // 2 if c == "dense" else pairs for c in calls})
-    mine = [f"{n}/{gr}" if gr else n for n in libs for gr in [None] + args.grids]
+    mine = [column(n, gr) for n in libs for gr in [None] + args.grids]
     cols, first = mine + ["fa", "dense", "fa3"], next(iter(libs))
     w = max(8, *(len(c) + 1 for c in cols))
     print(f"{'point':24s}" + "".join(f"{c:>{w}s}" for c in cols) + f"   best: / {first}, / fa3, / dense")
