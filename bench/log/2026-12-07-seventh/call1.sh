@@ -12,11 +12,11 @@ MAX_JOBS=16 python3 -m pip install --no-build-isolation --no-deps -e . -q > $OUT
 echo "build rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
 OMP_NUM_THREADS=1 timeout 90 python3 -m pytest -q -n 16 -p no:cacheprovider -rfE --tb=short tests/test_variants_kernel.py -k "packed_walk or every_hopper_grid or which_calls" > $OUT/targeted.txt 2>&1
 echo "targeted rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
-OMP_NUM_THREADS=1 FA_FAILURES=$OUT/failures.txt timeout $(( 470 - $(date +%s) + t0 )) bash tests/gpu.sh > $OUT/suite.txt 2>&1
+OMP_NUM_THREADS=1 FA_FAILURES=$OUT/failures.txt timeout $(( 420 - $(date +%s) + t0 )) bash tests/gpu.sh > $OUT/suite.txt 2>&1
 echo "suite rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
-timeout $(( 590 - $(date +%s) + t0 )) python3 -m tools.sm90.grids --windows 64 --rounds 3 > $OUT/windows64.txt 2>&1
+timeout $(( 540 - $(date +%s) + t0 )) python3 -m tools.sm90.grids --windows 64 --rounds 2 > $OUT/windows64.txt 2>&1
 echo "windows 64 rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
-BUILD=$PWD/build/s7 timeout $(( 590 - $(date +%s) + t0 )) python3 -m tools.sm90.cap_tune --prebuilt --variants base= counter= --set var --rounds 2 > $OUT/var.txt 2>&1
+BUILD=$PWD/build/s7 timeout $(( 590 - $(date +%s) + t0 )) python3 -m tools.sm90.cap_tune --prebuilt --variants base= counter= --set var --rounds 1 > $OUT/var.txt 2>&1
 echo "var rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
 SANITIZE_ONLY=counter timeout $(( 590 - $(date +%s) + t0 )) bash tests/sanitize.sh memcheck racecheck synccheck > $OUT/sanitize.txt 2>&1
 echo "sanitize rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
