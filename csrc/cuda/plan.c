@@ -58,14 +58,14 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
     return !p->causal || ((keys < p->Nk ? keys : p->Nk) <= 4096 && snake <= 1.0);
 }
 
-/* The counter. Causal windows at d <= 64 ran faster as packed sequences of equal lengths than on
- * every grid of the unpacked kernel: the packed walk (rank by rank over a sequence's heads,
- * heaviest first, each CTA taking its next query tile from a counter as its current one's last
- * block goes) against the window rule's grid, the same bits (H100, bf16, bench/LOG.md
- * 2026-12-07-sixth): (1024, 0) over 4 × 4k +11.5 %, 8 × 2k +14.2 %, 1 × 16k +3.2 %; (512, 0) over
- * 8 × 2k +10.0 %; (256, 0) over 4 × 4k +6.6 %; (4096, 0) over 16k +3.8 %. At d = 128 it came within
- * −1.3 to +4.3 %, and those calls stay on the grids. The packed walk reads neither key_mask nor
- * attn_mask. */
+/* The counter. Causal windows at d <= 64 run faster on the packed walk (rank by rank over a batch
+ * entry's heads, heaviest first, each CTA taking its next query tile from a counter as its current
+ * one's last block goes) than on either grid of the unpacked kernel, with the same bits (H100, bf16,
+ * in turn, bench/LOG.md 2026-12-07-seventh): against the window rule's library (1024, 0) over 4 × 4k
+ * +11.7 % (fp16 +11.4 %), 8 × 2k +14.1 %, 1 × 16k +3.9 %; (512, 0) over 8 × 2k +10.9 %; (256, 0)
+ * over 4 × 4k +7.4 %; (4096, 0) over 16k +4.2 %; (256, 0) over 16 × 1k +12.8 % against the faster
+ * grid. At d = 128 it came within −1.7 to +4.0 % of the rule (+10 % at (256, 0) over 16 × 1k, one
+ * round), and those calls stay on the grids. The packed walk reads neither key_mask nor attn_mask. */
 int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o)
 {
     if (v->cu_seqlens_q != NULL || v->key_mask != NULL || v->mask != NULL)
