@@ -7,7 +7,8 @@ tiles and key blocks (test_variants.py's shapes fit in one or two):
 - each variant and their combinations at d = 64, 128 and 256, fp16 and bf16, GQA, each family
   forced, by FlashAttention's rule against test_variants' float64 reference;
 - packed sequences, each family forced: long ragged ones with every variant, and cu_seqlens that
-  break the rules, which make the whole output NaN without a host read;
+  break the rules, which make the whole output NaN without a host read; unpacked causal windows on
+  the packed walk (its counter), bit for bit against every grid;
 - key_mask rows of every kind (none, whole runs, holes, many batch entries), whose ranges the
   kernels scan on the device;
 - that these calls run in a kernel (the exact path's counter does not move), and that the calls
