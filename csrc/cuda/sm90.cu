@@ -158,16 +158,17 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
      * for it, or with sm90_grid = 2 or 3, every grid-th; sm90_grid = 1: one item per CTA, over as many
      * CTAs as the longest sequence would give every sequence (those past the last item leave). */
     const int pairs = !PACKED && fa_plan_sm90_pairs(p, o, keys, a.n_q_tiles, VAR ? v : NULL);
+    const int64_t sms = a.n_tiles < info.sms ? a.n_tiles : info.sms;   /* a persistent grid: a CTA per SM */
     /* A causal window the keys alone would put on the persistent snake: the snake modelled (the
      * scratch query and the launch each ask; a few µs at most on long rows). */
     double snake = 0.0;
     if constexpr (VAR && !PACKED)
         if (p->causal && keys < p->Nk && !pairs && o->sm90_grid == 0
             && fa_plan_sm90_persistent(p, o, keys, 0.0))
-            snake = fa_plan_sm90_window_snake(p->B * p->Hq, a.n_q_tiles, a.n_tiles < info.sms ? a.n_tiles : info.sms,
-                                              C::BM, C::BN, p->Nq, p->Nk, a.var.delta, a.var.left);
+            snake = fa_plan_sm90_window_snake(p->B * p->Hq, a.n_q_tiles, sms, C::BM, C::BN, p->Nq, p->Nk,
+                                              a.var.delta, a.var.left);
     const int persistent = PACKED ? o->sm90_grid != 1 : pairs || fa_plan_sm90_persistent(p, o, keys, snake);
-    const int64_t grid = persistent ? (a.n_tiles < info.sms ? a.n_tiles : info.sms) : a.n_tiles;
+    const int64_t grid = persistent ? sms : a.n_tiles;
     if constexpr (PACKED) {
         const bool counter = persistent && (o->sm90_grid == 0 || o->sm90_grid == 4);
         if (need != NULL) {
