@@ -158,11 +158,6 @@ def judge(libs, result, q, k, v, kw, what, run):
                 result[name] = f"FAIL {e}"
 
 
-def column(lib, grid):
-    """A library's column: its name, with the grid forced on it after a slash."""
-    return f"{lib}/{grid}" if grid else lib
-
-
 def time_point(calls, row, bhd, N, causal, r, name, pairs=None):
     """calls ({column: fn}) timed call by call in turn (bench.attention.time_interleaved); each
     column's TFLOP/s over the visible pairs (N·N, causal N·(N+1)/2, or given: a number, or
@@ -196,6 +191,8 @@ def main():
     import torch_flashattn                            # after --build-only: the build may be under way
     print(json.dumps({"gpu": torch.cuda.get_device_name(), "fa3": fa3 is not None, "variants": variants}), flush=True)
     libs = build(variants, args.prebuilt)
+    # (column, library, sm90_grid): each library on its automatic grid, then on each forced one (NAME/GRID)
+    runs = [(f"{n}/{gr}" if gr else n, lib, GRIDS.get(gr, 0)) for n, lib in libs.items() for gr in [None] + args.grids]
     for name, res in check(libs).items():
         print(json.dumps({"check": name, "result": res}), flush=True)
     tflops = {}
@@ -205,9 +202,7 @@ def main():
             g = torch.Generator(device="cuda").manual_seed(0)
             q, k, v = (torch.randn(B, H, N, d, device="cuda", dtype=dt, generator=g) for _ in range(3))
             o = torch.empty_like(q)
-            calls = {column(name, gr):
-                     (lambda lib=lib, gr=gr: call(lib, q, k, v, o, causal, cap, grid=GRIDS.get(gr, 0)))
-                     for name, lib in libs.items() for gr in [None] + args.grids}
+            calls = {c: (lambda lib=lib, gr=gr: call(lib, q, k, v, o, causal, cap, grid=gr)) for c, lib, gr in runs}
             calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=causal, softcap=cap)
             calls["dense"] = lambda: torch_flashattn.attention(q, k, v, causal=causal)
             if fa3 is not None and dt == BF:
@@ -221,9 +216,8 @@ def main():
             k, v = (torch.randn(B, H, Nk, d, device="cuda", dtype=dt, generator=g) for _ in range(2))
             o = torch.empty_like(q)
             kw = dict(window=(left, -1), causal_align=("top_left", "bottom_right")[align])
-            calls = {column(name, gr):
-                     (lambda lib=lib, gr=gr: call(lib, q, k, v, o, True, 0.0, None, None, left, align, GRIDS.get(gr, 0)))
-                     for name, lib in libs.items() for gr in [None] + args.grids}
+            calls = {c: (lambda lib=lib, gr=gr: call(lib, q, k, v, o, True, 0.0, None, None, left, align, gr))
+                     for c, lib, gr in runs}
             calls["fa"] = lambda: torch_flashattn.attention(q, k, v, causal=True, **kw)
             if align == 0 and Nq == Nk:
                 calls["dense"] = lambda: torch_flashattn.attention(q, k, v, causal=True)
@@ -236,7 +230,7 @@ def main():
             # the dense causal call over its own pairs: "/ dense" compares TFLOP/s on visible pairs
             time_point(calls, tflops.setdefault(name, {}), B * H * d, Nq, True, r, name,
                        {c: Nq * (Nq + 1) // 2 if c == "dense" else pairs for c in calls})
-    mine = [column(n, gr) for n in libs for gr in [None] + args.grids]
+    mine = [c for c, _, _ in runs]
     cols, first = mine + ["fa", "dense", "fa3"], next(iter(libs))
     w = max(8, *(len(c) + 1 for c in cols))
     print(f"{'point':24s}" + "".join(f"{c:>{w}s}" for c in cols) + f"   best: / {first}, / fa3, / dense")
