@@ -63,7 +63,7 @@ int fa_set_overrides(const fa_overrides *o)
         || (o->decode_stages != 0 && o->decode_stages != 2 && o->decode_stages != 3)
         || o->decode_cluster < 0 || o->decode_cluster > 2 || o->decode_evict < 0 || o->decode_evict > 2
         || o->decode_combine < 0 || o->decode_combine > 2 || o->split_kv < 0 || o->split_kv > 2 || o->sm90_heads < 0
-        || o->sm90_long_tile < 0 || o->sm90_long_tile > 2
+        || o->sm90_long_tile < 0 || o->sm90_long_tile > 2 || o->sm90_short_tile < 0 || o->sm90_short_tile > 2
         || (o->device_cc != 0 && !known_older_cc(o->device_cc)))
         return FA_ERR_OVERRIDE;
     g_overrides = *o;

@@ -681,6 +681,40 @@ def test_causal_windows_on_the_packed_walk(B, N, left, d, align, walk, fa_overri
                             v[:1, heads], what=what, **variants)
 
 
+def consumers(names):
+    """The consumer warpgroups of the one Hopper forward kernel among names (its tile's template
+    arguments: sm90_tile<D, BN, STAGES, CONSUMERS, PINGPONG>)."""
+    ran = [n for n in names if "fa_sm90_forward_kernel" in n]
+    assert len(ran) == 1, f"not one Hopper forward kernel: {ran}"
+    found = re.findall(r"sm90_tile<64, \d+, \d+, (\d), \d>", ran[0])
+    assert found, f"no d = 64 tile in {ran[0]}"
+    return int(found[0])
+
+
+@pytest.mark.parametrize("tile", ["off", "on"])
+@pytest.mark.parametrize("case", ["plain_causal", "sliding_causal", "sliding_causal_bottom_right", "window_sym",
+                                  "window_right_only", "sinks_window", "alibi_causal", "softcap_causal",
+                                  "key_mask_left_padded_causal", "softcap_visibility"])
+def test_d64_calls_on_either_tile(case, tile, fa_overrides):
+    """d = 64 calls (the plain kernel and every variant kernel but attn_mask's, which has the
+    2-consumer tile alone) on the 3-consumer 192-row tile ("off") and the 2-consumer 128-row one
+    ("on"), as sm90_short_tile forces: the tile named in the kernel run, the result accurate.
+    1500 query rows: the automatic rule would take the 3-consumer tile for causal calls."""
+    use_family("sm90", fa_overrides)
+    fa_overrides(sm90_short_tile=tile)
+    B, Hq, Hkv, Nq, Nk = 2, 4, 2, 1500, 1500
+    g = torch.Generator().manual_seed(seed_of("d64 tile", case, tile))
+    q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, 64, torch.bfloat16, "cuda")
+    variants = dict(causal=True) if case == "plain_causal" else kernel_case(case, g, B, Hq, Nq, Nk, torch.bfloat16,
+                                                                            "cuda")
+    what = f"sm90_short_tile={tile} {case}: {describe(variants)}"
+    before = torch.ops.fa._exact_calls()
+    (out, lse), names = kernels_run(lambda: torch_flashattn.attention_lse(q, k, v, **variants))
+    assert torch.ops.fa._exact_calls() == before, f"{what}: took the exact path, not the kernel"
+    assert consumers(names) == (2 if tile == "on" else 3), f"{what}: {names}"
+    assert_variant_accurate(out, lse, q, k, v, what=what, **variants)
+
+
 HUGE_SCORE_CASES = {
     # the visibility variants: the scores reach the softmax raw (scale · log2 e in c), as the plain
     # kernel's; with a bool attn_mask too

@@ -30,6 +30,7 @@ FIELDS = {
     "split_kv": ("auto", "off", "on"),   # attention calls on the split-KV kernel
     "sm90_heads": None,       # causal Hopper walk: 0 automatic, n sections of n heads (1: head by head)
     "sm90_long_tile": ("auto", "off", "on"),   # non-causal d <= 128 on the 3-consumer 80-key tile
+    "sm90_short_tile": ("auto", "off", "on"),  # causal d <= 64 on the 2-consumer 128-row tile
 }
 FAMILIES = FIELDS["family"]
 

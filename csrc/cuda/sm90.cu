@@ -276,12 +276,23 @@ static bool sm90_long_tile(const fa_params *p, const fa_overrides *o)
 /* Whether a call runs on the 2-consumer d = 64 tile (sm90_tile_d64_short): causal up to
  * FA_SM90_D64_SHORT_CAUSAL query rows, and bottom-right (v) only up to that many keys too: its rows
  * see up to Nk keys, a long call's tiles. 1k queries over 4k keys on the 3-consumer tile: +2.4 / +2.3 %
- * (H100, bf16, two calls, bench/LOG.md 2026-12-07-fifth). */
-static bool sm90_d64_short(const fa_params *p, const fa_variants *v)
+ * (H100, bf16, two calls, bench/LOG.md 2026-12-07-fifth). And a window whose rows see at most
+ * FA_SM90_D64_SHORT_WINDOW keys (left + right + 1, right 0 when causal): a 128-row tile spans 128 +
+ * left + right keys, a 192-row one 64 more, which a narrow window pays for in hidden scores. Or as
+ * fa_overrides.sm90_short_tile forces (1 never, 2 always). */
+static bool sm90_d64_short(const fa_params *p, const fa_overrides *o, const fa_variants *v)
 {
-    const bool right = v != NULL && v->align == FA_ALIGN_BOTTOM_RIGHT;
-    return p->d <= 64 && p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL
-        && (!right || p->Nk <= FA_SM90_D64_SHORT_CAUSAL);
+    if (p->d > 64)
+        return false;
+    if (o->sm90_short_tile)
+        return o->sm90_short_tile == 2;
+    const bool bottom_right = v != NULL && v->align == FA_ALIGN_BOTTOM_RIGHT;
+    if (p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL && (!bottom_right || p->Nk <= FA_SM90_D64_SHORT_CAUSAL))
+        return true;
+    if (v == NULL || !v->window || v->window_left < 0 || (!p->causal && v->window_right < 0))
+        return false;
+    const int64_t right = p->causal ? 0 : v->window_right;
+    return v->window_left < FA_SM90_D64_SHORT_WINDOW && right < FA_SM90_D64_SHORT_WINDOW - v->window_left;
 }
 
 /* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). EXTRA: the
@@ -300,7 +311,7 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
 #define FA_SM90_LAUNCH(tile)                                                                          \
     (bf16 ? sm90_launch<__nv_bfloat16, tile, 0, false, EXTRA>(p, o, scratch, scratch_bytes, need, stream, v) \
           : sm90_launch<__half, tile, 0, false, EXTRA>(p, o, scratch, scratch_bytes, need, stream, v))
-    if (sm90_d64_short(p, v))
+    if (sm90_d64_short(p, o, v))
         return FA_SM90_LAUNCH(sm90_tile_d64_short);
     if (p->d <= 64)
         return FA_SM90_LAUNCH(sm90_tile_d64);
@@ -383,7 +394,7 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
 #define FA_SM90_VAR_LAUNCH(tile, kind)                                                              \
     (walk ? FA_SM90_VAR_LAUNCH_AS(tile, kind, true) : FA_SM90_VAR_LAUNCH_AS(tile, kind, false))
     if (all && v->mask == NULL) {                   /* softcap, ALiBi, no attn_mask: FA_VAR_CAP */
-        if (sm90_d64_short(p, v))
+        if (sm90_d64_short(p, o, v))
             return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_CAP);
         if (p->d <= 64)
             return FA_SM90_VAR_LAUNCH(sm90_tile_d64, FA_VAR_CAP);
@@ -407,7 +418,7 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
         }
         return FA_SM90_VAR_LAUNCH_AS(sm90_tile_d256, FA_VAR_ALL, false);
     }
-    if (sm90_d64_short(p, v))
+    if (sm90_d64_short(p, o, v))
         return FA_SM90_VAR_LAUNCH(sm90_tile_d64_short, FA_VAR_MASKS);
     if (p->d <= 64)
         return FA_SM90_VAR_LAUNCH(sm90_tile_d64, FA_VAR_MASKS);

@@ -7,10 +7,13 @@ the grids timed call by call in turn (bench.attention.time_interleaved, L2 zero-
 the packed kernels' walk over the batch entries, fa_plan_sm90_counter), and beside them the same
 tokens as packed sequences of equal lengths (attention_varlen on (B·N, H, d) copies: the packed
 kernels' rank-major walk, fed by a tile counter; packed/static: the same walk, every grid-th item,
-sm90_grid="persistent").
+sm90_grid="persistent"). --tiles: windows at d = 64 (H = 32) on each of its tiles (sm90_short_tile
+off: 3 consumers, 192 rows; on: 2 consumers, 128 rows), automatic grid, beside the dense call of the
+same tokens (causal for causal windows), in turn.
 
     python3 -m tools.sm90.grids > grids.jsonl
     python3 -m tools.sm90.grids --windows 64 [--rounds 2]
+    python3 -m tools.sm90.grids --tiles [--rounds 2]
 """
 import argparse
 import json
@@ -118,12 +121,69 @@ def windows(dw, rounds):
               + "".join(f"{sorted(r[gr])[len(r[gr]) // 2]:12.1f}" for gr in COLUMNS))
 
 
+# --tiles: (B, N, left, right), right −1: causal; B·N = 16k.
+TILE_POINTS = ((8, 2048, 128, -1), (8, 2048, 512, -1), (4, 4096, 128, -1), (4, 4096, 256, -1), (4, 4096, 512, -1),
+               (4, 4096, 1024, -1), (4, 4096, 2048, -1), (1, 16384, 256, -1), (1, 16384, 1024, -1),
+               (1, 16384, 4096, -1), (2, 8192, 64, 64), (4, 4096, 256, 256), (1, 16384, 1024, 1024))
+TILES = ("off", "on")
+
+
+def visible(N, left, right):
+    """Pairs a window leaves visible in an N × N call (right −1: causal)."""
+    r = 0 if right < 0 else right
+    return sum(min(i, left) + 1 + min(N - 1 - i, r) for i in range(N))
+
+
+def tiles(rounds):
+    """Windows at d = 64 on the 3-consumer and the 2-consumer tile (sm90_short_tile), automatic grid,
+    and the dense call of the same tokens; medians over the rounds, TFLOP/s over the visible pairs."""
+    dw, hw = 64, 32
+    g = torch.Generator(device="cuda").manual_seed(0)
+    rows = []
+    for B, N, left, right in TILE_POINTS:
+        q, k, v = (torch.randn(B, hw, N, dw, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
+        causal = right < 0
+        kw = dict(causal=True, window=(left, -1)) if causal else dict(window=(left, right))
+
+        def call(tile):
+            def fn():
+                with overrides(sm90_short_tile=tile):
+                    return torch_flashattn.attention(q, k, v, **kw)
+            return fn
+
+        def dense():
+            return torch_flashattn.attention(q, k, v, causal=causal)
+        err = (call("on")().float() - call("off")().float()).abs().max().item()
+        per = {c: [] for c in TILES + ("dense",)}
+        pairs = 4.0 * dw * hw * B * visible(N, left, right)
+        full = 4.0 * dw * hw * B * (N * (N + 1) // 2 if causal else N * N)
+        for _ in range(rounds):
+            ms = time_interleaved([call(t) for t in TILES] + [dense], 0.5)
+            for c, t in zip(TILES, ms):
+                per[c].append(round(pairs / t / 1e9, 1))
+            per["dense"].append(round(full / ms[-1] / 1e9, 1))
+        rec_ = {"B": B, "N": N, "left": left, "right": right, "tiles_err": err, **per}
+        print(json.dumps(rec_), flush=True)
+        rows.append(rec_)
+    med = lambda x: sorted(x)[len(x) // 2]   # noqa: E731
+    print(f"windows, d = 64, H = 32, bf16: TFLOP/s over the visible pairs, medians of {rounds} rounds in turn;"
+          " short: sm90_short_tile on / off")
+    print("point".ljust(26) + "".join(c.rjust(10) for c in ("3 cons.", "2 cons.", "dense", "short", "best/dense")))
+    for r in rows:
+        a, b, dn = med(r["off"]), med(r["on"]), med(r["dense"])
+        print(f"({r['left']}, {max(r['right'], 0)}) {r['B']} x {r['N']}".ljust(26)
+              + f"{a:10.1f}{b:10.1f}{dn:10.1f}{b / a:10.3f}{max(a, b) / dn:10.3f}")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--windows", type=int, metavar="D", help="only the causal windows, at d = D")
+    ap.add_argument("--tiles", action="store_true", help="d = 64 windows on each tile (sm90_short_tile)")
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    if args.windows:
+    if args.tiles:
+        tiles(args.rounds)
+    elif args.windows:
         windows(args.windows, args.rounds)
     else:
         main()
