@@ -641,11 +641,13 @@ def packed_walk(names):
 @pytest.mark.parametrize("B, N, left, d, align, walk", [(4, 4096, 1024, 64, "top_left", True),
                                                         (8, 2048, 512, 64, "bottom_right", True),
                                                         (3, 700, 96, 64, "top_left", True),
-                                                        (4, 4096, 1024, 128, "top_left", False)])
+                                                        (4, 4096, 1024, 128, "top_left", False),
+                                                        (1, 6000, 4200, 128, "bottom_right", True),
+                                                        (1, 6000, 4200, 256, "top_left", False)])
 def test_causal_windows_on_the_packed_walk(B, N, left, d, align, walk, fa_overrides):
-    """Causal windows at d = 64 without key_mask or attn_mask run on the packed kernels' walk, the
-    batch entries as sequences, each CTA taking its query tiles from a counter
-    (fa_plan_sm90_counter); at d = 128 on the grids. Every walk computes each tile alike: out and
+    """Causal windows without key_mask or attn_mask run on the packed kernels' walk, the batch
+    entries as sequences, each CTA taking its query tiles from a counter (fa_plan_sm90_counter), at
+    d = 64, and at d = 128 on windows of more than 4096 keys; the others on the grids. Every walk computes each tile alike: out and
     lse equal bit for bit on every grid, "counter" forced, and replayed in a CUDA graph (the counter
     zeroed in the graph); the automatic call against the reference on a few heads."""
     use_family("sm90", fa_overrides)

@@ -55,7 +55,7 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
 {
     if (o->sm90_grid != 0)
         return o->sm90_grid >= 2;
-    return !p->causal || ((keys < p->Nk ? keys : p->Nk) <= 4096 && snake <= 1.0);
+    return !p->causal || ((keys < p->Nk ? keys : p->Nk) <= FA_SM90_PERSISTENT_CAUSAL_KEYS && snake <= 1.0);
 }
 
 /* The counter. Causal windows at d <= 64 run faster on the packed walk (rank by rank over a batch
@@ -64,15 +64,21 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * in turn, bench/LOG.md 2026-12-07-seventh): against the window rule's library (1024, 0) over 4 × 4k
  * +11.7 % (fp16 +11.4 %), 8 × 2k +14.1 %, 1 × 16k +3.9 %; (512, 0) over 8 × 2k +10.9 %; (256, 0)
  * over 4 × 4k +7.4 %; (4096, 0) over 16k +4.2 %; (256, 0) over 16 × 1k +12.8 % against the faster
- * grid. At d = 128 it came within −1.7 to +4.0 % of the rule (+10 % at (256, 0) over 16 × 1k, one
- * round), and those calls stay on the grids. The packed walk reads neither key_mask nor attn_mask. */
+ * grid. At d = 128 it came within −1.7 to +1.8 % of the rule where that takes the persistent grid
+ * (+10 % at (256, 0) over 16 × 1k, one round), and those calls stay on the grids; where the window
+ * holds more keys than FA_SM90_PERSISTENT_CAUSAL_KEYS and the rule takes one CTA per tile, it gained
+ * +4.0, +4.1 and +4.2 % at (4096, 0) over 16k in three calls (H100, bf16, bench/LOG.md
+ * 2026-12-07-seventh and -eighth), and those calls take it. The packed walk reads neither key_mask
+ * nor attn_mask. */
 int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o)
 {
     if (v->cu_seqlens_q != NULL || v->key_mask != NULL || v->mask != NULL)
         return 0;
     if (o->sm90_grid != 0)
         return o->sm90_grid == 4;
-    return p->causal && p->d <= 64 && v->window && v->window_left >= 0 && v->window_left + 1 < p->Nk;
+    if (!p->causal || !v->window || v->window_left < 0 || v->window_left + 1 >= p->Nk)
+        return 0;
+    return p->d <= 64 || (p->d <= 128 && v->window_left + 1 > FA_SM90_PERSISTENT_CAUSAL_KEYS);
 }
 
 /* A causal window's tiles on the persistent snake. A window makes a head's tiles cost alike but for

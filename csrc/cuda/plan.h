@@ -59,6 +59,10 @@ typedef struct {
     int parts;
 } fa_sm90_walk;
 
+/* Causal calls whose rows see more keys than this (the call's, or its window's) run on one CTA per
+ * tile (fa_plan_sm90_persistent). */
+#define FA_SM90_PERSISTENT_CAUSAL_KEYS 4096
+
 /* 1: a persistent grid (a CTA per SM walking the tiles); 0: one CTA per tile. keys: the most keys
  * one query row sees (p->Nk, or fewer under a window); snake: fa_plan_sm90_window_snake's figure
  * for a causal window (0: none). */
@@ -66,7 +70,8 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
 
 /* 1: a variant call that is not packed runs on the packed kernels' walk all the same, its B batch
  * entries as B sequences of Nq and Nk rows, a CTA per SM taking the query tiles from a counter
- * (packed_find): causal windows at d <= 64 without key_mask or attn_mask; fa_overrides.sm90_grid 4
+ * (packed_find): causal windows without key_mask or attn_mask at d <= 64, and at d <= 128 where the
+ * window holds more than FA_SM90_PERSISTENT_CAUSAL_KEYS keys; fa_overrides.sm90_grid 4
  * ("counter") forces it on every such call without key_mask or attn_mask, 1–3 keep the grids. */
 int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o);
 

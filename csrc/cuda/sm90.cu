@@ -276,10 +276,10 @@ static bool sm90_long_tile(const fa_params *p, const fa_overrides *o)
 /* Whether a call runs on the 2-consumer d = 64 tile (sm90_tile_d64_short): causal up to
  * FA_SM90_D64_SHORT_CAUSAL query rows, and bottom-right (v) only up to that many keys too: its rows
  * see up to Nk keys, a long call's tiles. 1k queries over 4k keys on the 3-consumer tile: +2.4 / +2.3 %
- * (H100, bf16, two calls, bench/LOG.md 2026-12-07-fifth). And a window whose rows see at most
- * FA_SM90_D64_SHORT_WINDOW keys (left + right + 1, right 0 when causal): a 128-row tile spans 128 +
- * left + right keys, a 192-row one 64 more, which a narrow window pays for in hidden scores. Or as
- * fa_overrides.sm90_short_tile forces (1 never, 2 always). */
+ * (H100, bf16, two calls, bench/LOG.md 2026-12-07-fifth). Or as fa_overrides.sm90_short_tile forces
+ * (1 never, 2 always). Not for narrow windows: a 192-row tile spans 64 more keys than a 128-row one,
+ * yet the 2-consumer tile lost 9-24 % on causal windows of 128-4096 keys and symmetric ones of 129-2049
+ * (H100, bf16, tools/sm90/grids --tiles, bench/LOG.md 2026-12-07-eighth). */
 static bool sm90_d64_short(const fa_params *p, const fa_overrides *o, const fa_variants *v)
 {
     if (p->d > 64)
@@ -287,12 +287,7 @@ static bool sm90_d64_short(const fa_params *p, const fa_overrides *o, const fa_v
     if (o->sm90_short_tile)
         return o->sm90_short_tile == 2;
     const bool bottom_right = v != NULL && v->align == FA_ALIGN_BOTTOM_RIGHT;
-    if (p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL && (!bottom_right || p->Nk <= FA_SM90_D64_SHORT_CAUSAL))
-        return true;
-    if (v == NULL || !v->window || v->window_left < 0 || (!p->causal && v->window_right < 0))
-        return false;
-    const int64_t right = p->causal ? 0 : v->window_right;
-    return v->window_left < FA_SM90_D64_SHORT_WINDOW && right < FA_SM90_D64_SHORT_WINDOW - v->window_left;
+    return p->causal && p->Nq <= FA_SM90_D64_SHORT_CAUSAL && (!bottom_right || p->Nk <= FA_SM90_D64_SHORT_CAUSAL);
 }
 
 /* The tile for a call, launched (need == NULL) or asked for its scratch (sm90_launch). EXTRA: the
@@ -365,7 +360,8 @@ static int sm90_plain_extra(const fa_params *p, const fa_variants *v)
  * −10.5 %, 2026-12-07) and 256.
  * Packed sequences (never with attn_mask or key_mask) run the same tiles' PACKED kernels, a CTA per
  * SM taking the sequences' query tiles from a counter in the scratch (packed_find), and so do the
- * unpacked calls fa_plan_sm90_counter picks (d = 64 causal windows), as B sequences. need != NULL:
+ * unpacked calls fa_plan_sm90_counter picks (causal windows at d = 64, and at d = 128 past
+ * FA_SM90_PERSISTENT_CAUSAL_KEYS keys), as B sequences. need != NULL:
  * only the scratch the call would use is returned in *need (sm90_launch). */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
                                   size_t scratch_bytes, size_t *need, cudaStream_t stream)

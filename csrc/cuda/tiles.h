@@ -99,9 +99,6 @@ typedef sm90_tile<128, FA_SM90_D128L_BN, FA_SM90_D128L_STAGES, 3, 1> sm90_tile_d
 #ifndef FA_SM90_D64_SHORT_CAUSAL
 #define FA_SM90_D64_SHORT_CAUSAL 1024
 #endif
-#ifndef FA_SM90_D64_SHORT_WINDOW
-#define FA_SM90_D64_SHORT_WINDOW 0
-#endif
 typedef sm90_tile<64, 128, 2, 2, 1> sm90_tile_d64_short;
 /* d = 128, causal, from FA_SM90_FENCE_NK keys: the 2-consumer tile with softmax_done, so that the
  * softmax of a block runs beside its own P V (without it ptxas waits for P V first). Same-call A/B

@@ -129,7 +129,15 @@ static void test_sm90_counter(void)
     p.causal = 0;
     check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not a window without causal");
     p = shape(4, 16, 4096, 4096, 128, 1);
-    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not at d = 128");
+    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not at d = 128 on a window of 1025 keys");
+    p = shape(1, 16, 16384, 16384, 128, 1);
+    v.window_left = FA_SM90_PERSISTENT_CAUSAL_KEYS - 1;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not at d = 128 on a window the persistent grid takes");
+    v.window_left = FA_SM90_PERSISTENT_CAUSAL_KEYS;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 1, "counter: d = 128 on a window of more keys than that");
+    p.d = 256;
+    check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not at d = 256");
+    v.window_left = 1024;
     p = shape(4, 32, 4096, 4096, 64, 1);
     v.key_mask = (const uint8_t *)&v;
     check(fa_plan_sm90_counter(&p, &v, &o) == 0, "counter: not with key_mask");
