@@ -67,9 +67,10 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * grid. At d = 128 it came within −1.7 to +1.8 % of the rule where that takes the persistent grid
  * (+10 % at (256, 0) over 16 × 1k, one round), and those calls stay on the grids; where the window
  * holds more keys than FA_SM90_PERSISTENT_CAUSAL_KEYS and the rule takes one CTA per tile, it gained
- * +4.0, +4.1 and +4.2 % at (4096, 0) over 16k in three calls (H100, bf16, bench/LOG.md
- * 2026-12-07-seventh and -eighth), and those calls take it. The packed walk reads neither key_mask
- * nor attn_mask. */
+ * +4.0, +4.1 and +4.2 % at (4096, 0) over 16k in three calls, and as the rule, against one CTA per
+ * tile: (4096, 0) over 16k +4.5 %, over 2 × 8k +5.3 %, (6144, 0) over 16k +4.6 %, (8192, 0) over
+ * 16k +3.3 % (H100, bf16, in turn, bench/LOG.md 2026-12-07-seventh and -eighth), so those calls take
+ * it. The packed walk reads neither key_mask nor attn_mask. */
 int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o)
 {
     if (v->cu_seqlens_q != NULL || v->key_mask != NULL || v->mask != NULL)
