@@ -202,8 +202,8 @@ typedef struct {
                                 (n > 0: the largest divisor of B · Hq up to n; 1: head by head) */
     int sm90_long_tile;      /* non-causal Hopper calls at d <= 128: 1 never, 2 always on the
                                 three-consumer 80-key tile (automatic: from FA_SM90_LONG_NK keys) */
-    int sm90_short_tile;     /* causal Hopper calls at d <= 64: 1 never, 2 always on the two-consumer
-                                128-row tile (automatic: short causal calls, sm90.cu) */
+    int sm90_short_tile;     /* Hopper calls at d <= 64 but attn_mask's: 1 never, 2 always on the
+                                two-consumer 128-row tile (automatic: short causal calls, sm90.cu) */
 } fa_overrides;
 
 /* Private to tests and tuning tools: sets the process-wide overrides (every later call reads them;

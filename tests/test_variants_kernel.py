@@ -647,9 +647,10 @@ def packed_walk(names):
 def test_causal_windows_on_the_packed_walk(B, N, left, d, align, walk, fa_overrides):
     """Causal windows without key_mask or attn_mask run on the packed kernels' walk, the batch
     entries as sequences, each CTA taking its query tiles from a counter (fa_plan_sm90_counter), at
-    d = 64, and at d = 128 on windows of more than 4096 keys; the others on the grids. Every walk computes each tile alike: out and
-    lse equal bit for bit on every grid, "counter" forced, and replayed in a CUDA graph (the counter
-    zeroed in the graph); the automatic call against the reference on a few heads."""
+    d = 64, and at d = 128 on windows of more than 4096 keys; the others on the grids. Every walk
+    computes each tile alike: out and lse equal bit for bit on every grid, "counter" forced, and
+    replayed in a CUDA graph (the counter zeroed in the graph); the automatic call against the
+    reference on a few heads."""
     use_family("sm90", fa_overrides)
     H = 2048 // d
     g = torch.Generator().manual_seed(seed_of("counter walk", B, N, left, d, align))

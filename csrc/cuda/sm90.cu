@@ -278,7 +278,7 @@ static bool sm90_long_tile(const fa_params *p, const fa_overrides *o)
  * see up to Nk keys, a long call's tiles. 1k queries over 4k keys on the 3-consumer tile: +2.4 / +2.3 %
  * (H100, bf16, two calls, bench/LOG.md 2026-12-07-fifth). Or as fa_overrides.sm90_short_tile forces
  * (1 never, 2 always). Not for narrow windows: a 192-row tile spans 64 more keys than a 128-row one,
- * yet the 2-consumer tile lost 9-24 % on causal windows of 128-4096 keys and symmetric ones of 129-2049
+ * yet the 2-consumer tile lost 9-24 % on causal windows (128-4096, 0) and two-sided ones (64-1024 a side)
  * (H100, bf16, tools/sm90/grids --tiles, bench/LOG.md 2026-12-07-eighth). */
 static bool sm90_d64_short(const fa_params *p, const fa_overrides *o, const fa_variants *v)
 {
