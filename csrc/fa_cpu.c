@@ -62,6 +62,10 @@ typedef double v8d __attribute__((vector_size(64)));
 #else
 #define FA_MULTIVERSION
 #endif
+/* The helpers the tile functions call: inlined always, so that each clone compiles them for its own
+ * target (an out-of-line copy is compiled for the baseline x86-64: gemm there ran 42 % of an AVX2
+ * machine's backward). */
+#define FA_INLINE inline __attribute__((always_inline))
 
 /* ------------------------------------------------------------------------ */
 /* dtype conversion (round to nearest even; NaN stays NaN)                   */
@@ -154,50 +158,69 @@ static inline size_t dtype_size(fa_dtype dt) { return dt == FA_FLOAT32 ? 4 : 2; 
 /* ------------------------------------------------------------------------ */
 /* Softmax pieces on 16-float vectors.                                        */
 
-static inline v16f vselect(v16i mask, v16f a, v16f b) { return (v16f)(((v16i)a & mask) | ((v16i)b & ~mask)); }
-static inline v16f vmax(v16f a, v16f b) { return vselect(a > b, a, b); }
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+typedef float v4f __attribute__((vector_size(16)));
 
-/* 2^x for x <= 0, to ~1 ulp: x = n + f with n an integer and |f| <= 1/2;
- * 2^f from its Taylor series to degree 7 (truncation error < 5e-9), 2^n put
- * straight into the exponent bits. x below −126 (and −inf) gives 0; NaN stays
- * NaN, so a NaN score poisons its row as it does in SDPA. */
-static inline v16f exp2_neg(v16f x)
+#define V v16f
+#define I v16i
+#define LANES 16
+#include "fa_lanes.h"
+#undef V
+#undef I
+#undef LANES
+#define V v8f
+#define I v8i
+#define LANES 8
+#include "fa_lanes.h"
+#undef V
+#undef I
+#undef LANES
+
+/* Whether the 16-float vectors map onto the machine's registers: the x86-64-v4 clone (AVX-512). On the
+ * AVX2 and baseline clones GCC 12 builds a broadcast of a float lane by lane and keeps arrays of
+ * 16-float vectors in memory, and turns 16-lane comparisons and integer operations into code lane by
+ * lane (prefill 3.4 GFLOP/s on 2 AVX2 cores, 0.03x SDPA), so the helpers below take each half of a
+ * vector apart there, and gemm runs gemm_halves. */
+static FA_INLINE int wide_vectors(void)
 {
-    const v16i tiny = x < -126.0f;
-    const v16f xc = vselect(tiny, (v16f){0} - 126.0f, x);
-    const v16f xn = vselect(xc == xc, xc, (v16f){0});              /* n from a number, never NaN */
-    const v16i n = __builtin_convertvector(xn - 0.5f, v16i);       /* truncation = nearest, as x <= 0 */
-    const v16f y = (xc - __builtin_convertvector(n, v16f)) * 0.6931471805599453f;
-    v16f t = y * (1.0f / 5040.0f) + 1.0f / 720.0f;
-    t = t * y + 1.0f / 120.0f;
-    t = t * y + 1.0f / 24.0f;
-    t = t * y + 1.0f / 6.0f;
-    t = t * y + 0.5f;
-    t = t * y + 1.0f;
-    t = t * y + 1.0f;                                               /* e^y = 2^f */
-    const v16f pow2n = (v16f)((n + 127) << 23);
-    return vselect(tiny, (v16f){0}, t * pow2n);
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+    return __builtin_cpu_supports("x86-64-v4");
+#else
+    return 1;
+#endif
 }
 
-/* tanh(x), within 3 ulp of tanhf: |x| < 0.4 by its odd Taylor series to x^13 (the next term is
- * below 1e-8 of the result); beyond, (1 − e) / (1 + e) with e = e^(−2|x|) ≤ 0.45 (no cancellation),
- * the sign put back. NaN stays NaN, ±inf gives ±1. */
-static inline v16f tanh16(v16f x)
+/* f on each 8-float half of x. */
+static FA_INLINE v16f by_halves(v8f (*f)(v8f), v16f x)
 {
-    const v16i sign = (v16i)x & INT32_MIN;
-    const v16f a = (v16f)((v16i)x ^ sign), a2 = a * a;
-    v16f t = a2 * (21844.0f / 6081075.0f) - 1382.0f / 155925.0f;
-    t = t * a2 + 62.0f / 2835.0f;
-    t = t * a2 - 17.0f / 315.0f;
-    t = t * a2 + 2.0f / 15.0f;
-    t = t * a2 - 1.0f / 3.0f;
-    const v16f e = exp2_neg(a * (-2.0f * 1.4426950408889634f));
-    const v16f r = vselect(a < 0.4f, a + a * a2 * t, (1.0f - e) / (1.0f + e));
-    return (v16f)((v16i)r | sign);
+    v8f h[2];
+    memcpy(h, &x, sizeof x);
+    h[0] = f(h[0]);
+    h[1] = f(h[1]);
+    memcpy(&x, h, sizeof x);
+    return x;
 }
+
+static FA_INLINE v16f vmax(v16f a, v16f b)
+{
+    if (wide_vectors())
+        return vmax16(a, b);
+    v8f ha[2], hb[2];
+    memcpy(ha, &a, sizeof a);
+    memcpy(hb, &b, sizeof b);
+    ha[0] = vmax8(ha[0], hb[0]);
+    ha[1] = vmax8(ha[1], hb[1]);
+    memcpy(&a, ha, sizeof a);
+    return a;
+}
+
+static FA_INLINE v16f vref(v16f m) { return wide_vectors() ? vref16(m) : by_halves(vref8, m); }
+static FA_INLINE v16f exp2_neg(v16f x) { return wide_vectors() ? exp2_neg16(x) : by_halves(exp2_neg8, x); }
+static FA_INLINE v16f tanh16(v16f x) { return wide_vectors() ? vtanh16(x) : by_halves(vtanh8, x); }
 
 /* dst[x] = tanh(src[x] · inv) for n floats, n a multiple of 16 (tanh16); dst may be src. */
-static inline void tanh_scaled(float *dst, const float *src, int64_t n, float inv)
+static FA_INLINE void tanh_scaled(float *dst, const float *src, int64_t n, float inv)
 {
     for (int64_t x = 0; x < n; x += 16) {
         v16f y;
@@ -221,10 +244,54 @@ static inline void tanh_scaled(float *dst, const float *src, int64_t n, float in
 
 enum { KC = 32 };
 
-static inline void gemm(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs, int64_t a_cs,
-                        const float *restrict B, int64_t ldb, int M, int N, int64_t K,
-                        const float *restrict c_scale)
+/* gemm on 8-float vectors, 4 rows × 16 columns at a time (12 of AVX2's 16 registers): each element
+ * of C summed in the same order, from the same parts, as gemm's, so the two agree bit for bit. */
+static FA_INLINE void gemm_halves(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs,
+                                  int64_t a_cs, const float *restrict B, int64_t ldb, int M, int N, int64_t K,
+                                  const float *restrict c_scale)
 {
+    enum { R = 4, W = 16 };
+    for (int r0 = 0; r0 < M; r0 += R) {
+        for (int c0 = 0; c0 < N; c0 += W) {
+            const int64_t kc = c_scale != NULL && K > 0 ? K : KC;
+            for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
+                const int64_t k1 = k0 + kc < K ? k0 + kc : K;
+                v8f acc[R][2] = {{{0}}};
+                for (int64_t k = k0; k < k1; k++) {
+                    const v8f *b = (const v8f *)(B + k * ldb + c0);
+                    const v8f b0 = b[0], b1 = b[1];
+                    for (int r = 0; r < R; r++) {
+                        const float a = A[(r0 + r) * a_rs + k * a_cs];
+                        acc[r][0] += a * b0;
+                        acc[r][1] += a * b1;
+                    }
+                }
+                for (int r = 0; r < R; r++) {
+                    v8f *c = (v8f *)(C + (r0 + r) * ldc + c0);
+                    if (k0 > 0) {
+                        c[0] += acc[r][0];
+                        c[1] += acc[r][1];
+                    } else if (c_scale != NULL) {
+                        c[0] = c[0] * c_scale[r0 + r] + acc[r][0];
+                        c[1] = c[1] * c_scale[r0 + r] + acc[r][1];
+                    } else {
+                        c[0] = acc[r][0];
+                        c[1] = acc[r][1];
+                    }
+                }
+            }
+        }
+    }
+}
+
+static FA_INLINE void gemm(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs, int64_t a_cs,
+                           const float *restrict B, int64_t ldb, int M, int N, int64_t K,
+                           const float *restrict c_scale)
+{
+    if (!wide_vectors()) {
+        gemm_halves(C, ldc, A, a_rs, a_cs, B, ldb, M, N, K, c_scale);
+        return;
+    }
     for (int r0 = 0; r0 < M; r0 += MR) {
         for (int c0 = 0; c0 < N; c0 += NR) {
             const int64_t kc = c_scale != NULL && K > 0 ? K : KC;     /* P V, dV, dK: K <= 64 keys */
@@ -260,9 +327,6 @@ static inline void gemm(float *restrict C, int64_t ldc, const float *restrict A,
 
 /* ------------------------------------------------------------------------ */
 /* Narrow blocks (up to MR rows, a decoding step): row by row.                */
-
-typedef float v8f __attribute__((vector_size(32)));
-typedef float v4f __attribute__((vector_size(16)));
 
 /* The sum of a vector's 16 lanes, by halves. */
 static inline float hsum(v16f x)
@@ -306,8 +370,8 @@ static inline void scores_narrow(float *restrict st, const float *restrict k, in
 /* The online softmax of a narrow block, row by row in whole vectors of keys (the column-wise
  * softmax below would fill a 16-lane vector for each key): the masked scores of row r are taken
  * from Sᵀ into P[r] (keys bn..BN as −inf), m, l updated as there, alpha[r] = exp2(m_old − m_new). */
-static inline void softmax_narrow(float *restrict p, const float *restrict st, float *restrict m, float *restrict l,
-                                  float *restrict alpha, int rows, int bn)
+static FA_INLINE void softmax_narrow(float *restrict p, const float *restrict st, float *restrict m,
+                                     float *restrict l, float *restrict alpha, int rows, int bn)
 {
     for (int r = 0; r < rows; r++) {
         float *pr = p + r * BN;
@@ -465,10 +529,9 @@ static void add_mask(const fa_variants *v, fa_dtype dt, const seq_view *s_h, flo
  * (c2 = softcap · log2 e, slope2 = slope · log2 e; the softcap's tanh by tanh16 on whole rows, ALiBi
  * key row by key row, a float mask along its rows), then mask_keys makes a key outside the row's
  * range, or masked out, −inf. tt (may be NULL): tanh(s / c2) of these scores, laid out as st. */
-static inline __attribute__((always_inline)) void apply_variants(const fa_params *p, const fa_variants *v,
-                                                                  const seq_view *sv, int nh, int span, int ncols,
-                                                                  float *st, const float *tt, int64_t i0, int64_t j0,
-                                                                  int bn)
+static FA_INLINE void apply_variants(const fa_params *p, const fa_variants *v, const seq_view *sv, int nh,
+                                     int span, int ncols, float *st, const float *tt, int64_t i0, int64_t j0,
+                                     int bn)
 {
     const float c2 = v->softcap * FA_VARIANT_LOG2E;
     if (c2 > 0.0f) {                                     /* s = c2 · tanh(s / c2), whole rows of Sᵀ */
@@ -502,10 +565,9 @@ static inline __attribute__((always_inline)) void apply_variants(const fa_params
  * causal and the window leave it (fa_key_range; without variants that is keys j <= i + delta when
  * causal: delta = 0 is SDPA's top-left mask, nk − nq the bottom-right one of a KV cache). Rows
  * that see no key get O = 0, lse = −inf. */
-static inline __attribute__((always_inline)) void attend_rows(const fa_params *p, const fa_variants *v,
-                                                              const scratch *t, int64_t dp, const seq_view *sv,
-                                                              int nh, int span, int64_t i0, int ncols, int mrows,
-                                                              int narrow)
+static FA_INLINE void attend_rows(const fa_params *p, const fa_variants *v, const scratch *t, int64_t dp,
+                                  const seq_view *sv, int nh, int span, int64_t i0, int ncols, int mrows,
+                                  int narrow)
 {
     const int64_t d = p->d, Nk = sv->nk, delta = sv->delta;
     const int rows = nh * span;
@@ -593,7 +655,7 @@ static inline __attribute__((always_inline)) void attend_rows(const fa_params *p
                 m_new[g] = vmax(m_new[g], ((const v16f *)(t->st + k * BM))[g]);
         /* A query that has seen only −inf so far uses 0 as its reference. */
         for (int g = 0; g < qv; g++) {
-            m_ref[g] = vselect(m_new[g] == -INFINITY, (v16f){0}, m_new[g]);
+            m_ref[g] = vref(m_new[g]);
             alpha[g] = exp2_neg(m_i[g] - m_ref[g]);
             sum[g] = (v16f){0};
         }
@@ -975,7 +1037,7 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
                 m[g] = vmax(m[g], ((const v16f *)(t->st + k * BM))[g]);
         v8d sum[2 * QV] = {{0}};
         for (int g = 0; g < QV; g++)
-            m[g] = vselect(m[g] == -INFINITY, (v16f){0}, m[g]);          /* no key, no sink: skipped below */
+            m[g] = vref(m[g]);                                            /* no key, no sink: skipped below */
         for (int64_t k = 0; k < nb; k++)
             for (int g = 0; g < QV; g++) {
                 const v16f e = exp2_neg(((const v16f *)(t->st + k * BM))[g] - m[g]);

@@ -1,0 +1,59 @@
+/*
+ * fa_lanes.h — the C backend's lane-wise helpers on one vector type: a select, the max, 2^x and tanh.
+ * fa_cpu.c includes it twice, with V, I and LANES naming 16-float vectors (v16f, v16i: the AVX-512
+ * registers) and 8-float ones (v8f, v8i: AVX2's), and calls the 8-lane forms on each half of a 16-float
+ * vector where the machine has no 512-bit unit: GCC 12 turns the 16-lane comparisons and integer
+ * operations into code lane by lane there. Both forms compute every lane alike, bit for bit.
+ */
+#define LANE_NAME2(name, n) name##n
+#define LANE_NAME1(name, n) LANE_NAME2(name, n)
+#define LANE(name) LANE_NAME1(name, LANES)
+
+static FA_INLINE V LANE(vselect)(I mask, V a, V b) { return (V)(((I)a & mask) | ((I)b & ~mask)); }
+static FA_INLINE V LANE(vmax)(V a, V b) { return LANE(vselect)(a > b, a, b); }
+
+/* m where it is a number, 0 where it is −inf (the reference of a row that has seen only −inf). */
+static FA_INLINE V LANE(vref)(V m) { return LANE(vselect)(m == -INFINITY, (V){0}, m); }
+
+/* 2^x for x <= 0, to ~1 ulp: x = n + f with n an integer and |f| <= 1/2;
+ * 2^f from its Taylor series to degree 7 (truncation error < 5e-9), 2^n put
+ * straight into the exponent bits. x below −126 (and −inf) gives 0; NaN stays
+ * NaN, so a NaN score poisons its row as it does in SDPA. */
+static FA_INLINE V LANE(exp2_neg)(V x)
+{
+    const I tiny = x < -126.0f;
+    const V xc = LANE(vselect)(tiny, (V){0} - 126.0f, x);
+    const V xn = LANE(vselect)(xc == xc, xc, (V){0});              /* n from a number, never NaN */
+    const I n = __builtin_convertvector(xn - 0.5f, I);              /* truncation = nearest, as x <= 0 */
+    const V y = (xc - __builtin_convertvector(n, V)) * 0.6931471805599453f;
+    V t = y * (1.0f / 5040.0f) + 1.0f / 720.0f;
+    t = t * y + 1.0f / 120.0f;
+    t = t * y + 1.0f / 24.0f;
+    t = t * y + 1.0f / 6.0f;
+    t = t * y + 0.5f;
+    t = t * y + 1.0f;
+    t = t * y + 1.0f;                                               /* e^y = 2^f */
+    const V pow2n = (V)((n + 127) << 23);
+    return LANE(vselect)(tiny, (V){0}, t * pow2n);
+}
+
+/* tanh(x), within 3 ulp of tanhf: |x| < 0.4 by its odd Taylor series to x^13 (the next term is
+ * below 1e-8 of the result); beyond, (1 − e) / (1 + e) with e = e^(−2|x|) ≤ 0.45 (no cancellation),
+ * the sign put back. NaN stays NaN, ±inf gives ±1. */
+static FA_INLINE V LANE(vtanh)(V x)
+{
+    const I sign = (I)x & INT32_MIN;
+    const V a = (V)((I)x ^ sign), a2 = a * a;
+    V t = a2 * (21844.0f / 6081075.0f) - 1382.0f / 155925.0f;
+    t = t * a2 + 62.0f / 2835.0f;
+    t = t * a2 - 17.0f / 315.0f;
+    t = t * a2 + 2.0f / 15.0f;
+    t = t * a2 - 1.0f / 3.0f;
+    const V e = LANE(exp2_neg)(a * (-2.0f * 1.4426950408889634f));
+    const V r = LANE(vselect)(a < 0.4f, a + a * a2 * t, (1.0f - e) / (1.0f + e));
+    return (V)((I)r | sign);
+}
+
+#undef LANE
+#undef LANE_NAME1
+#undef LANE_NAME2
