@@ -328,18 +328,23 @@ static FA_INLINE void gemm(float *restrict C, int64_t ldc, const float *restrict
 /* ------------------------------------------------------------------------ */
 /* Narrow blocks (up to MR rows, a decoding step): row by row.                */
 
-/* The sum of a vector's 16 lanes, by halves. */
-static inline float hsum(v16f x)
+/* The sum of 8 lanes, by halves. */
+static FA_INLINE float hsum8(v8f a)
 {
-    v8f a, b;
-    memcpy(&a, &x, sizeof a);
-    memcpy(&b, (const char *)&x + sizeof a, sizeof b);
-    a += b;
     v4f c, e;
     memcpy(&c, &a, sizeof c);
     memcpy(&e, (const char *)&a + sizeof c, sizeof e);
     c += e;
     return (c[0] + c[2]) + (c[1] + c[3]);
+}
+
+/* The sum of a vector's 16 lanes, by halves. */
+static FA_INLINE float hsum(v16f x)
+{
+    v8f a, b;
+    memcpy(&a, &x, sizeof a);
+    memcpy(&b, (const char *)&x + sizeof a, sizeof b);
+    return hsum8(a + b);
 }
 
 /* 16 floats from any address. */
@@ -354,9 +359,25 @@ static inline v16f load16(const float *x)
  * kv head), as dot products over d instead of the micro-kernel, which would fill 32 columns of Sᵀ
  * and MR rows of O for them. Sᵀ[j][r] = K[j] · Q[r] over dv columns (d rounded up to 16); K's rows
  * are ks floats apart: the scratch tile's, or fp32 inputs read in place. */
-static inline void scores_narrow(float *restrict st, const float *restrict k, int64_t ks, const float *restrict q,
-                                 int rows, int bn, int64_t dp, int64_t dv)
+static FA_INLINE void scores_narrow(float *restrict st, const float *restrict k, int64_t ks,
+                                    const float *restrict q, int rows, int bn, int64_t dp, int64_t dv)
 {
+    if (!wide_vectors()) {                              /* each half of hsum's vector apart: the same sums */
+        for (int j = 0; j < bn; j++) {
+            for (int r = 0; r < rows; r++) {
+                v8f lo = {0}, hi = {0};
+                for (int64_t c = 0; c < dv; c += 16) {
+                    v8f k0, k1;
+                    memcpy(&k0, k + j * ks + c, sizeof k0);
+                    memcpy(&k1, k + j * ks + c + 8, sizeof k1);
+                    lo += k0 * *(const v8f *)(q + r * dp + c);
+                    hi += k1 * *(const v8f *)(q + r * dp + c + 8);
+                }
+                st[j * BM + r] = hsum8(lo + hi);
+            }
+        }
+        return;
+    }
     for (int j = 0; j < bn; j++) {
         for (int r = 0; r < rows; r++) {
             v16f acc = {0};
@@ -400,9 +421,26 @@ static FA_INLINE void softmax_narrow(float *restrict p, const float *restrict st
 /* O[r] = O[r] · alpha[r] + Σ_j P[r][j] V[j] for the rows of a narrow block (columns up to dv; V's
  * rows vs floats apart): the block's keys summed from zero apart from the running output, as the
  * micro-kernel does. */
-static inline void pv_narrow(float *restrict o, const float *restrict p, const float *restrict v, int64_t vs,
-                             const float *restrict alpha, int rows, int bn, int64_t dp, int64_t dv)
+static FA_INLINE void pv_narrow(float *restrict o, const float *restrict p, const float *restrict v, int64_t vs,
+                                const float *restrict alpha, int rows, int bn, int64_t dp, int64_t dv)
 {
+    if (!wide_vectors()) {                              /* 8-float vectors: the same sums (wide_vectors) */
+        for (int r = 0; r < rows; r++) {
+            v8f acc[FA_MAX_HEAD_DIM / 8 + 2] = {{0}};
+            for (int j = 0; j < bn; j++) {
+                const float pj = p[r * BN + j];
+                for (int64_t c = 0; c < dv / 8; c++) {
+                    v8f x;
+                    memcpy(&x, v + j * vs + 8 * c, sizeof x);
+                    acc[c] += pj * x;
+                }
+            }
+            v8f *orow = (v8f *)(o + r * dp);
+            for (int64_t c = 0; c < dv / 8; c++)
+                orow[c] = orow[c] * alpha[r] + acc[c];
+        }
+        return;
+    }
     for (int r = 0; r < rows; r++) {
         v16f acc[FA_MAX_HEAD_DIM / 16 + 1] = {{0}};
         for (int j = 0; j < bn; j++) {
