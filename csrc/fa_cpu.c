@@ -51,6 +51,7 @@ enum {
     BN = 64,   /* keys per inner block */
     MR = 8,    /* micro-kernel rows */
     NR = 32,   /* micro-kernel columns (two 16-float vectors) */
+    KC = 32,   /* a fresh product's inner dimension summed in parts of KC (gemm) */
 };
 
 typedef float v16f __attribute__((vector_size(64)));
@@ -181,7 +182,7 @@ typedef float v4f __attribute__((vector_size(16)));
  * AVX2 and baseline clones GCC 12 builds a broadcast of a float lane by lane and keeps arrays of
  * 16-float vectors in memory, and turns 16-lane comparisons and integer operations into code lane by
  * lane (prefill 3.4 GFLOP/s on 2 AVX2 cores, 0.03x SDPA), so the helpers below take each half of a
- * vector apart there, and gemm runs gemm_halves. */
+ * vector apart there, and gemm runs gemm8. */
 static FA_INLINE int wide_vectors(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -241,88 +242,16 @@ static FA_INLINE void tanh_scaled(float *dst, const float *src, int64_t n, float
 /* keys) is summed KC terms of K at a time, each part added to C, so that it  */
 /* rounds about as √KC + √(K / KC) steps rather than √K: at d = 210, 1.7e-6   */
 /* rms against 3.8e-6 for randn rows (this CPU's torch matmul: 3.8e-6).       */
-
-enum { KC = 32 };
-
-/* gemm on 8-float vectors, 4 rows × 16 columns at a time (12 of AVX2's 16 registers): each element
- * of C summed in the same order, from the same parts, as gemm's, so the two agree bit for bit. */
-static FA_INLINE void gemm_halves(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs,
-                                  int64_t a_cs, const float *restrict B, int64_t ldb, int M, int N, int64_t K,
-                                  const float *restrict c_scale)
-{
-    enum { R = 4, W = 16 };
-    for (int r0 = 0; r0 < M; r0 += R) {
-        for (int c0 = 0; c0 < N; c0 += W) {
-            const int64_t kc = c_scale != NULL && K > 0 ? K : KC;
-            for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
-                const int64_t k1 = k0 + kc < K ? k0 + kc : K;
-                v8f acc[R][2] = {{{0}}};
-                for (int64_t k = k0; k < k1; k++) {
-                    const v8f *b = (const v8f *)(B + k * ldb + c0);
-                    const v8f b0 = b[0], b1 = b[1];
-                    for (int r = 0; r < R; r++) {
-                        const float a = A[(r0 + r) * a_rs + k * a_cs];
-                        acc[r][0] += a * b0;
-                        acc[r][1] += a * b1;
-                    }
-                }
-                for (int r = 0; r < R; r++) {
-                    v8f *c = (v8f *)(C + (r0 + r) * ldc + c0);
-                    if (k0 > 0) {
-                        c[0] += acc[r][0];
-                        c[1] += acc[r][1];
-                    } else if (c_scale != NULL) {
-                        c[0] = c[0] * c_scale[r0 + r] + acc[r][0];
-                        c[1] = c[1] * c_scale[r0 + r] + acc[r][1];
-                    } else {
-                        c[0] = acc[r][0];
-                        c[1] = acc[r][1];
-                    }
-                }
-            }
-        }
-    }
-}
+/* gemm16 and gemm8 (fa_lanes.h) sum each element of C alike, bit for bit.   */
 
 static FA_INLINE void gemm(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs, int64_t a_cs,
                            const float *restrict B, int64_t ldb, int M, int N, int64_t K,
                            const float *restrict c_scale)
 {
-    if (!wide_vectors()) {
-        gemm_halves(C, ldc, A, a_rs, a_cs, B, ldb, M, N, K, c_scale);
-        return;
-    }
-    for (int r0 = 0; r0 < M; r0 += MR) {
-        for (int c0 = 0; c0 < N; c0 += NR) {
-            const int64_t kc = c_scale != NULL && K > 0 ? K : KC;     /* P V, dV, dK: K <= 64 keys */
-            for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
-                const int64_t k1 = k0 + kc < K ? k0 + kc : K;
-                v16f acc[MR][2] = {{{0}}};
-                for (int64_t k = k0; k < k1; k++) {
-                    const v16f *b = (const v16f *)(B + k * ldb + c0);
-                    const v16f b0 = b[0], b1 = b[1];
-                    for (int r = 0; r < MR; r++) {
-                        const float a = A[(r0 + r) * a_rs + k * a_cs];
-                        acc[r][0] += a * b0;
-                        acc[r][1] += a * b1;
-                    }
-                }
-                for (int r = 0; r < MR; r++) {
-                    v16f *c = (v16f *)(C + (r0 + r) * ldc + c0);
-                    if (k0 > 0) {
-                        c[0] += acc[r][0];
-                        c[1] += acc[r][1];
-                    } else if (c_scale != NULL) {
-                        c[0] = c[0] * c_scale[r0 + r] + acc[r][0];
-                        c[1] = c[1] * c_scale[r0 + r] + acc[r][1];
-                    } else {
-                        c[0] = acc[r][0];
-                        c[1] = acc[r][1];
-                    }
-                }
-            }
-        }
-    }
+    if (wide_vectors())
+        gemm16(C, ldc, A, a_rs, a_cs, B, ldb, M, N, K, c_scale);
+    else
+        gemm8(C, ldc, A, a_rs, a_cs, B, ldb, M, N, K, c_scale);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1,9 +1,10 @@
 /*
  * fa_lanes.h — the C backend's lane-wise helpers on one vector type: a select, the max, 2^x and tanh.
- * fa_cpu.c includes it twice, with V, I and LANES naming 16-float vectors (v16f, v16i: the AVX-512
- * registers) and 8-float ones (v8f, v8i: AVX2's), and calls the 8-lane forms on each half of a 16-float
- * vector where the machine has no 512-bit unit: GCC 12 turns the 16-lane comparisons and integer
- * operations into code lane by lane there. Both forms compute every lane alike, bit for bit.
+ * And the micro-kernel (gemm in fa_cpu.c). fa_cpu.c includes it twice, with V, I and LANES naming
+ * 16-float vectors (v16f, v16i: the AVX-512 registers) and 8-float ones (v8f, v8i: AVX2's), and calls
+ * the 8-lane forms (on each half of a 16-float vector) where the machine has no 512-bit unit: GCC 12
+ * turns the 16-lane comparisons, integer operations and broadcasts into code lane by lane there, and
+ * keeps arrays of 16-float vectors in memory. Both forms compute every lane alike, bit for bit.
  */
 #define LANE_NAME2(name, n) name##n
 #define LANE_NAME1(name, n) LANE_NAME2(name, n)
@@ -52,6 +53,47 @@ static FA_INLINE V LANE(vtanh)(V x)
     const V e = LANE(exp2_neg)(a * (-2.0f * 1.4426950408889634f));
     const V r = LANE(vselect)(a < 0.4f, a + a * a2 * t, (1.0f - e) / (1.0f + e));
     return (V)((I)r | sign);
+}
+
+/* gemm's C = A B (or C · c_scale + A B) in blocks of R rows × two vectors of columns, summed in
+ * registers from zero: 8 × 32 in 16 accumulators of 16 floats (AVX-512's 32 registers), 4 × 16 in 8
+ * of 8 floats (12 of AVX2's 16 with B's two and A's broadcast). M % R == 0, N % (2 · LANES) == 0. */
+static FA_INLINE void LANE(gemm)(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs,
+                                 int64_t a_cs, const float *restrict B, int64_t ldb, int M, int N, int64_t K,
+                                 const float *restrict c_scale)
+{
+    enum { R = LANES == 16 ? MR : 4, W = 2 * LANES };
+    for (int r0 = 0; r0 < M; r0 += R) {
+        for (int c0 = 0; c0 < N; c0 += W) {
+            const int64_t kc = c_scale != NULL && K > 0 ? K : KC;     /* P V, dV, dK: K <= 64 keys */
+            for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
+                const int64_t k1 = k0 + kc < K ? k0 + kc : K;
+                V acc[R][2] = {{{0}}};
+                for (int64_t k = k0; k < k1; k++) {
+                    const V *b = (const V *)(B + k * ldb + c0);
+                    const V b0 = b[0], b1 = b[1];
+                    for (int r = 0; r < R; r++) {
+                        const float a = A[(r0 + r) * a_rs + k * a_cs];
+                        acc[r][0] += a * b0;
+                        acc[r][1] += a * b1;
+                    }
+                }
+                for (int r = 0; r < R; r++) {
+                    V *c = (V *)(C + (r0 + r) * ldc + c0);
+                    if (k0 > 0) {
+                        c[0] += acc[r][0];
+                        c[1] += acc[r][1];
+                    } else if (c_scale != NULL) {
+                        c[0] = c[0] * c_scale[r0 + r] + acc[r][0];
+                        c[1] = c[1] * c_scale[r0 + r] + acc[r][1];
+                    } else {
+                        c[0] = acc[r][0];
+                        c[1] = acc[r][1];
+                    }
+                }
+            }
+        }
+    }
 }
 
 #undef LANE
