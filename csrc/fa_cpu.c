@@ -23,10 +23,14 @@
  * fp32. No Nq × Nk buffer exists: each thread owns ~(3·BM + 2·BN)·d floats.
  * The two matmuls run through one register-blocked micro-kernel written with
  * GCC/Clang vector types; on x86-64 the tile function is compiled for AVX-512,
- * AVX2 and baseline and the best one is picked at load time.
+ * AVX2 and baseline and the best one is picked at load time. The micro-kernel and
+ * the softmax's lane helpers (select, max, 2^x, tanh) live in fa_lanes.h, written
+ * once for 16-float and 8-float vectors: without AVX-512 the 8-float forms run
+ * (wide_vectors), as GCC compiles 16-float code lane by lane there.
  *
- * In order: dtype conversion, the softmax and GEMM pieces (and their row-by-row forms for blocks
- * of a few query rows: scores_narrow, softmax_narrow, pv_narrow), the forward (attend_rows, which
+ * In order: dtype conversion, the lane helpers (fa_lanes.h twice, then the 16-float wrappers that
+ * pick a width), the GEMM (gemm: gemm16 or gemm8), the row-by-row forms for blocks of a few query
+ * rows (scores_narrow, softmax_narrow, pv_narrow), the forward (attend_rows, which
  * attend_block calls with a full block's sizes as constants; score changes (softcap, ALiBi, a
  * float mask) applied per block by apply_variants, visibility by mask_keys), the entry points
  * (ALiBi slopes and sinks checked on the host first), the KV cache's, and at the end the backward pass
