@@ -12,7 +12,7 @@ off: 3 consumers, 192 rows; on: 2 consumers, 128 rows), automatic grid, beside t
 same tokens (causal for causal windows), in turn.
 
     python3 -m tools.sm90.grids > grids.jsonl
-    python3 -m tools.sm90.grids --windows 64 [--rounds 2]
+    python3 -m tools.sm90.grids --windows 64 [--short] [--rounds 2]
     python3 -m tools.sm90.grids --tiles [--rounds 2]
 """
 import argparse
@@ -32,6 +32,8 @@ from bench.attention import time_interleaved  # noqa: E402
 H, d = 16, 128
 WINDOWS = ((4, 4096, 1024), (1, 16384, 1024), (1, 16384, 4096), (4, 4096, 256))   # (B, N, left)
 WINDOWS_2K = ((8, 2048, 1024), (8, 2048, 512), (16, 1024, 256))                   # --windows only
+WINDOWS_SHORT = ((32, 512, 128), (16, 1024, 128), (16, 1024, 256), (16, 1024, 512), (8, 2048, 128),
+                 (8, 2048, 256), (4, 4096, 256), (4, 4096, 512), (1, 16384, 256))      # --windows --short
 GRIDS = ("auto", "tile", "persistent")
 WINDOW_GRIDS = GRIDS + ("counter",)            # --windows: the packed walk over the batch entries too,
 COLUMNS = WINDOW_GRIDS + ("packed", "packed/static")   # and the same tokens as packed sequences
@@ -76,12 +78,12 @@ def main():
                 lambda: torch_flashattn.attention(q, k, v, causal=True))
 
 
-def windows(dw, rounds):
+def windows(dw, rounds, points=WINDOWS + WINDOWS_2K):
     """Causal windows at d = dw on each grid, in turn; the table of medians over the rounds."""
     hw = 2048 // dw
     g = torch.Generator(device="cuda").manual_seed(0)
     rows = []
-    for B, N, left in WINDOWS + WINDOWS_2K:
+    for B, N, left in points:
         q, k, v = (torch.randn(B, hw, N, dw, device="cuda", dtype=torch.bfloat16, generator=g) for _ in range(3))
         flops = 4.0 * dw * hw * B * sum(min(i + 1, left + 1) for i in range(N))
 
@@ -179,11 +181,12 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--windows", type=int, metavar="D", help="only the causal windows, at d = D")
     ap.add_argument("--tiles", action="store_true", help="d = 64 windows on each tile (sm90_short_tile)")
+    ap.add_argument("--short", action="store_true", help="--windows: windows of 128-512 keys over 512-16k")
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     if args.tiles:
         tiles(args.rounds)
     elif args.windows:
-        windows(args.windows, args.rounds)
+        windows(args.windows, args.rounds, WINDOWS_SHORT if args.short else WINDOWS + WINDOWS_2K)
     else:
         main()
