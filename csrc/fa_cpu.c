@@ -23,16 +23,18 @@
  * fp32. No Nq × Nk buffer exists: each thread owns ~(3·BM + 2·BN)·d floats.
  * The two matmuls run through one register-blocked micro-kernel written with
  * GCC/Clang vector types; on x86-64 the tile function is compiled for AVX-512,
- * AVX2 and baseline and the best one is picked at load time. The micro-kernel and
- * the softmax's lane helpers (select, max, 2^x, tanh) live in fa_lanes.h, written
- * once for 16-float and 8-float vectors: without AVX-512 the 8-float forms run
- * (wide_vectors), as GCC compiles 16-float code lane by lane there.
+ * AVX2 and baseline and the best one is picked at load time. The micro-kernel,
+ * the softmax's lane helpers (select, max, 2^x, tanh) and the forward's softmax
+ * across a block's queries live in fa_lanes.h, written once for 16-float and
+ * 8-float vectors: without AVX-512 the 8-float forms run (wide_vectors), as GCC
+ * compiles 16-float code lane by lane there.
  *
  * In order: dtype conversion, the lane helpers (fa_lanes.h twice, then the 16-float wrappers that
  * pick a width), the GEMM (gemm: gemm16 or gemm8), the row-by-row forms for blocks of a few query
- * rows (scores_narrow, softmax_narrow, pv_narrow), the forward (attend_rows, which
- * attend_block calls with a full block's sizes as constants; score changes (softcap, ALiBi, a
- * float mask) applied per block by apply_variants, visibility by mask_keys), the entry points
+ * rows (scores_narrow, softmax_narrow, pv_narrow), the forward (attend_rows, which attend_block
+ * calls with a full block's sizes as constants, its softmax softmax_cols16 or softmax_cols8; score
+ * changes (softcap, ALiBi, a float mask) applied per block by apply_variants, visibility by
+ * mask_keys), the entry points
  * (ALiBi slopes and sinks checked on the host first), the KV cache's, and at the end the backward pass
  * (backward_block: FlashAttention-2's formulas on the same tiles and micro-kernel, one (sequence,
  * kv head) per thread so that dK and dV need no atomics).
@@ -544,7 +546,6 @@ static FA_INLINE void attend_rows(const fa_params *p, const fa_variants *v, cons
     const int rows = nh * span;
     const int64_t dv = (d + 15) / 16 * 16;               /* a narrow block's columns of K and V */
     const int in_place = narrow && p->dtype == FA_FLOAT32 && dv == d;
-    const int qv = ncols / 16;                           /* vectors of scores per key */
     const size_t es = dtype_size(p->dtype);
     /* The per-score variants (alignment and packing live in sv); scores_mod: some change a score. */
     const int scores_mod = v->softcap != 0.0f || v->alibi_slopes != NULL || v->mask != NULL;
@@ -565,11 +566,8 @@ static FA_INLINE void attend_rows(const fa_params *p, const fa_variants *v, cons
             else
                 t->qt[c * BM + r] = row[c];
     }
-    v16f *m_i = (v16f *)t->m, *l_i = (v16f *)t->l;
-    for (int g = 0; g < qv; g++) {
-        m_i[g] = (v16f){0} - INFINITY;
-        l_i[g] = (v16f){0};
-    }
+    for (int c = 0; c < ncols; c++)
+        t->m[c] = -INFINITY, t->l[c] = 0.0f;
     memset(t->o, 0, (size_t)mrows * dp * sizeof(float));
 
     /* The keys any row of the block may see: from the first row's range start to the last row's
@@ -617,35 +615,15 @@ static FA_INLINE void attend_rows(const fa_params *p, const fa_variants *v, cons
             continue;
         }
 
-        /* m_new = max(m_i, rowmax(S)) — a column max of Sᵀ */
-        v16f m_new[QV], m_ref[QV], alpha[QV], sum[QV];
-        for (int g = 0; g < qv; g++)
-            m_new[g] = m_i[g];
-        for (int k = 0; k < bn; k++)
-            for (int g = 0; g < qv; g++)
-                m_new[g] = vmax(m_new[g], ((const v16f *)(t->st + k * BM))[g]);
-        /* A query that has seen only −inf so far uses 0 as its reference. */
-        for (int g = 0; g < qv; g++) {
-            m_ref[g] = vref(m_new[g]);
-            alpha[g] = exp2_neg(m_i[g] - m_ref[g]);
-            sum[g] = (v16f){0};
-        }
-        /* P = exp2(S − m_new) */
-        for (int k = 0; k < bn; k++) {
-            v16f *pt = (v16f *)(t->st + k * BM);
-            for (int g = 0; g < qv; g++) {
-                pt[g] = exp2_neg(pt[g] - m_ref[g]);
-                sum[g] += pt[g];
-            }
-        }
-        /* l_i = l_i · exp2(m_i − m_new) + rowsum(P) */
-        for (int g = 0; g < qv; g++) {
-            l_i[g] = l_i[g] * alpha[g] + sum[g];
-            m_i[g] = m_new[g];
-        }
+        /* m_new = max(m_i, rowmax(S)),  P = exp2(S − m_new),  l_i = l_i · exp2(m_i − m_new) + rowsum(P) */
+        float alpha[BM] __attribute__((aligned(64)));
+        if (wide_vectors())
+            softmax_cols16(t->st, t->m, t->l, alpha, bn, ncols);
+        else
+            softmax_cols8(t->st, t->m, t->l, alpha, bn, ncols);
 
         /* O_i = O_i · exp2(m_i − m_new) + P V_j   (P read through Pᵀ's strides) */
-        gemm(t->o, dp, t->st, 1, BM, t->v, dp, mrows, (int)dp, bn, (const float *)alpha);
+        gemm(t->o, dp, t->st, 1, BM, t->v, dp, mrows, (int)dp, bn, alpha);
     }
 
     /* O = O_i / l_i,  lse = (m_i + log2 l_i) · ln 2; with variants, fa_row_end (sinks, rows that

@@ -1,6 +1,6 @@
 /*
  * fa_lanes.h — the C backend's lane-wise helpers on one vector type: a select, the max, 2^x and tanh.
- * And the micro-kernel (gemm in fa_cpu.c). fa_cpu.c includes it twice, with V, I and LANES naming
+ * And the micro-kernel (gemm in fa_cpu.c) and the forward's softmax across a block's queries. fa_cpu.c includes it twice, with V, I and LANES naming
  * 16-float vectors (v16f, v16i: the AVX-512 registers) and 8-float ones (v8f, v8i: AVX2's), and calls
  * the 8-lane forms (on each half of a 16-float vector) where the machine has no 512-bit unit: GCC 12
  * turns the 16-lane comparisons, integer operations and broadcasts into code lane by lane there, and
@@ -93,6 +93,41 @@ static FA_INLINE void LANE(gemm)(float *restrict C, int64_t ldc, const float *re
                 }
             }
         }
+    }
+}
+
+/* The forward's online softmax of one block of scores, across queries in whole vectors: Sᵀ (bn keys ×
+ * ncols queries, rows BM floats apart) becomes Pᵀ = exp2(Sᵀ − m_new), and per query (m, l, alpha: one
+ * float each, ncols of them)
+ *     m_new = max(m, rowmax(S)),  alpha = exp2(m − m_new),  l = l · alpha + rowsum(P),  m = m_new
+ * with 0 for m_new as the reference of a query that has seen only −inf (vref). */
+static FA_INLINE void LANE(softmax_cols)(float *restrict st, float *restrict m, float *restrict l,
+                                         float *restrict alpha, int bn, int ncols)
+{
+    enum { NV = BM / LANES };
+    const int nv = ncols / LANES;
+    V *m_i = (V *)m, *l_i = (V *)l, *al = (V *)alpha;
+    V m_new[NV], m_ref[NV], sum[NV];
+    for (int g = 0; g < nv; g++)
+        m_new[g] = m_i[g];
+    for (int k = 0; k < bn; k++)
+        for (int g = 0; g < nv; g++)
+            m_new[g] = LANE(vmax)(m_new[g], ((const V *)(st + k * BM))[g]);
+    for (int g = 0; g < nv; g++) {
+        m_ref[g] = LANE(vref)(m_new[g]);
+        al[g] = LANE(exp2_neg)(m_i[g] - m_ref[g]);
+        sum[g] = (V){0};
+    }
+    for (int k = 0; k < bn; k++) {
+        V *pt = (V *)(st + k * BM);
+        for (int g = 0; g < nv; g++) {
+            pt[g] = LANE(exp2_neg)(pt[g] - m_ref[g]);
+            sum[g] += pt[g];
+        }
+    }
+    for (int g = 0; g < nv; g++) {
+        l_i[g] = l_i[g] * al[g] + sum[g];
+        m_i[g] = m_new[g];
     }
 }
 
