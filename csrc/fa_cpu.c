@@ -24,10 +24,10 @@
  * The two matmuls run through one register-blocked micro-kernel written with
  * GCC/Clang vector types; on x86-64 the tile function is compiled for AVX-512,
  * AVX2 and baseline and the best one is picked at load time. The micro-kernel,
- * the softmax's lane helpers (select, max, 2^x, tanh) and the forward's softmax
- * across a block's queries live in fa_lanes.h, written once for 16-float and
- * 8-float vectors: without AVX-512 the 8-float forms run (wide_vectors), as GCC
- * compiles 16-float code lane by lane there.
+ * the softmax's lane helpers (select, max, 2^x, tanh) and the softmax steps that
+ * run across a block's queries (forward and backward) live in fa_lanes.h, written
+ * once for 16-float and 8-float vectors: without AVX-512 the 8-float forms run
+ * (wide_vectors), as GCC compiles 16-float code lane by lane there.
  *
  * In order: dtype conversion, the lane helpers (fa_lanes.h twice, then the 16-float wrappers that
  * pick a width), the GEMM (gemm: gemm16 or gemm8), the row-by-row forms for blocks of a few query
@@ -36,8 +36,9 @@
  * changes (softcap, ALiBi, a float mask) applied per block by apply_variants, visibility by
  * mask_keys), the entry points
  * (ALiBi slopes and sinks checked on the host first), the KV cache's, and at the end the backward pass
- * (backward_block: FlashAttention-2's formulas on the same tiles and micro-kernel, one (sequence,
- * kv head) per thread so that dK and dV need no atomics).
+ * (backward_block: FlashAttention-2's formulas on the same tiles and micro-kernel, P and dS by
+ * max_sum_cols, probs_cols and dscores_cols of fa_lanes.h, one (sequence, kv head) per thread so
+ * that dK and dV need no atomics).
  */
 #include <math.h>
 #include <stdint.h>
@@ -168,21 +169,34 @@ static inline size_t dtype_size(fa_dtype dt) { return dt == FA_FLOAT32 ? 4 : 2; 
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
 typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
 
 #define V v16f
 #define I v16i
+#define D v8d
 #define LANES 16
+#define LANE_LO 0, 1, 2, 3, 4, 5, 6, 7
+#define LANE_HI 8, 9, 10, 11, 12, 13, 14, 15
 #include "fa_lanes.h"
 #undef V
 #undef I
+#undef D
 #undef LANES
+#undef LANE_LO
+#undef LANE_HI
 #define V v8f
 #define I v8i
+#define D v4d
 #define LANES 8
+#define LANE_LO 0, 1, 2, 3
+#define LANE_HI 4, 5, 6, 7
 #include "fa_lanes.h"
 #undef V
 #undef I
+#undef D
 #undef LANES
+#undef LANE_LO
+#undef LANE_HI
 
 /* Whether the 16-float vectors map onto the machine's registers: the x86-64-v4 clone (AVX-512). On the
  * AVX2 and baseline clones GCC 12 builds a broadcast of a float lane by lane and keeps arrays of
@@ -435,8 +449,6 @@ static int scratch_alloc(scratch *t, int64_t dp)
     t->l = f;
     return 1;
 }
-
-enum { QV = BM / 16 };  /* vectors per row of BM queries */
 
 /* One (sequence, head): its rows' addresses and lengths. Plain batches and packed (varlen)
  * sequences differ only here. */
@@ -978,23 +990,12 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     for (int r = 0; r < BM; r++)
         shift[r] = lse2[r], mul[r] = 1.0f;
     if (bp->delta == NULL) {
-        v16f m[QV];
-        for (int g = 0; g < QV; g++)
-            m[g] = (v16f){0} + sink2;
-        for (int64_t k = 0; k < nb; k++)
-            for (int g = 0; g < QV; g++)
-                m[g] = vmax(m[g], ((const v16f *)(t->st + k * BM))[g]);
-        v8d sum[2 * QV] = {{0}};
-        for (int g = 0; g < QV; g++)
-            m[g] = vref(m[g]);                                            /* no key, no sink: skipped below */
-        for (int64_t k = 0; k < nb; k++)
-            for (int g = 0; g < QV; g++) {
-                const v16f e = exp2_neg(((const v16f *)(t->st + k * BM))[g] - m[g]);
-                sum[2 * g] += __builtin_convertvector(__builtin_shufflevector(e, e, 0, 1, 2, 3, 4, 5, 6, 7), v8d);
-                sum[2 * g + 1] += __builtin_convertvector(__builtin_shufflevector(e, e, 8, 9, 10, 11, 12, 13, 14, 15), v8d);
-            }
-        const float *mf = (const float *)m;
-        const double *lf = (const double *)sum;
+        float mf[BM];                                                     /* no key, no sink: skipped below */
+        double lf[BM];
+        if (wide_vectors())
+            max_sum_cols16(mf, lf, t->st, nb, sink2);
+        else
+            max_sum_cols8(mf, lf, t->st, nb, sink2);
         for (int r = 0; r < bm; r++) {
             const double l = lf[r] + (has_sink ? exp2((double)sink2 - mf[r]) : 0.0);
             if (lse2[r] != INFINITY && l > 0.0)        /* else the row sees nothing */
@@ -1003,19 +1004,13 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     }
 
     /* Pᵀ = exp2(Sᵀ − shift) · mul; D = Σ_j P dP (or the given delta) − dlse. */
-    const v16f *sh = (const v16f *)shift, *mu = (const v16f *)mul;
-    v16f dsum[QV] = {{0}};
-    for (int64_t k = 0; k < nb8; k++) {
-        v16f *pt = (v16f *)(t->st + k * BM);
-        const v16f *dp_k = (const v16f *)(t->dpt + k * BM);
-        for (int g = 0; g < QV; g++) {
-            pt[g] = exp2_neg(pt[g] - sh[g]) * mu[g];
-            dsum[g] += pt[g] * dp_k[g];
-        }
-    }
-    float dd[BM] __attribute__((aligned(64)));
+    float dsum[BM], dd[BM] __attribute__((aligned(64)));
+    if (wide_vectors())
+        probs_cols16(t->st, t->dpt, shift, mul, dsum, nb8);
+    else
+        probs_cols8(t->st, t->dpt, shift, mul, dsum, nb8);
     for (int r = 0; r < BM; r++) {
-        dd[r] = (bp->delta != NULL ? given[r] : ((const float *)dsum)[r]) - dlse[r];
+        dd[r] = (bp->delta != NULL ? given[r] : dsum[r]) - dlse[r];
         if (has_sink && dsinks != NULL && r < bm && shift[r] != INFINITY)
             dsinks[h] -= exp2((double)sink2 - shift[r]) * mul[r] * dd[r];
     }
@@ -1027,18 +1022,11 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     }
 
     /* dSᵀ = Pᵀ ∘ (dPᵀ − D) ∘ (1 − tanh²) · scale, into dPᵀ. */
-    const v16f *ddv = (const v16f *)dd;
-    for (int64_t k = 0; k < nb8; k++) {
-        const v16f *pt = (const v16f *)(t->st + k * BM);
-        v16f *ds = (v16f *)(t->dpt + k * BM);
-        for (int g = 0; g < QV; g++) {
-            ds[g] = pt[g] * (ds[g] - ddv[g]) * p->scale;
-            if (c2 > 0.0f && k < nb) {
-                const v16f th = ((const v16f *)(t->tt + k * BM))[g];
-                ds[g] *= 1.0f - th * th;
-            }
-        }
-    }
+    const float *tanh_s = c2 > 0.0f ? t->tt : NULL;
+    if (wide_vectors())
+        dscores_cols16(t->dpt, t->st, tanh_s, dd, p->scale, nb, nb8);
+    else
+        dscores_cols8(t->dpt, t->st, tanh_s, dd, p->scale, nb, nb8);
 
     /* dK += dSᵀ Q per key block; dQ = dS K over the whole range (dS read through dSᵀ's strides). */
     for (int64_t j0 = j_begin; j0 < j_end; j0 += BN) {

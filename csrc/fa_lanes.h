@@ -1,10 +1,12 @@
 /*
- * fa_lanes.h — the C backend's lane-wise helpers on one vector type: a select, the max, 2^x and tanh.
- * And the micro-kernel (gemm in fa_cpu.c) and the forward's softmax across a block's queries. fa_cpu.c includes it twice, with V, I and LANES naming
- * 16-float vectors (v16f, v16i: the AVX-512 registers) and 8-float ones (v8f, v8i: AVX2's), and calls
- * the 8-lane forms (on each half of a 16-float vector) where the machine has no 512-bit unit: GCC 12
- * turns the 16-lane comparisons, integer operations and broadcasts into code lane by lane there, and
- * keeps arrays of 16-float vectors in memory. Both forms compute every lane alike, bit for bit.
+ * fa_lanes.h — the C backend's lane-wise helpers on one vector type: a select, the max, 2^x and tanh;
+ * the micro-kernel (gemm in fa_cpu.c); and the softmax steps that run across a block's queries on
+ * Sᵀ, the forward's and the backward's. fa_cpu.c includes it twice, with V, I, D and LANES naming
+ * 16-float vectors (v16f, v16i, v8d: the AVX-512 registers) and 8-float ones (v8f, v8i, v4d: AVX2's;
+ * LANE_LO and LANE_HI pick a vector's halves), and calls the 8-lane forms where the machine has no
+ * 512-bit unit: GCC 12 turns the 16-lane comparisons, integer operations and broadcasts into code lane
+ * by lane there, and keeps arrays of 16-float vectors in memory. Both forms compute every lane alike,
+ * bit for bit.
  */
 #define LANE_NAME2(name, n) name##n
 #define LANE_NAME1(name, n) LANE_NAME2(name, n)
@@ -128,6 +130,72 @@ static FA_INLINE void LANE(softmax_cols)(float *restrict st, float *restrict m, 
     for (int g = 0; g < nv; g++) {
         l_i[g] = l_i[g] * al[g] + sum[g];
         m_i[g] = m_new[g];
+    }
+}
+
+/* The backward's pieces across a block's queries, on Sᵀ and dPᵀ (keys × BM queries, rows BM floats
+ * apart; one float per query for the rest). */
+
+/* Each query's max over nb keys of Sᵀ and m0 (the sink), 0 where that is −inf (vref), into m; and
+ * l = Σ_j 2^(s − m), the terms in fp32, their sum in double (D: vectors of LANES / 2 doubles). */
+static FA_INLINE void LANE(max_sum_cols)(float *restrict m, double *restrict l, const float *restrict st,
+                                         int64_t nb, float m0)
+{
+    enum { NV = BM / LANES };
+    V mx[NV];
+    D sum[2 * NV] = {{0}};
+    for (int g = 0; g < NV; g++)
+        mx[g] = (V){0} + m0;
+    for (int64_t k = 0; k < nb; k++)
+        for (int g = 0; g < NV; g++)
+            mx[g] = LANE(vmax)(mx[g], ((const V *)(st + k * BM))[g]);
+    for (int g = 0; g < NV; g++)
+        mx[g] = LANE(vref)(mx[g]);
+    for (int64_t k = 0; k < nb; k++)
+        for (int g = 0; g < NV; g++) {
+            const V e = LANE(exp2_neg)(((const V *)(st + k * BM))[g] - mx[g]);
+            sum[2 * g] += __builtin_convertvector(__builtin_shufflevector(e, e, LANE_LO), D);
+            sum[2 * g + 1] += __builtin_convertvector(__builtin_shufflevector(e, e, LANE_HI), D);
+        }
+    memcpy(m, mx, sizeof mx);
+    memcpy(l, sum, sizeof sum);
+}
+
+/* Pᵀ = exp2(Sᵀ − shift) · mul over n keys, in place; dsum = Σ_j P dP. */
+static FA_INLINE void LANE(probs_cols)(float *restrict st, const float *restrict dpt, const float *restrict shift,
+                                       const float *restrict mul, float *restrict dsum, int64_t n)
+{
+    enum { NV = BM / LANES };
+    const V *sh = (const V *)shift, *mu = (const V *)mul;
+    V acc[NV] = {{0}};
+    for (int64_t k = 0; k < n; k++) {
+        V *pt = (V *)(st + k * BM);
+        const V *dp_k = (const V *)(dpt + k * BM);
+        for (int g = 0; g < NV; g++) {
+            pt[g] = LANE(exp2_neg)(pt[g] - sh[g]) * mu[g];
+            acc[g] += pt[g] * dp_k[g];
+        }
+    }
+    memcpy(dsum, acc, sizeof acc);
+}
+
+/* dSᵀ = Pᵀ ∘ (dPᵀ − D) · scale over n keys, into dPᵀ; times 1 − tanh² (tt, laid out as Sᵀ; NULL:
+ * no softcap) over the first nb. */
+static FA_INLINE void LANE(dscores_cols)(float *restrict dpt, const float *restrict st, const float *restrict tt,
+                                         const float *restrict dd, float scale, int64_t nb, int64_t n)
+{
+    enum { NV = BM / LANES };
+    const V *ddv = (const V *)dd;
+    for (int64_t k = 0; k < n; k++) {
+        const V *pt = (const V *)(st + k * BM);
+        V *ds = (V *)(dpt + k * BM);
+        for (int g = 0; g < NV; g++) {
+            ds[g] = pt[g] * (ds[g] - ddv[g]) * scale;
+            if (tt != NULL && k < nb) {
+                const V th = ((const V *)(tt + k * BM))[g];
+                ds[g] *= 1.0f - th * th;
+            }
+        }
     }
 }
 
