@@ -343,6 +343,30 @@ static FA_INLINE void scores_narrow(float *restrict st, const float *restrict k,
 static FA_INLINE void softmax_narrow(float *restrict p, const float *restrict st, float *restrict m,
                                      float *restrict l, float *restrict alpha, int rows, int bn)
 {
+    if (!wide_vectors()) {                              /* each 16-float vector's halves apart: the same bits */
+        for (int r = 0; r < rows; r++) {
+            float *pr = p + r * BN;
+            for (int j = 0; j < BN; j++)
+                pr[j] = j < bn ? st[j * BM + r] : -INFINITY;
+            v8f mx[2] = {(v8f){0} - INFINITY, (v8f){0} - INFINITY};
+            for (int g = 0; g < BN / 8; g++)
+                mx[g % 2] = vmax8(mx[g % 2], ((const v8f *)pr)[g]);
+            float m_new = m[r];
+            for (int e = 0; e < 16; e++)
+                m_new = m_new > mx[e / 8][e % 8] ? m_new : mx[e / 8][e % 8];
+            const v8f m_ref = (v8f){0} + (m_new == -INFINITY ? 0.0f : m_new);
+            alpha[r] = exp2_neg8(((v8f){0} + m[r]) - m_ref)[0];
+            v8f sum[2] = {{0}};
+            for (int g = 0; g < BN / 8; g++) {
+                v8f *pg = (v8f *)pr + g;
+                *pg = exp2_neg8(*pg - m_ref);
+                sum[g % 2] += *pg;
+            }
+            l[r] = l[r] * alpha[r] + hsum8(sum[0] + sum[1]);
+            m[r] = m_new;
+        }
+        return;
+    }
     for (int r = 0; r < rows; r++) {
         float *pr = p + r * BN;
         for (int j = 0; j < BN; j++)
