@@ -29,8 +29,8 @@
  * once for 16-float and 8-float vectors: without AVX-512 the 8-float forms run
  * (wide_vectors), as GCC compiles 16-float code lane by lane there.
  *
- * In order: dtype conversion, the lane helpers (fa_lanes.h twice, then the 16-float wrappers that
- * pick a width), the GEMM (gemm: gemm16 or gemm8), the row-by-row forms for blocks of a few query
+ * In order: dtype conversion, the lane helpers (fa_lanes.h twice; wide_vectors picks a width;
+ * scale_scores and tanh_scaled on whole rows of Sᵀ), the GEMM (gemm: gemm16 or gemm8), the row-by-row forms for blocks of a few query
  * rows (scores_narrow, softmax_narrow, pv_narrow), the forward (attend_rows, which attend_block
  * calls with a full block's sizes as constants, its softmax softmax_cols16 or softmax_cols8; score
  * changes (softcap, ALiBi, a float mask) applied per block by apply_variants, visibility by
@@ -137,16 +137,6 @@ static inline void load_row(float *restrict dst, const void *src, int64_t n, fa_
     }
 }
 
-/* Sᵀ[j · BM + c] *= mul for keys j < bn and columns c < cols (whole vectors; 1: nothing). */
-static inline void scale_scores(float *restrict st, int bn, int cols, float mul)
-{
-    if (mul == 1.0f)
-        return;
-    for (int j = 0; j < bn; j++)
-        for (int g = 0; g < (cols + 15) / 16; g++)
-            ((v16f *)(st + (int64_t)j * BM))[g] *= mul;
-}
-
 static inline void store_row(void *dst, const float *restrict src, int64_t n, fa_dtype dt, float mul)
 {
     if (dt == FA_FLOAT32) {
@@ -201,8 +191,8 @@ typedef double v4d __attribute__((vector_size(32)));
 /* Whether the 16-float vectors map onto the machine's registers: the x86-64-v4 clone (AVX-512). On the
  * AVX2 and baseline clones GCC 12 builds a broadcast of a float lane by lane and keeps arrays of
  * 16-float vectors in memory, and turns 16-lane comparisons and integer operations into code lane by
- * lane (prefill 3.4 GFLOP/s on 2 AVX2 cores, 0.03x SDPA), so the helpers below take each half of a
- * vector apart there, and gemm runs gemm8. */
+ * lane (prefill 3.4 GFLOP/s on 2 AVX2 cores, 0.03x SDPA), so the code below runs the 8-float forms
+ * there (gemm8, softmax_cols8, ...), or takes each 16-float vector's halves apart. */
 static FA_INLINE int wide_vectors(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -212,42 +202,39 @@ static FA_INLINE int wide_vectors(void)
 #endif
 }
 
-/* f on each 8-float half of x. */
-static FA_INLINE v16f by_halves(v8f (*f)(v8f), v16f x)
+/* Sᵀ[j · BM + c] *= mul for keys j < bn and columns c < cols (whole 16-float vectors, or their halves;
+ * 1: nothing). */
+static FA_INLINE void scale_scores(float *restrict st, int bn, int cols, float mul)
 {
-    v8f h[2];
-    memcpy(h, &x, sizeof x);
-    h[0] = f(h[0]);
-    h[1] = f(h[1]);
-    memcpy(&x, h, sizeof x);
-    return x;
+    if (mul == 1.0f)
+        return;
+    for (int j = 0; j < bn; j++)
+        for (int g = 0; g < (cols + 15) / 16; g++)
+            if (wide_vectors())
+                ((v16f *)(st + (int64_t)j * BM))[g] *= mul;
+            else
+                for (int h = 2 * g; h < 2 * g + 2; h++)
+                    ((v8f *)(st + (int64_t)j * BM))[h] *= mul;
 }
 
-static FA_INLINE v16f vmax(v16f a, v16f b)
-{
-    if (wide_vectors())
-        return vmax16(a, b);
-    v8f ha[2], hb[2];
-    memcpy(ha, &a, sizeof a);
-    memcpy(hb, &b, sizeof b);
-    ha[0] = vmax8(ha[0], hb[0]);
-    ha[1] = vmax8(ha[1], hb[1]);
-    memcpy(&a, ha, sizeof a);
-    return a;
-}
-
-static FA_INLINE v16f vref(v16f m) { return wide_vectors() ? vref16(m) : by_halves(vref8, m); }
-static FA_INLINE v16f exp2_neg(v16f x) { return wide_vectors() ? exp2_neg16(x) : by_halves(exp2_neg8, x); }
-static FA_INLINE v16f tanh16(v16f x) { return wide_vectors() ? vtanh16(x) : by_halves(vtanh8, x); }
-
-/* dst[x] = tanh(src[x] · inv) for n floats, n a multiple of 16 (tanh16); dst may be src. */
+/* dst[x] = tanh(src[x] · inv) for n floats, n a multiple of 16 (vtanh16, or vtanh8 on each half);
+ * dst may be src. */
 static FA_INLINE void tanh_scaled(float *dst, const float *src, int64_t n, float inv)
 {
     for (int64_t x = 0; x < n; x += 16) {
-        v16f y;
-        memcpy(&y, src + x, sizeof y);
-        y = tanh16(y * inv);
-        memcpy(dst + x, &y, sizeof y);
+        if (wide_vectors()) {
+            v16f y;
+            memcpy(&y, src + x, sizeof y);
+            y = vtanh16(y * inv);
+            memcpy(dst + x, &y, sizeof y);
+        } else {
+            for (int64_t h = x; h < x + 16; h += 8) {
+                v8f y;
+                memcpy(&y, src + h, sizeof y);
+                y = vtanh8(y * inv);
+                memcpy(dst + h, &y, sizeof y);
+            }
+        }
     }
 }
 
@@ -373,17 +360,17 @@ static FA_INLINE void softmax_narrow(float *restrict p, const float *restrict st
             pr[j] = j < bn ? st[j * BM + r] : -INFINITY;
         v16f mx = (v16f){0} - INFINITY;
         for (int g = 0; g < BN / 16; g++)
-            mx = vmax(mx, ((const v16f *)pr)[g]);
+            mx = vmax16(mx, ((const v16f *)pr)[g]);
         float m_new = m[r];
         for (int e = 0; e < 16; e++)
             m_new = m_new > mx[e] ? m_new : mx[e];
         /* A row that has seen only −inf so far uses 0 as its reference. */
         const v16f m_ref = (v16f){0} + (m_new == -INFINITY ? 0.0f : m_new);
-        alpha[r] = exp2_neg(((v16f){0} + m[r]) - m_ref)[0];
+        alpha[r] = exp2_neg16(((v16f){0} + m[r]) - m_ref)[0];
         v16f sum = (v16f){0};
         for (int g = 0; g < BN / 16; g++) {
             v16f *pg = (v16f *)pr + g;
-            *pg = exp2_neg(*pg - m_ref);
+            *pg = exp2_neg16(*pg - m_ref);
             sum += *pg;
         }
         l[r] = l[r] * alpha[r] + hsum(sum);
@@ -535,7 +522,7 @@ static void add_mask(const fa_variants *v, fa_dtype dt, const seq_view *s_h, flo
 /* The variants on one block of scores Sᵀ (keys j0 .. j0 + bn; column p · span + q is query i0 + q
  * of head sv[p], log2 units; ncols columns in all): each score becomes
  *     s = c2 · tanh(s / c2) − slope2 · |i + δ − j| + mask(i, j) · log2 e
- * (c2 = softcap · log2 e, slope2 = slope · log2 e; the softcap's tanh by tanh16 on whole rows, ALiBi
+ * (c2 = softcap · log2 e, slope2 = slope · log2 e; the softcap's tanh by tanh_scaled on whole rows, ALiBi
  * key row by key row, a float mask along its rows), then mask_keys makes a key outside the row's
  * range, or masked out, −inf. tt (may be NULL): tanh(s / c2) of these scores, laid out as st. */
 static FA_INLINE void apply_variants(const fa_params *p, const fa_variants *v, const seq_view *sv, int nh,
