@@ -30,15 +30,15 @@
  * (wide_vectors), as GCC compiles 16-float code lane by lane there.
  *
  * In order: dtype conversion, the lane helpers (fa_lanes.h twice; wide_vectors picks a width;
- * scale_scores and tanh_scaled on whole rows of Sᵀ), the GEMM (gemm: gemm16 or gemm8), the row-by-row forms for blocks of a few query
- * rows (scores_narrow, softmax_narrow, pv_narrow), the forward (attend_rows, which attend_block
- * calls with a full block's sizes as constants, its softmax softmax_cols16 or softmax_cols8; score
- * changes (softcap, ALiBi, a float mask) applied per block by apply_variants, visibility by
- * mask_keys), the entry points
- * (ALiBi slopes and sinks checked on the host first), the KV cache's, and at the end the backward pass
- * (backward_block: FlashAttention-2's formulas on the same tiles and micro-kernel, P and dS by
- * max_sum_cols, probs_cols and dscores_cols of fa_lanes.h, one (sequence, kv head) per thread so
- * that dK and dV need no atomics).
+ * scale_scores and tanh_scaled on whole rows of Sᵀ), the GEMM (gemm: gemm16 or gemm8), the
+ * row-by-row forms for blocks of a few query rows (scores_narrow, softmax_narrow, pv_narrow), the
+ * forward (attend_rows, which attend_block calls with a full block's sizes as constants, its
+ * softmax softmax_cols16 or softmax_cols8; score changes (softcap, ALiBi, a float mask) applied per
+ * block by apply_variants, visibility by mask_keys), the entry points (ALiBi slopes and sinks
+ * checked on the host first), the KV cache's, and at the end the backward pass (backward_block:
+ * FlashAttention-2's formulas on the same tiles and micro-kernel, P and dS by fa_lanes.h's
+ * max_sum_cols, probs_cols and dscores_cols, one (sequence, kv head) per thread so that dK and dV
+ * need no atomics).
  */
 #include <math.h>
 #include <stdint.h>
@@ -1001,7 +1001,7 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     for (int r = 0; r < BM; r++)
         shift[r] = lse2[r], mul[r] = 1.0f;
     if (bp->delta == NULL) {
-        float mf[BM];                                                     /* no key, no sink: skipped below */
+        float mf[BM];                                  /* 0 where a row has no key and no sink: skipped below */
         double lf[BM];
         if (wide_vectors())
             max_sum_cols16(mf, lf, t->st, nb, sink2);
@@ -1015,7 +1015,7 @@ static void backward_block(const fa_backward_params *bp, const fa_variants *v, c
     }
 
     /* Pᵀ = exp2(Sᵀ − shift) · mul; D = Σ_j P dP (or the given delta) − dlse. */
-    float dsum[BM], dd[BM] __attribute__((aligned(64)));
+    float dsum[BM], dd[BM] __attribute__((aligned(64)));     /* dd: read as vectors (dscores_cols) */
     if (wide_vectors())
         probs_cols16(t->st, t->dpt, shift, mul, dsum, nb8);
     else
