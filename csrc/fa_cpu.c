@@ -72,7 +72,8 @@ typedef double v8d __attribute__((vector_size(64)));
 #endif
 /* The helpers the tile functions call: inlined always, so that each clone compiles them for its own
  * target (an out-of-line copy is compiled for the baseline x86-64: gemm there ran 42 % of an AVX2
- * machine's backward). */
+ * machine's backward). gemm alone is out of line with clones of its own (FA_MULTIVERSION): inlined at
+ * each of its six calls it made fa_cpu.c compile in 56 s against 27 s, for 2-3 % of the forward. */
 #define FA_INLINE inline __attribute__((always_inline))
 
 /* ------------------------------------------------------------------------ */
@@ -251,9 +252,9 @@ static FA_INLINE void tanh_scaled(float *dst, const float *src, int64_t n, float
 /* rms against 3.8e-6 for randn rows (this CPU's torch matmul: 3.8e-6).       */
 /* gemm16 and gemm8 (fa_lanes.h) sum each element of C alike, bit for bit.   */
 
-static FA_INLINE void gemm(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs, int64_t a_cs,
-                           const float *restrict B, int64_t ldb, int M, int N, int64_t K,
-                           const float *restrict c_scale)
+FA_MULTIVERSION __attribute__((noinline))
+static void gemm(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs, int64_t a_cs,
+                 const float *restrict B, int64_t ldb, int M, int N, int64_t K, const float *restrict c_scale)
 {
     if (wide_vectors())
         gemm16(C, ldc, A, a_rs, a_cs, B, ldb, M, N, K, c_scale);

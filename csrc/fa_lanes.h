@@ -57,45 +57,63 @@ static FA_INLINE V LANE(vtanh)(V x)
     return (V)((I)r | sign);
 }
 
-/* gemm's C = A B (or C · c_scale + A B) in blocks of R rows × two vectors of columns, summed in
- * registers from zero: 8 × 32 in 16 accumulators of 16 floats (AVX-512's 32 registers), 4 × 16 in 8
- * of 8 floats (12 of AVX2's 16 with B's two and A's broadcast). M % R == 0, N % (2 · LANES) == 0. */
-static FA_INLINE void LANE(gemm)(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs,
-                                 int64_t a_cs, const float *restrict B, int64_t ldb, int M, int N, int64_t K,
-                                 const float *restrict c_scale)
+/* R rows of gemm's C = A B (or C · c_scale + A B) from row r0, two vectors of columns at a time,
+ * summed in registers from zero; R is a constant where this is inlined (at most RMAX). */
+static FA_INLINE void LANE(gemm_rows)(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs,
+                                      int64_t a_cs, const float *restrict B, int64_t ldb, int r0, int R, int N,
+                                      int64_t K, const float *restrict c_scale)
 {
-    enum { R = LANES == 16 ? MR : 4, W = 2 * LANES };
-    for (int r0 = 0; r0 < M; r0 += R) {
-        for (int c0 = 0; c0 < N; c0 += W) {
-            const int64_t kc = c_scale != NULL && K > 0 ? K : KC;     /* P V, dV, dK: K <= 64 keys */
-            for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
-                const int64_t k1 = k0 + kc < K ? k0 + kc : K;
-                V acc[R][2] = {{{0}}};
-                for (int64_t k = k0; k < k1; k++) {
-                    const V *b = (const V *)(B + k * ldb + c0);
-                    const V b0 = b[0], b1 = b[1];
-                    for (int r = 0; r < R; r++) {
-                        const float a = A[(r0 + r) * a_rs + k * a_cs];
-                        acc[r][0] += a * b0;
-                        acc[r][1] += a * b1;
-                    }
-                }
+    enum { RMAX = LANES == 16 ? MR : 6, W = 2 * LANES };
+    for (int c0 = 0; c0 < N; c0 += W) {
+        const int64_t kc = c_scale != NULL && K > 0 ? K : KC;         /* P V, dV, dK: K <= 64 keys */
+        for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kc) {
+            const int64_t k1 = k0 + kc < K ? k0 + kc : K;
+            V acc[RMAX][2] = {{{0}}};
+            for (int64_t k = k0; k < k1; k++) {
+                const V *b = (const V *)(B + k * ldb + c0);
+                const V b0 = b[0], b1 = b[1];
                 for (int r = 0; r < R; r++) {
-                    V *c = (V *)(C + (r0 + r) * ldc + c0);
-                    if (k0 > 0) {
-                        c[0] += acc[r][0];
-                        c[1] += acc[r][1];
-                    } else if (c_scale != NULL) {
-                        c[0] = c[0] * c_scale[r0 + r] + acc[r][0];
-                        c[1] = c[1] * c_scale[r0 + r] + acc[r][1];
-                    } else {
-                        c[0] = acc[r][0];
-                        c[1] = acc[r][1];
-                    }
+                    const float a = A[(r0 + r) * a_rs + k * a_cs];
+                    acc[r][0] += a * b0;
+                    acc[r][1] += a * b1;
+                }
+            }
+            for (int r = 0; r < R; r++) {
+                V *c = (V *)(C + (r0 + r) * ldc + c0);
+                if (k0 > 0) {
+                    c[0] += acc[r][0];
+                    c[1] += acc[r][1];
+                } else if (c_scale != NULL) {
+                    c[0] = c[0] * c_scale[r0 + r] + acc[r][0];
+                    c[1] = c[1] * c_scale[r0 + r] + acc[r][1];
+                } else {
+                    c[0] = acc[r][0];
+                    c[1] = acc[r][1];
                 }
             }
         }
     }
+}
+
+/* gemm's C = A B (or C · c_scale + A B) in blocks of rows × two vectors of columns: 8 × 32 in 16
+ * accumulators of 16 floats (AVX-512's 32 registers); 6 × 16 in 12 of 8 floats (15 of AVX2's 16
+ * with B's two and A's broadcast), the rows past the last whole 6 four at a time (M = 6n + 2 as
+ * 6(n − 1) + 4 + 4). Each element of C is summed alike whatever its block. M % MR == 0,
+ * N % (2 · LANES) == 0. */
+static FA_INLINE void LANE(gemm)(float *restrict C, int64_t ldc, const float *restrict A, int64_t a_rs,
+                                 int64_t a_cs, const float *restrict B, int64_t ldb, int M, int N, int64_t K,
+                                 const float *restrict c_scale)
+{
+    if (LANES == 16) {
+        for (int r0 = 0; r0 < M; r0 += MR)
+            LANE(gemm_rows)(C, ldc, A, a_rs, a_cs, B, ldb, r0, MR, N, K, c_scale);
+        return;
+    }
+    const int six = M % 6 == 2 && M >= 8 ? M / 6 - 1 : M / 6;
+    for (int r0 = 0; r0 < 6 * six; r0 += 6)
+        LANE(gemm_rows)(C, ldc, A, a_rs, a_cs, B, ldb, r0, 6, N, K, c_scale);
+    for (int r0 = 6 * six; r0 < M; r0 += 4)
+        LANE(gemm_rows)(C, ldc, A, a_rs, a_cs, B, ldb, r0, 4, N, K, c_scale);
 }
 
 /* The forward's online softmax of one block of scores, across queries in whole vectors: Sᵀ (bn keys ×
