@@ -381,37 +381,60 @@ static FA_INLINE void softmax_narrow(float *restrict p, const float *restrict st
 
 /* O[r] = O[r] · alpha[r] + Σ_j P[r][j] V[j] for the rows of a narrow block (columns up to dv; V's
  * rows vs floats apart): the block's keys summed from zero apart from the running output, as the
- * micro-kernel does. */
+ * micro-kernel does, four vectors of a row at a time in registers over all the keys (a row's
+ * accumulators indexed at run time stayed in memory: 8 query heads a kv head at 4k keys, d = 64,
+ * 1.8 → 1.4 ms on 2 AVX2 cores). */
 static FA_INLINE void pv_narrow(float *restrict o, const float *restrict p, const float *restrict v, int64_t vs,
                                 const float *restrict alpha, int rows, int bn, int64_t dp, int64_t dv)
 {
     if (!wide_vectors()) {                              /* 8-float vectors: the same sums (wide_vectors) */
+        const int64_t nv = dv / 8;
         for (int r = 0; r < rows; r++) {
-            v8f acc[FA_MAX_HEAD_DIM / 8 + 2] = {{0}};
-            for (int j = 0; j < bn; j++) {
-                const float pj = p[r * BN + j];
-                for (int64_t c = 0; c < dv / 8; c++) {
-                    v8f x;
-                    memcpy(&x, v + j * vs + 8 * c, sizeof x);
-                    acc[c] += pj * x;
-                }
-            }
+            const float *pr = p + r * BN;
             v8f *orow = (v8f *)(o + r * dp);
-            for (int64_t c = 0; c < dv / 8; c++)
-                orow[c] = orow[c] * alpha[r] + acc[c];
+            int64_t c0 = 0;
+            for (; c0 + 4 <= nv; c0 += 4) {             /* 4 vectors of O's row in registers over the keys */
+                v8f acc[4] = {{0}};
+                for (int j = 0; j < bn; j++)
+                    for (int c = 0; c < 4; c++) {
+                        v8f x;
+                        memcpy(&x, v + j * vs + 8 * (c0 + c), sizeof x);
+                        acc[c] += pr[j] * x;
+                    }
+                for (int c = 0; c < 4; c++)
+                    orow[c0 + c] = orow[c0 + c] * alpha[r] + acc[c];
+            }
+            for (; c0 < nv; c0++) {
+                v8f acc = {0};
+                for (int j = 0; j < bn; j++) {
+                    v8f x;
+                    memcpy(&x, v + j * vs + 8 * c0, sizeof x);
+                    acc += pr[j] * x;
+                }
+                orow[c0] = orow[c0] * alpha[r] + acc;
+            }
         }
         return;
     }
+    const int64_t nv = dv / 16;
     for (int r = 0; r < rows; r++) {
-        v16f acc[FA_MAX_HEAD_DIM / 16 + 1] = {{0}};
-        for (int j = 0; j < bn; j++) {
-            const float pj = p[r * BN + j];
-            for (int64_t c = 0; c < dv / 16; c++)
-                acc[c] += pj * load16(v + j * vs + 16 * c);
-        }
+        const float *pr = p + r * BN;
         v16f *orow = (v16f *)(o + r * dp);
-        for (int64_t c = 0; c < dv / 16; c++)
-            orow[c] = orow[c] * alpha[r] + acc[c];
+        int64_t c0 = 0;
+        for (; c0 + 4 <= nv; c0 += 4) {
+            v16f acc[4] = {{0}};
+            for (int j = 0; j < bn; j++)
+                for (int c = 0; c < 4; c++)
+                    acc[c] += pr[j] * load16(v + j * vs + 16 * (c0 + c));
+            for (int c = 0; c < 4; c++)
+                orow[c0 + c] = orow[c0 + c] * alpha[r] + acc[c];
+        }
+        for (; c0 < nv; c0++) {
+            v16f acc = {0};
+            for (int j = 0; j < bn; j++)
+                acc += pr[j] * load16(v + j * vs + 16 * c0);
+            orow[c0] = orow[c0] * alpha[r] + acc;
+        }
     }
 }
 
