@@ -169,12 +169,6 @@ typedef double v4d __attribute__((vector_size(32)));
 #define LANE_LO 0, 1, 2, 3, 4, 5, 6, 7
 #define LANE_HI 8, 9, 10, 11, 12, 13, 14, 15
 #include "fa_lanes.h"
-#undef V
-#undef I
-#undef D
-#undef LANES
-#undef LANE_LO
-#undef LANE_HI
 #define V v8f
 #define I v8i
 #define D v4d
@@ -182,12 +176,6 @@ typedef double v4d __attribute__((vector_size(32)));
 #define LANE_LO 0, 1, 2, 3
 #define LANE_HI 4, 5, 6, 7
 #include "fa_lanes.h"
-#undef V
-#undef I
-#undef D
-#undef LANES
-#undef LANE_LO
-#undef LANE_HI
 
 /* Whether the 16-float vectors map onto the machine's registers: the x86-64-v4 clone (AVX-512). On the
  * AVX2 and baseline clones GCC 12 builds a broadcast of a float lane by lane and keeps arrays of
@@ -203,39 +191,35 @@ static FA_INLINE int wide_vectors(void)
 #endif
 }
 
-/* Sᵀ[j · BM + c] *= mul for keys j < bn and columns c < cols (whole 16-float vectors, or their halves;
- * 1: nothing). */
+/* Sᵀ[j · BM + c] *= mul for keys j < bn and columns c < cols rounded up to 16 (1: nothing); 8-float
+ * vectors on either width, a product per float. */
 static FA_INLINE void scale_scores(float *restrict st, int bn, int cols, float mul)
 {
     if (mul == 1.0f)
         return;
     for (int j = 0; j < bn; j++)
-        for (int g = 0; g < (cols + 15) / 16; g++)
-            if (wide_vectors())
-                ((v16f *)(st + (int64_t)j * BM))[g] *= mul;
-            else
-                for (int h = 2 * g; h < 2 * g + 2; h++)
-                    ((v8f *)(st + (int64_t)j * BM))[h] *= mul;
+        for (int g = 0; g < (cols + 15) / 16 * 2; g++)
+            ((v8f *)(st + (int64_t)j * BM))[g] *= mul;
 }
 
-/* dst[x] = tanh(src[x] · inv) for n floats, n a multiple of 16 (vtanh16, or vtanh8 on each half);
+/* dst[x] = tanh(src[x] · inv) for n floats, n a multiple of 16 (vtanh16, or vtanh8: the same bits);
  * dst may be src. */
 static FA_INLINE void tanh_scaled(float *dst, const float *src, int64_t n, float inv)
 {
-    for (int64_t x = 0; x < n; x += 16) {
-        if (wide_vectors()) {
+    if (wide_vectors()) {
+        for (int64_t x = 0; x < n; x += 16) {
             v16f y;
             memcpy(&y, src + x, sizeof y);
             y = vtanh16(y * inv);
             memcpy(dst + x, &y, sizeof y);
-        } else {
-            for (int64_t h = x; h < x + 16; h += 8) {
-                v8f y;
-                memcpy(&y, src + h, sizeof y);
-                y = vtanh8(y * inv);
-                memcpy(dst + h, &y, sizeof y);
-            }
         }
+        return;
+    }
+    for (int64_t x = 0; x < n; x += 8) {
+        v8f y;
+        memcpy(&y, src + x, sizeof y);
+        y = vtanh8(y * inv);
+        memcpy(dst + x, &y, sizeof y);
     }
 }
 

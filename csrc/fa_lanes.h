@@ -6,7 +6,7 @@
  * LANE_LO and LANE_HI pick a vector's halves), and calls the 8-lane forms where the machine has no
  * 512-bit unit: GCC 12 turns the 16-lane comparisons, integer operations and broadcasts into code lane
  * by lane there, and keeps arrays of 16-float vectors in memory. Both forms compute every lane alike,
- * bit for bit.
+ * bit for bit. The names it was given are undefined at its end.
  */
 #define LANE_NAME2(name, n) name##n
 #define LANE_NAME1(name, n) LANE_NAME2(name, n)
@@ -220,3 +220,9 @@ static FA_INLINE void LANE(dscores_cols)(float *restrict dpt, const float *restr
 #undef LANE
 #undef LANE_NAME1
 #undef LANE_NAME2
+#undef V
+#undef I
+#undef D
+#undef LANES
+#undef LANE_LO
+#undef LANE_HI
