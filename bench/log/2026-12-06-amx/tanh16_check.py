@@ -1,6 +1,7 @@
 # tanh16 (csrc/fa_cpu.c) against fp64 tanh: the largest error in float ulps over [-20, 20] (every
 # float near 0, a sample elsewhere) and the special values. Extracts the vector helpers from
-# fa_cpu.c into a small C program, builds it with gcc for x86-64-v4 and runs it.
+# fa_cpu.c as of 1d30efc (git show; tanh16 has since moved into fa_lanes.h) into a small C program,
+# builds it with gcc for x86-64-v4 and runs it (an AVX-512 CPU).
 #   python3 bench/log/2026-12-06-amx/tanh16_check.py     (output: tanh16_check.txt)
 import os
 import subprocess
