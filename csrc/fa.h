@@ -161,7 +161,7 @@ const char *fa_strerror(int status);
  * argument"), as last recorded on this thread; "" when none was. */
 const char *fa_last_cuda_error(void);
 
-/* Choices the CUDA backend makes automatically, forced for tests and tuning tools. Zero in a field
+/* Choices the backends make automatically, forced for tests and tuning tools. Zero in a field
  * is the automatic choice (the default: nothing forces anything until fa_set_overrides is called).
  * A forced family that cannot run a problem answers FA_ERR_UNSUPPORTED rather than running another.
  * docs/tuning.md says what each automatic rule picks and why. */
@@ -204,6 +204,9 @@ typedef struct {
                                 three-consumer 80-key tile (automatic: from FA_SM90_LONG_NK keys) */
     int sm90_short_tile;     /* Hopper calls at d <= 64 but attn_mask's: 1 never, 2 always on the
                                 two-consumer 128-row tile (automatic: short causal calls, sm90.cu) */
+    int cpu_lanes;           /* C backend: 1 its 8-float forms, 2 its 16-float forms, whatever the CPU
+                                has (automatic: 16 with AVX-512; the two give the same bits, and on
+                                other CPUs GCC runs the 16-float forms lane by lane, slowly) */
 } fa_overrides;
 
 /* Private to tests and tuning tools: sets the process-wide overrides (every later call reads them;

@@ -64,6 +64,7 @@ int fa_set_overrides(const fa_overrides *o)
         || o->decode_cluster < 0 || o->decode_cluster > 2 || o->decode_evict < 0 || o->decode_evict > 2
         || o->decode_combine < 0 || o->decode_combine > 2 || o->split_kv < 0 || o->split_kv > 2 || o->sm90_heads < 0
         || o->sm90_long_tile < 0 || o->sm90_long_tile > 2 || o->sm90_short_tile < 0 || o->sm90_short_tile > 2
+        || o->cpu_lanes < 0 || o->cpu_lanes > 2
         || (o->device_cc != 0 && !known_older_cc(o->device_cc)))
         return FA_ERR_OVERRIDE;
     g_overrides = *o;
@@ -73,6 +74,11 @@ int fa_set_overrides(const fa_overrides *o)
 void fa_get_overrides(fa_overrides *o)
 {
     *o = g_overrides;
+}
+
+int fa_cpu_lanes_override(void)
+{
+    return g_overrides.cpu_lanes;
 }
 
 /* The last CUDA failure's name and text, per thread (fa_record_cuda_error, fa_internal.h). */

@@ -181,9 +181,13 @@ typedef double v4d __attribute__((vector_size(32)));
  * AVX2 and baseline clones GCC 12 builds a broadcast of a float lane by lane and keeps arrays of
  * 16-float vectors in memory, and turns 16-lane comparisons and integer operations into code lane by
  * lane (prefill 3.4 GFLOP/s on 2 AVX2 cores, 0.03x SDPA), so the code below runs the 8-float forms
- * there (gemm8, softmax_cols8, ...), or takes each 16-float vector's halves apart. */
+ * there (gemm8, softmax_cols8, ...), or takes each 16-float vector's halves apart. Both give the same
+ * bits; fa_overrides.cpu_lanes forces either (tests run both on any CPU). */
 static FA_INLINE int wide_vectors(void)
 {
+    const int forced = fa_cpu_lanes_override();
+    if (forced != 0)
+        return forced == 2;
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
     return __builtin_cpu_supports("x86-64-v4");
 #else

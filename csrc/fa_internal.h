@@ -16,6 +16,9 @@ extern "C" {
  * returns FA_ERR_CUDA. */
 int fa_record_cuda_error(const char *name, const char *text);
 
+/* fa_overrides.cpu_lanes as set (0: automatic), read by the C backend's wide_vectors. */
+int fa_cpu_lanes_override(void);
+
 /* Whether two k-dim views (k <= 8) of elements of elem_bytes bytes, at a and b with sizes n and
  * element strides sa and sb, share a byte: an exact search over the indices (1 also where it
  * would take more than a bounded number of steps, so a caller refuses what it cannot show apart). */

@@ -468,6 +468,37 @@ def test_variant_accuracy(kernel, dtype, shape, case, fa_overrides):
     assert torch.equal(out, torch_flashattn.attention(q, k, v, **variants)), what
 
 
+# The C backend's 8- and 16-float forms, forced in turn on whatever CPU runs the tests (fa_overrides
+# .cpu_lanes): the same bits in the output, lse and the gradients. The shapes give the micro-kernel
+# key blocks at each row count mod 6 (the 8-float form's 6-row blocks, its last rows 4 at a time:
+# 70 keys end in a block of 8 rows, 77 in 16, 200 in 8 and 64 in 64), narrow blocks whose rows are
+# not a whole number of 4 vectors (d = 16, 40, 80: 2, 6 and 10 vectors of 8 floats), GQA decoding
+# steps, and the softcap's tanh.
+LANE_SHAPES = [(1, 2, 1, 70, 70, 64), (2, 4, 2, 3, 77, 40), (1, 8, 2, 1, 130, 80), (1, 16, 1, 5, 40, 16),
+               (1, 2, 2, 33, 200, 96)]
+
+
+@pytest.mark.parametrize("shape", LANE_SHAPES, ids=lambda s: "B{}-H{}-{}-Nq{}-Nk{}-d{}".format(*s))
+@pytest.mark.parametrize("case", ["causal_top_left", "softcap_causal", "combo_window_softcap_sinks_key_mask"])
+def test_cpu_lane_widths_give_the_same_bits(shape, case, fa_overrides):
+    B, Hq, Hkv, Nq, Nk, d = shape
+    g = torch.Generator().manual_seed(seed_of("lanes", case, shape))
+    q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, torch.float32, "cpu")
+    variants = variant_kwargs(case, g, B, Hq, Nq, Nk, torch.float32, "cpu")
+    dout = rand(g, *q.shape)
+    what = f"{case} {shape}: {describe(variants)}"
+    runs = []
+    for lanes in ("8", "16"):
+        fa_overrides(cpu_lanes=lanes)
+        qg, kg, vg = (t.detach().clone().requires_grad_() for t in (q, k, v))
+        out, lse = torch_flashattn.attention_lse(qg, kg, vg, **variants)
+        assert_variant_accurate(out.detach(), lse.detach(), q, k, v, what=f"{lanes} floats, {what}", **variants)
+        out.backward(dout)
+        runs.append((out.detach(), lse.detach(), qg.grad, kg.grad, vg.grad))
+    for name, a, b in zip(("out", "lse", "dq", "dk", "dv"), *runs):
+        assert torch.equal(a, b), f"{name} differs between the 8- and 16-float forms: {what}"
+
+
 @pytest.mark.parametrize("kernel", VKERNELS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_variants_compose_over_strided_views(kernel, dtype, fa_overrides):

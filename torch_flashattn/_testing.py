@@ -31,6 +31,7 @@ FIELDS = {
     "sm90_heads": None,       # causal Hopper walk: 0 automatic, n sections of n heads (1: head by head)
     "sm90_long_tile": ("auto", "off", "on"),   # non-causal d <= 128 on the 3-consumer 80-key tile
     "sm90_short_tile": ("auto", "off", "on"),  # causal d <= 64 on the 2-consumer 128-row tile
+    "cpu_lanes": ("auto", "8", "16"),          # the C backend's 8- or 16-float forms, whatever the CPU
 }
 FAMILIES = FIELDS["family"]
 
