@@ -643,15 +643,19 @@ def packed_walk(names):
                                                         (3, 700, 96, 64, "top_left", True),
                                                         (4, 4096, 1024, 128, "top_left", False),
                                                         (1, 6000, 4200, 128, "bottom_right", True),
+                                                        (16, 1024, 512, 128, "top_left", "132 SMs"),
                                                         (1, 6000, 4200, 256, "top_left", False)])
 def test_causal_windows_on_the_packed_walk(B, N, left, d, align, walk, fa_overrides):
     """Causal windows without key_mask or attn_mask run on the packed kernels' walk, the batch
     entries as sequences, each CTA taking its query tiles from a counter (fa_plan_sm90_counter), at
-    d = 64, and at d = 128 on windows of more than 4096 keys; the others on the grids. Every walk
-    computes each tile alike: out and lse equal bit for bit on every grid, "counter" forced, and
-    replayed in a CUDA graph (the counter zeroed in the graph); the automatic call against the
-    reference on a few heads."""
+    d = 64, and at d = 128 on windows of more than 4096 keys or where the persistent snake would be
+    uneven (a modelled figure that depends on the SM count: (512, 0) over 16 × 1k takes the walk on
+    132 SMs, not on 114); the others on the grids. Every walk computes each tile alike: out and lse
+    equal bit for bit on every grid, "counter" forced, and replayed in a CUDA graph (the counter
+    zeroed in the graph); the automatic call against the reference on a few heads."""
     use_family("sm90", fa_overrides)
+    if walk == "132 SMs":
+        walk = torch.cuda.get_device_properties(0).multi_processor_count == 132
     H = 2048 // d
     g = torch.Generator().manual_seed(seed_of("counter walk", B, N, left, d, align))
     q, k, v = make_qkv(g, B, H, H, N, N, d, torch.bfloat16, "cuda")

@@ -70,8 +70,15 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * +4.0, +4.1 and +4.2 % at (4096, 0) over 16k in three calls, and as the rule, against one CTA per
  * tile: (4096, 0) over 16k +4.5 %, over 2 × 8k +5.3 %, (6144, 0) over 16k +4.6 %, (8192, 0) over
  * 16k +3.3 % (H100, bf16, in turn, bench/LOG.md 2026-12-07-seventh and -eighth), so those calls take
- * it. The packed walk reads neither key_mask nor attn_mask. */
-int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o)
+ * it. Shorter windows at d = 128 take it where the persistent snake is modelled uneven: its busiest
+ * CTA past FA_SM90_COUNTER_IMBALANCE times the mean (fa_plan_sm90_window_imbalance, on `sms` CTAs
+ * and the d = 128 tile's bm × bn). The H200, bf16, 16 heads, in turn against the snake (2026-12-07-
+ * ninth): 1.076-1.194 modelled, +4.2 to +12.4 % (windows of 128-512 keys over 512-2k); 1.037-1.065,
+ * −2.9 to +1.0 % (256-512 keys over 2k-16k); the H100, the rule against each grid forced (2026-12-07-
+ * eleventh): at least the faster of the snake and one CTA per tile at seven points, +1.3 to +15.1 % over
+ * the snake where it took the counter. The packed walk reads neither key_mask nor attn_mask. */
+int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o, int64_t sms, int64_t bm,
+                         int64_t bn)
 {
     if (v->cu_seqlens_q != NULL || v->key_mask != NULL || v->mask != NULL)
         return 0;
@@ -79,7 +86,16 @@ int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_over
         return o->sm90_grid == 4;
     if (!p->causal || !v->window || v->window_left < 0 || v->window_left + 1 >= p->Nk)
         return 0;
-    return p->d <= 64 || (p->d <= 128 && v->window_left + 1 > FA_SM90_PERSISTENT_CAUSAL_KEYS);
+    if (p->d <= 64)
+        return 1;
+    if (p->d > 128)
+        return 0;
+    if (v->window_left + 1 > FA_SM90_PERSISTENT_CAUSAL_KEYS)
+        return 1;
+    const int64_t n_q_tiles = (p->Nq + bm - 1) / bm, n = p->B * p->Hq * n_q_tiles;
+    const int64_t delta = v->align == FA_ALIGN_BOTTOM_RIGHT ? p->Nk - p->Nq : 0;
+    return fa_plan_sm90_window_imbalance(p->B * p->Hq, n_q_tiles, n < sms ? n : sms, bm, bn, p->Nq, p->Nk, delta,
+                                         v->window_left) > FA_SM90_COUNTER_IMBALANCE;
 }
 
 /* A causal window's tiles on the persistent snake. A window makes a head's tiles cost alike but for
@@ -92,9 +108,11 @@ int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_over
  * FA_SM90_TILE_START blocks more. Where even a CTA given the heaviest tile on every pass would not
  * take longer than that (long rows: few light tiles), that bound is the answer; else the loads
  * repeat every 2 · n_q_tiles / gcd(grid, n_q_tiles) passes, so one such period and the rest are
- * walked (past FA_SM90_WINDOW_WALK steps the snake is not modelled). */
-double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
-                                 int64_t nq, int64_t nk, int64_t delta, int64_t left)
+ * walked (past FA_SM90_WINDOW_WALK steps the snake is not modelled). snake_walk returns the busiest
+ * CTA's load (0: not modelled), or with bound_ok that bound where it answers; *tile_out: one CTA per
+ * tile's time, *mean: a CTA's load were the tiles spread evenly over the grid. */
+static double snake_walk(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn, int64_t nq,
+                         int64_t nk, int64_t delta, int64_t left, int bound_ok, double *tile_out, double *mean)
 {
     double load[FA_SM90_WINDOW_CTAS], cost[FA_SM90_WINDOW_TILES];
     const int64_t n = heads * n_q_tiles;
@@ -108,10 +126,11 @@ double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid,
         head += cost[r];
         most = cost[r] > most ? cost[r] : most;
     }
-    const double tile = ((double)heads * head + FA_SM90_TILE_START * (double)n) / (double)grid;
+    *mean = (double)heads * head / (double)grid;
+    *tile_out = ((double)heads * head + FA_SM90_TILE_START * (double)n) / (double)grid;
     const double bound = (double)((n + grid - 1) / grid) * most;
-    if (bound <= tile)
-        return bound / tile;
+    if (bound_ok && bound <= *tile_out)
+        return bound;
     int64_t a = grid, b = n_q_tiles;
     while (b != 0) {
         const int64_t t = a % b;
@@ -142,7 +161,23 @@ double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid,
     double busiest = 0.0;
     for (int64_t c = 0; c < grid; c++)
         busiest = load[c] > busiest ? load[c] : busiest;
-    return busiest / tile;
+    return busiest;
+}
+
+double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
+                                 int64_t nq, int64_t nk, int64_t delta, int64_t left)
+{
+    double tile = 0.0, mean = 0.0;
+    const double busiest = snake_walk(heads, n_q_tiles, grid, bm, bn, nq, nk, delta, left, 1, &tile, &mean);
+    return busiest > 0.0 ? busiest / tile : 0.0;
+}
+
+double fa_plan_sm90_window_imbalance(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
+                                     int64_t nq, int64_t nk, int64_t delta, int64_t left)
+{
+    double tile = 0.0, mean = 0.0;
+    const double busiest = snake_walk(heads, n_q_tiles, grid, bm, bn, nq, nk, delta, left, 0, &tile, &mean);
+    return busiest > 0.0 ? busiest / mean : 0.0;
 }
 
 /* Pairs. A static walk over one head's tiles at a time, heaviest first, balances only where the

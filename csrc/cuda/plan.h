@@ -71,9 +71,13 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
 /* 1: a variant call that is not packed runs on the packed kernels' walk all the same, its B batch
  * entries as B sequences of Nq and Nk rows, a CTA per SM taking the query tiles from a counter
  * (packed_find): causal windows without key_mask or attn_mask at d <= 64, and at d <= 128 where the
- * window holds more than FA_SM90_PERSISTENT_CAUSAL_KEYS keys; fa_overrides.sm90_grid 4
- * ("counter") forces it on every such call without key_mask or attn_mask, 1–3 keep the grids. */
-int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o);
+ * window holds more than FA_SM90_PERSISTENT_CAUSAL_KEYS keys or where the persistent snake over
+ * `sms` CTAs would be uneven (the d = 128 tile's bm × bn: fa_plan_sm90_window_imbalance past
+ * FA_SM90_COUNTER_IMBALANCE); fa_overrides.sm90_grid 4 ("counter") forces it on every such call
+ * without key_mask or attn_mask, 1–3 keep the grids. */
+#define FA_SM90_COUNTER_IMBALANCE 1.07
+int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o, int64_t sms, int64_t bm,
+                         int64_t bn);
 
 /* A causal window (visible: i + delta − left <= j <= i + delta) on the persistent snake over `grid`
  * CTAs, heads · n_q_tiles tiles of bm rows on bn-key blocks: the modelled time of its busiest CTA
@@ -92,6 +96,11 @@ int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_over
 #define FA_SM90_WINDOW_WALK (1 << 18)
 double fa_plan_sm90_window_snake(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
                                  int64_t nq, int64_t nk, int64_t delta, int64_t left);
+
+/* The same walk's busiest CTA over the mean load of the grid's CTAs (the snake's imbalance, the
+ * counter's walk taken as even; 0 where not modelled). */
+double fa_plan_sm90_window_imbalance(int64_t heads, int64_t n_q_tiles, int64_t grid, int64_t bm, int64_t bn,
+                                     int64_t nq, int64_t nk, int64_t delta, int64_t left);
 
 /* 1: a causal call's persistent grid takes each head's tiles in pairs, its i-th heaviest with its
  * i-th lightest (sm90_args.pairs; the grid is then persistent whatever fa_plan_sm90_persistent

@@ -361,7 +361,7 @@ static int sm90_plain_extra(const fa_params *p, const fa_variants *v)
  * Packed sequences (never with attn_mask or key_mask) run the same tiles' PACKED kernels, a CTA per
  * SM taking the sequences' query tiles from a counter in the scratch (packed_find), and so do the
  * unpacked calls fa_plan_sm90_counter picks (causal windows at d = 64, and at d = 128 past
- * FA_SM90_PERSISTENT_CAUSAL_KEYS keys), as B sequences. need != NULL:
+ * FA_SM90_PERSISTENT_CAUSAL_KEYS keys or where the snake would be uneven), as B sequences. need != NULL:
  * only the scratch the call would use is returned in *need (sm90_launch). */
 static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, const fa_overrides *o, void *scratch,
                                   size_t scratch_bytes, size_t *need, cudaStream_t stream)
@@ -383,7 +383,13 @@ static int sm90_dispatch_variants(const fa_params *p, const fa_variants *v, cons
      * read it (else, or if the map cannot be built, each thread reads its scores' entries). */
     const int staged = v->mask != NULL && v->mask_kind == FA_MASK_ADD && v->mask_col_stride == 1
                     && v->mask_row_stride > 0 && v->cu_seqlens_q == NULL;
-    const bool packed = v->cu_seqlens_q != NULL, walk = packed || fa_plan_sm90_counter(p, v, o);
+    int dev = 0;
+    fa_device info;
+    const int st_dev = fa_device_current(&dev, &info);
+    if (st_dev != FA_OK)
+        return st_dev;
+    const bool packed = v->cu_seqlens_q != NULL,
+               walk = packed || fa_plan_sm90_counter(p, v, o, info.sms, sm90_tile_d128::BM, sm90_tile_d128::BN);
 #define FA_SM90_VAR_LAUNCH_AS(tile, kind, pk)                                                       \
     (bf16 ? sm90_launch<__nv_bfloat16, tile, kind, pk>(p, o, scratch, scratch_bytes, need, stream, v) \
           : sm90_launch<__half, tile, kind, pk>(p, o, scratch, scratch_bytes, need, stream, v))
