@@ -62,6 +62,12 @@ CUDA_TARGETS = {
     "naive.cu": ["70?", "75", "80", "90a"],
     "dispatch.cu": ["75"],
 }
+# Files nvcc compiles with --split-compile (its optimizer and ptxas over several threads): sm90.cu, the
+# longest by far (100 s of one core against 43 s for the next), which alone set a 16-core build's time.
+# Split 2 and 8 gave the same SASS on a 2-core machine, split 1 the unsplit build's (register names
+# differ in two of its 92 kernels), so at least 2 threads are asked for whatever MAX_JOBS says. A 16-core
+# device build (split 16) took 77 s and passed the whole suite; its SASS was not compared.
+SPLIT_COMPILE = {"sm90.cu"}
 C_CUDA_SOURCES = ["csrc/cuda/device.c", "csrc/cuda/plan.c"]   # plain C (device.c: the CUDA runtime API)
 BINDING = ["csrc/fa_torch.cpp"]
 
@@ -115,7 +121,8 @@ def compile_cuda(build_temp):
 
     def run(src):
         obj = os.path.join(out_dir, src.replace(".cu", ".o"))
-        cmd = [nvcc] + NVCC_FLAGS + extra + gencode_flags(src, have) + ["-c", "csrc/cuda/" + src, "-o", obj]
+        split = [f"--split-compile={max(jobs, 2)}"] if src in SPLIT_COMPILE else []
+        cmd = [nvcc] + NVCC_FLAGS + extra + split + gencode_flags(src, have) + ["-c", "csrc/cuda/" + src, "-o", obj]
         # Up to date (an in-place rebuild): the object is newer than its file and every header, and
         # was built by the same command.
         stamp = obj + ".cmd"
