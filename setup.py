@@ -71,8 +71,12 @@ SPLIT_COMPILE = {"sm90.cu"}
 C_CUDA_SOURCES = ["csrc/cuda/device.c", "csrc/cuda/plan.c"]   # plain C (device.c: the CUDA runtime API)
 BINDING = ["csrc/fa_torch.cpp"]
 
+# --param=avoid-fma-max-bits=0: every a · b + c is one FMA at every vector width. A tuning that avoids
+# FMA chains in loop reductions (GCC's for Zen 2/3 among others, as -mtune or CFLAGS may pick) does so
+# for vectors up to 256 bits, which left the C backend's 8-float forms with a multiply and an add where
+# its 16-float forms had an FMA: other bits. GCC 12's generic tuning builds the same object either way.
 C_FLAGS = ["-std=c11", "-O3", "-DNDEBUG", "-fopenmp", "-ffp-contract=fast", "-fno-trapping-math",
-           "-Wall", "-Wextra", "-Wno-psabi"]
+           "--param=avoid-fma-max-bits=0", "-Wall", "-Wextra", "-Wno-psabi"]
 
 
 def nvcc_available():

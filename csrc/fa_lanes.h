@@ -6,7 +6,8 @@
  * LANE_LO and LANE_HI pick a vector's halves), and calls the 8-lane forms where the machine has no
  * 512-bit unit: GCC 12 turns the 16-lane comparisons, integer operations and broadcasts into code lane
  * by lane there, and keeps arrays of 16-float vectors in memory. Both forms compute every lane alike,
- * bit for bit. The names it was given are undefined at its end.
+ * bit for bit, as long as the compiler makes each a · b + c one FMA at both widths (setup.py's
+ * --param=avoid-fma-max-bits=0). The names it was given are undefined at its end.
  */
 #define LANE_NAME2(name, n) name##n
 #define LANE_NAME1(name, n) LANE_NAME2(name, n)
