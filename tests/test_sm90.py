@@ -90,12 +90,13 @@ def test_sm90_long_keys_tile(dtype, d, nq, nk, grid, tile, forced, fa_overrides)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("d", [96, 128])
 @pytest.mark.parametrize("nq,nk", [(4096, 4096), (4100, 4100), (129, 4097), (300, 4095)])
-@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"], ids=["one_cta_per_tile", "persistent", "pairs"])
+@pytest.mark.parametrize("grid", ["auto", "tile", "persistent", "pairs", "counter"])
 def test_sm90_causal_long_tile(dtype, d, nq, nk, grid, forced, fa_overrides):
     """Causal from FA_SM90_FENCE_NK (4096) keys at d <= 128 runs the 2-consumer tile with the
-    softmax fence (sm90_tile_fenced): whole and partial 128-row tiles and key blocks (4100 =
-    32 · 128 + 4), fewer queries than keys, the plain tile just below the switch, GQA, lse, both
-    grids."""
+    softmax fence (sm90_tile_fenced) on the plain grids, and past FA_SM90_PERSISTENT_CAUSAL_KEYS
+    (auto) or forced the variant kernel on the counter walk (fa_plan_sm90_causal_counter): whole
+    and partial 128-row tiles and key blocks (4100 = 32 · 128 + 4), fewer queries than keys, the
+    plain tile just below the switch, GQA, lse, every grid."""
     fa_overrides(sm90_grid=grid)
     check_gqa_lse(dtype, d, nq, nk, True, f"sm90 causal long tile {dtype} d={d} Nq={nq} Nk={nk}")
 

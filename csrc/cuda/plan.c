@@ -98,6 +98,16 @@ int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_over
                                          v->window_left) > FA_SM90_COUNTER_IMBALANCE;
 }
 
+/* Long causal calls without variants on the counter walk (plan.h). */
+int fa_plan_sm90_causal_counter(const fa_params *p, const fa_overrides *o)
+{
+    if (!p->causal || p->d <= 64 || p->d > 128)
+        return 0;
+    if (o->sm90_grid != 0)
+        return o->sm90_grid == 4;
+    return p->Nk > FA_SM90_PERSISTENT_CAUSAL_KEYS;
+}
+
 /* A causal window's tiles on the persistent snake. A window makes a head's tiles cost alike but for
  * its first ones, whose rows see fewer keys; where the grid is near a multiple of a head's tiles,
  * every pass of the snake hands each CTA the same ranks, and the CTAs that never get a light tile

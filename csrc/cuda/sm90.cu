@@ -306,6 +306,21 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
 #define FA_SM90_LAUNCH(tile)                                                                          \
     (bf16 ? sm90_launch<__nv_bfloat16, tile, 0, false, EXTRA>(p, o, scratch, scratch_bytes, need, stream, v) \
           : sm90_launch<__half, tile, 0, false, EXTRA>(p, o, scratch, scratch_bytes, need, stream, v))
+    /* A long causal call at d = 128: the visibility-variant kernel on the counter walk
+     * (fa_plan_sm90_causal_counter), with v's sinks when given (that kernel's own, so that a sink
+     * of −inf keeps the plain call's bits); ALiBi alone stays on the plain kernel (SM90_ALIBI),
+     * which that kernel's ALiBi (FA_VAR_CAP) does not reach. */
+    if constexpr (EXTRA != SM90_ALIBI) {
+        if (fa_plan_sm90_causal_counter(p, o)) {
+            fa_variants none;
+            memset(&none, 0, sizeof none);
+            const fa_variants *vv = v != NULL ? v : &none;
+            return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128, FA_VAR_MASKS, true>(p, o, scratch, scratch_bytes,
+                                                                                      need, stream, vv)
+                        : sm90_launch<__half, sm90_tile_d128, FA_VAR_MASKS, true>(p, o, scratch, scratch_bytes, need,
+                                                                               stream, vv);
+        }
+    }
     if (sm90_d64_short(p, o, v))
         return FA_SM90_LAUNCH(sm90_tile_d64_short);
     if (p->d <= 64)
