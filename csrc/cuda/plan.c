@@ -98,14 +98,20 @@ int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_over
                                          v->window_left) > FA_SM90_COUNTER_IMBALANCE;
 }
 
-/* Long causal calls without variants on the counter walk (plan.h). */
+/* Long causal calls without variants on the counter walk (plan.h): a persistent grid whose CTAs each
+ * take their next tile from the counter as their current one's last block is issued, so that tiles
+ * of every length end together, where the pairs walk a fixed order and one CTA per tile pays each
+ * tile's start. At d = 128 that gained more than the variant kernel gives up against the plain
+ * kernel's fenced tile (H100, bf16, H = 16, in turn, bench/LOG.md 2026-12-08-first): 4 × 4k even
+ * (636.2 / 615.2 against 636.8 / 607.7 TFLOP/s), 2 × 8k +4.6 %, 16k +4.9 %; d = 64 (−0.7 %) and
+ * d = 256 (−7.4 %) lost at 8k. */
 int fa_plan_sm90_causal_counter(const fa_params *p, const fa_overrides *o)
 {
     if (!p->causal || p->d <= 64 || p->d > 128)
         return 0;
     if (o->sm90_grid != 0)
         return o->sm90_grid == 4;
-    return p->Nk > FA_SM90_PERSISTENT_CAUSAL_KEYS;
+    return (p->Nq < p->Nk ? p->Nq : p->Nk) > FA_SM90_PERSISTENT_CAUSAL_KEYS;   /* the most keys a row sees */
 }
 
 /* A causal window's tiles on the persistent snake. A window makes a head's tiles cost alike but for

@@ -76,15 +76,15 @@ int fa_plan_sm90_persistent(const fa_params *p, const fa_overrides *o, int64_t k
  * FA_SM90_COUNTER_IMBALANCE); fa_overrides.sm90_grid 4 ("counter") forces it on every such call
  * without key_mask or attn_mask, 1–3 keep the grids. */
 #define FA_SM90_COUNTER_IMBALANCE 1.07
-
-/* 1: a causal call with no variant (or sinks alone) at d = 128 whose rows see more than FA_SM90_PERSISTENT_CAUSAL_KEYS
- * keys runs the visibility-variant kernel on the packed kernels' walk (fa_plan_sm90_counter's walk,
- * its batch entries as sequences, the query tiles heaviest first from a counter) instead of one CTA
- * per tile or the pairs; fa_overrides.sm90_grid 4 forces it at d = 128 at any length, 1–3 keep the
- * plain kernel's grids. */
-int fa_plan_sm90_causal_counter(const fa_params *p, const fa_overrides *o);
 int fa_plan_sm90_counter(const fa_params *p, const fa_variants *v, const fa_overrides *o, int64_t sms, int64_t bm,
                          int64_t bn);
+
+/* 1: a causal call at 64 < d <= 128 with no variant (or sinks alone) whose rows see more than
+ * FA_SM90_PERSISTENT_CAUSAL_KEYS keys runs the visibility-variant kernel on the packed kernels' walk
+ * (fa_plan_sm90_counter's: its batch entries as sequences, the query tiles rank by rank, heaviest
+ * first, from a counter) instead of the plain kernel's pairs (to 8k keys) or one CTA per tile.
+ * fa_overrides.sm90_grid 4 forces it at any length, 1-3 keep the plain kernel's grids. */
+int fa_plan_sm90_causal_counter(const fa_params *p, const fa_overrides *o);
 
 /* A causal window (visible: i + delta − left <= j <= i + delta) on the persistent snake over `grid`
  * CTAs, heads · n_q_tiles tiles of bm rows on bn-key blocks: the modelled time of its busiest CTA
