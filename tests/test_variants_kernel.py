@@ -688,6 +688,46 @@ def test_causal_windows_on_the_packed_walk(B, N, left, d, align, walk, fa_overri
                             v[:1, heads], what=what, **variants)
 
 
+@pytest.mark.parametrize("B, Nq, Nk, d, sinks, walk", [(1, 4100, 4100, 128, False, True),
+                                                         (2, 4096, 4096, 128, False, False),
+                                                         (1, 4100, 4100, 96, True, True),
+                                                         (1, 300, 5000, 128, False, False),
+                                                         (1, 5000, 5000, 64, False, False)])
+def test_long_causal_calls_on_the_packed_walk(B, Nq, Nk, d, sinks, walk, fa_overrides):
+    """Causal calls at 64 < d <= 128 with no variant, or with sinks alone, whose rows see more than
+    4096 keys run the visibility-variant kernel on the packed walk, the batch entries as sequences
+    (fa_plan_sm90_causal_counter); the others (4096 keys, 300 top-left queries over 5000 keys, d = 64)
+    the plain kernel. "counter" forced takes the walk at any length, with the automatic call's bits
+    where that takes it too; a sink of −inf keeps the plain call's bits; the automatic call against
+    the reference on a few heads."""
+    use_family("sm90", fa_overrides)
+    H = 2048 // d
+    g = torch.Generator().manual_seed(seed_of("long causal walk", B, Nq, Nk, d))
+    q, k, v = make_qkv(g, B, H, H, Nq, Nk, d, torch.bfloat16, "cuda")
+    variants = dict(causal=True)
+    if sinks:
+        variants["sinks"] = torch.randn(H, generator=g).mul(3).to("cuda")
+    what = f"causal {B}x{Nq}x{Nk} d={d} sinks={sinks}"
+    runs = {}
+    for grid in ("auto", "counter"):
+        fa_overrides(sm90_grid=grid)
+        before = torch.ops.fa._exact_calls()
+        runs[grid], names = kernels_run(lambda: torch_flashattn.attention_lse(q, k, v, **variants))
+        assert torch.ops.fa._exact_calls() == before, f"{what} grid={grid}: took the exact path, not the kernel"
+        assert packed_walk(names) == (walk or (grid == "counter" and d > 64)), f"{what} grid={grid}: {names}"
+    if walk:
+        assert torch.equal(runs["counter"][0], runs["auto"][0]), f"{what}: out differs between counter and auto"
+        assert torch.equal(runs["counter"][1], runs["auto"][1]), f"{what}: lse differs between counter and auto"
+    fa_overrides(sm90_grid="auto")
+    none = torch_flashattn.attention_lse(q, k, v, causal=True, sinks=torch.full((H,), float("-inf"), device="cuda"))
+    plain = torch_flashattn.attention_lse(q, k, v, causal=True)
+    assert torch.equal(none[0], plain[0]), f"{what}: −inf sinks changed the output bits"
+    heads = slice(0, 2)
+    sub = dict(variants, sinks=variants["sinks"][heads]) if sinks else variants
+    assert_variant_accurate(runs["auto"][0][:1, heads], runs["auto"][1][:1, heads], q[:1, heads], k[:1, heads],
+                            v[:1, heads], what=what, **sub)
+
+
 def consumers(names):
     """The consumer warpgroups of the one Hopper forward kernel among names (its tile's template
     arguments: sm90_tile<D, BN, STAGES, CONSUMERS, PINGPONG>)."""
