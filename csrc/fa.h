@@ -253,9 +253,11 @@ int fa_forward_cuda(const fa_params *p, struct CUstream_st *stream);
 
 /* fa_forward_cuda with a device scratch buffer of scratch_bytes (NULL when 0), at least what
  * fa_forward_scratch_bytes says: on compute capability 9.0 the Hopper kernel splits the tiles of
- * its grid's last, partly filled round along the keys and merges them through it. Less scratch
- * (or fa_forward_cuda) runs those tiles whole, with the same result up to rounding. The size
- * depends on the shapes and the current device only. */
+ * its grid's last, partly filled round along the keys and merges them through it, and long causal
+ * calls at 64 < d <= 128 (rows that see more than 4096 keys) keep a tile counter there (4 bytes),
+ * their CTAs taking the query tiles as they come free. Less scratch (or fa_forward_cuda) runs
+ * those tiles whole and those causal calls on the plain grids, with the same result up to rounding.
+ * The size depends on the shapes and the current device only. */
 int fa_forward_scratch_bytes(const fa_params *p, size_t *bytes);
 int fa_forward_cuda_scratch(const fa_params *p, void *scratch, size_t scratch_bytes, struct CUstream_st *stream);
 

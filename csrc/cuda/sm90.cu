@@ -309,9 +309,12 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
     /* A long causal call at d = 128: the visibility-variant kernel on the counter walk
      * (fa_plan_sm90_causal_counter), with v's sinks when given (that kernel's own, so that a sink
      * of −inf keeps the plain call's bits); ALiBi alone stays on the plain kernel (SM90_ALIBI),
-     * which that kernel's ALiBi (FA_VAR_CAP) does not reach. */
+     * which that kernel's ALiBi (FA_VAR_CAP) does not reach. Only with the counter's scratch (or
+     * forced): without it the walk is a fixed one, 5-13 % slower at d = 128 (bench/LOG.md,
+     * 2026-12-07-seventh), and the plain grids run the call. */
     if constexpr (EXTRA != SM90_ALIBI) {
-        if (fa_plan_sm90_causal_counter(p, o)) {
+        if (fa_plan_sm90_causal_counter(p, o)
+            && (need != NULL || o->sm90_grid == 4 || (scratch != NULL && scratch_bytes >= sizeof(int)))) {
             fa_variants none;
             memset(&none, 0, sizeof none);
             const fa_variants *vv = v != NULL ? v : &none;
