@@ -313,7 +313,7 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
      * forced): without it the walk is a fixed one, 5-13 % slower at d = 128 (bench/LOG.md,
      * 2026-12-07-seventh), and the plain grids run the call. */
     if constexpr (EXTRA != SM90_ALIBI) {
-        if (fa_plan_sm90_causal_counter(p, o)
+        if (fa_plan_sm90_causal_counter(p, o) && p->Nq + p->Nk <= INT32_MAX - 256   /* the variant kernel's bound */
             && (need != NULL || o->sm90_grid == 4 || (scratch != NULL && scratch_bytes >= sizeof(int)))) {
             fa_variants none;
             memset(&none, 0, sizeof none);
