@@ -90,7 +90,7 @@ static void test_sm90_grid(void)
     check(fa_plan_sm90_causal_counter(&p, &o) == 0, "sm90: sm90_grid = 1 keeps one CTA per tile");
     o.sm90_grid = 0;
     p.Nq = 4096;
-    check(fa_plan_sm90_causal_counter(&p, &o) == 0, "sm90: 4096 queries over 16k keys (top-left) keep the plain kernel");
+    check(fa_plan_sm90_causal_counter(&p, &o) == 0, "sm90: 4096 top-left queries over 16k keys stay plain");
     p.Nq = 16384;
     p.d = 64;
     check(fa_plan_sm90_causal_counter(&p, &o) == 0, "sm90: d = 64 causal keeps the plain kernel");
