@@ -199,7 +199,8 @@ typedef struct {
     int split_kv;            /* attention calls on the split-KV kernel (decode.cu): 1 never, 2 wherever
                                 it runs the call (the automatic rule: plan.h) */
     int sm90_heads;          /* causal Hopper calls: tiles walked in sections of n heads, rank by rank
-                                (n > 0: the largest divisor of B · Hq up to n; 1: head by head) */
+                                (n > 0: the largest divisor of B · Hq up to n; 1: head by head; on
+                                the packed walk, a divisor of Hq within each sequence) */
     int sm90_long_tile;      /* non-causal Hopper calls at d <= 128: 1 never, 2 always on the
                                 three-consumer 80-key tile (automatic: from FA_SM90_LONG_NK keys) */
     int sm90_short_tile;     /* Hopper calls at d <= 64 but attn_mask's: 1 never, 2 always on the

@@ -174,14 +174,16 @@ def test_sm90_both_grids(grid, causal, d, forced, fa_overrides):
 
 
 @sm90
-@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs"], ids=["one_cta_per_tile", "persistent", "pairs"])
+@pytest.mark.parametrize("grid", ["tile", "persistent", "pairs", "counter"],
+                         ids=["one_cta_per_tile", "persistent", "pairs", "counter"])
 @pytest.mark.parametrize("d", [64, 128, 256])
 def test_sm90_causal_sections(grid, d, forced, fa_overrides):
     """Causal tiles walked in sections of G heads rank by rank (sm90_heads; automatic: on one CTA
     per tile, sections of K and V within 32 MB): 30 heads (B = 3, Hq = 10 on 5 KV heads) in
     sections of 1, 2, 3, 5 (G = 4 and 7 round down to divisors of 30), all 30 and the automatic
     choice give the same bits, within the accuracy rule; a window and sinks (the variant kernel)
-    the same bits in every section too."""
+    the same bits in every section too. On the packed walk ("counter") a section is G of a batch
+    entry's 10 heads (1, 2, 5 or 10)."""
     torch.manual_seed(d)
     q = randn(3, 10, 1100, d, dtype=torch.bfloat16, device="cuda")
     k = randn(3, 5, 1100, d, dtype=torch.bfloat16, device="cuda")

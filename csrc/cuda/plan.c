@@ -251,6 +251,17 @@ int64_t fa_plan_sm90_heads(const fa_params *p, const fa_overrides *o, int persis
     return g;
 }
 
+/* The packed walk's sections (packed_find): a causal sequence's tiles in sections of n of its Hq
+ * query heads, rank by rank within a section, heaviest first. All Hq heads in one section unless
+ * fa_overrides.sm90_heads forces n (the largest divisor of Hq up to n). */
+int64_t fa_plan_sm90_packed_heads(const fa_params *p, const fa_overrides *o)
+{
+    int64_t g = o->sm90_heads > 0 && o->sm90_heads < p->Hq ? o->sm90_heads : p->Hq;
+    while (g > 1 && p->Hq % g != 0)
+        g--;
+    return g;
+}
+
 /* Items CTA c of a static walk over `grid` CTAs (items c, c + grid, ...) takes below item x. */
 static int64_t walk_items_below(int64_t c, int64_t grid, int64_t x)
 {

@@ -123,6 +123,10 @@ int fa_plan_sm90_pairs(const fa_params *p, const fa_overrides *o, int64_t keys, 
  * head) but for causal calls on one CTA per tile (persistent = 0) or under fa_overrides.sm90_heads. */
 int64_t fa_plan_sm90_heads(const fa_params *p, const fa_overrides *o, int persistent);
 
+/* The heads of a section of the packed walk's causal order (sm90_args.div_heads of a PACKED
+ * kernel): a divisor of Hq; Hq (one section a sequence) but under fa_overrides.sm90_heads. */
+int64_t fa_plan_sm90_packed_heads(const fa_params *p, const fa_overrides *o);
+
 /* Rounds (tile times) a static walk of grid CTAs takes over n1 items of cost 1, then n2 of cost
  * c2, then n3 of cost c3: what its busiest CTA gets. */
 double fa_plan_walk_rounds(int64_t grid, int64_t n1, int64_t n2, double c2, int64_t n3, double c3);

@@ -201,7 +201,7 @@ static int sm90_launch(const fa_params *p, const fa_overrides *o, void *scratch,
         *need = 0;
         return FA_OK;
     }
-    const int64_t heads = PACKED ? 1 : fa_plan_sm90_heads(p, o, persistent);
+    const int64_t heads = PACKED ? fa_plan_sm90_packed_heads(p, o) : fa_plan_sm90_heads(p, o, persistent);
     a.div_heads = sm90_divisor_make((uint32_t)heads);
     a.div_sec = sm90_divisor_make((uint32_t)(heads * a.div_full_q.d));
     const int bf16 = p->dtype == FA_BFLOAT16;

@@ -48,7 +48,8 @@ typedef struct {
     int64_t n_full;
     sm90_divisor div_q_tiles, div_full_q, div_bh, div_hq, div_q_per_kv;  /* n_q_tiles, n_full_q,
                                                                              B · Hq, Hq, Hq / Hkv */
-    sm90_divisor div_sec, div_heads;     /* a section's tiles, its heads */
+    sm90_divisor div_sec, div_heads;     /* a section's tiles, its heads (PACKED: the heads of a
+                                          * causal sequence's section, packed_find) */
     int64_t tile_stride;                 /* persistent: the grid size; else n_tiles (one tile per CTA) */
     int snake;                           /* every other pass of the grid runs backwards: cta_tile */
     int pairs;                           /* causal, one head per section: a CTA takes two tiles at a

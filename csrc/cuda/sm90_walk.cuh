@@ -123,9 +123,10 @@ __device__ __forceinline__ sm90_item walk_item(const A &a, int64_t item, const f
  * fa_plan_sm90_counter says when), so that its tiles too come from the counter.
  * Non-causal, each head's tiles together (they share its K and V in L2): item x is query tile
  * `rank` of head h of sequence b, x = P_b + h · nt_b + rank, with nt_b = ceil(Nq_b / BM) and P_b
- * the items of the sequences before b. Causal, the sequence's tiles rank by rank over all its
- * heads, heaviest first: x = P_b + rank · Hq + h, the tile rank from the end (bench/LOG.md,
- * 2026-12-04, tenth session: 0.973 → 0.997× FA3's varlen, causal). The host does not know the lengths (cu_seqlens stay on
+ * the items of the sequences before b. Causal, the sequence's tiles rank by rank over sections of
+ * S of its heads (div_heads.d, fa_plan_sm90_packed_heads; S = Hq: all of them), heaviest first:
+ * x = P_b + sec · S · nt_b + rank · S + (h − sec · S), the tile rank from the end (bench/LOG.md,
+ * 2026-12-04, tenth session: over all heads, 0.973 → 0.997× FA3's varlen, causal). The host does not know the lengths (cu_seqlens stay on
  * the GPU), so the producer finds each item in cu_seqlens with a cursor that only moves forward:
  * a CTA's items only grow. CTA c takes item c, then, with a counter (a.tile_counter, zeroed before
  * the launch), tile_stride + the counter's old value, fetched as its current item's last block is
@@ -168,9 +169,18 @@ __device__ __forceinline__ void packed_find(const sm90_var_args &a, int x, sm90_
         cur.b++;
         cur.nt = -1;
     }
-    /* Causal: rank-major (x = P_b + rank · Hq + h); else head-major (x = P_b + h · nt_b + rank). */
-    const int r = x - cur.first, n = p.causal ? (int)p.Hq : cur.nt, major = r / n, minor = r - major * n;
-    const int h = p.causal ? minor : major, rank = p.causal ? major : minor;
+    /* Causal: sections of S = div_heads.d heads, each rank-major (x = P_b + sec · S · nt_b +
+     * rank · S + h − sec · S); else head-major (x = P_b + h · nt_b + rank). */
+    const int r = x - cur.first;
+    int h, rank;
+    if (p.causal) {
+        const int s = (int)a.div_heads.d, sec = r / (s * cur.nt), in = r - sec * s * cur.nt;
+        rank = (int)fast_div(a.div_heads, (uint32_t)in);
+        h = sec * s + in - rank * s;
+    } else {
+        h = r / cur.nt;
+        rank = r - h * cur.nt;
+    }
     v[0] = cur.b, v[1] = h, v[2] = (p.causal ? cur.nt - 1 - rank : rank) * BM, v[7] = 0;
 }
 

@@ -290,6 +290,24 @@ static void test_sm90_heads(void)
         snprintf(what, sizeof what, "sm90 sections: %s", cases[i].what);
         check(fa_plan_sm90_heads(&p, &o, cases[i].persistent) == cases[i].want, what);
     }
+    /* The packed walk: sections of a sequence's Hq heads, all of them unless forced. */
+    static const struct {
+        int64_t Hq;
+        int heads, want;
+        const char *what;
+    } packed[] = {
+        {16, 0, 16, "the packed walk: all Hq heads in one section"},
+        {16, 4, 4, "the packed walk: sm90_heads = 4"},
+        {10, 4, 2, "the packed walk: a divisor of Hq (4 -> 2 of 10)"},
+        {10, 30, 10, "the packed walk: at most Hq"},
+    };
+    for (size_t i = 0; i < sizeof packed / sizeof packed[0]; i++) {
+        fa_overrides o;
+        memset(&o, 0, sizeof o);
+        o.sm90_heads = packed[i].heads;
+        fa_params p = shape(2, packed[i].Hq, 8192, 8192, 128, 1);
+        check(fa_plan_sm90_packed_heads(&p, &o) == packed[i].want, packed[i].what);
+    }
 }
 
 static void test_sm90_walk(void)
