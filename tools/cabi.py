@@ -9,6 +9,7 @@ never carries a hand-written copy of fa_params that could drift from the header:
     so = family_library("sm90", "/tmp/x.so", defines=["FA_SM90_TRACE"])   # the nvcc command
 """
 import ctypes
+import os
 import re
 from pathlib import Path
 
@@ -71,9 +72,11 @@ def fill_params(q, k, v, o, causal, scale=None, lse=None):
 
 def family_library(family, so, defines=(), arch="90a", verbose_ptxas=True):
     """The nvcc command that builds csrc/cuda/<family>.cu alone (with SUPPORT) into the shared
-    library `so`; each define is passed as -D<define>."""
+    library `so`; each define is passed as -D<define>. CABI_SPLIT=n: nvcc's --split-compile=n (the
+    package's build splits sm90.cu over MAX_JOBS threads, setup.py)."""
     sources = [f"csrc/cuda/{family}.cu"] + [s for s in SUPPORT if (REPO / s).exists()]
-    return (["nvcc", "-std=c++17", "-O3", "-DNDEBUG", "-lineinfo", "-shared", "-Xcompiler", "-fPIC",
+    split = [f"--split-compile={os.environ['CABI_SPLIT']}"] if os.environ.get("CABI_SPLIT") else []
+    return (["nvcc", "-std=c++17", "-O3", "-DNDEBUG", "-lineinfo", "-shared", "-Xcompiler", "-fPIC"] + split + [
              f"-gencode=arch=compute_{arch},code=sm_{arch}", "-Icsrc", "-DFA_WITH_CUDA"]
             + (["-Xptxas", "-v"] if verbose_ptxas else []) + [f"-D{d}" for d in defines] + sources
             + ["-o", str(so)])

@@ -24,6 +24,7 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
     constexpr bool STORE_DEFER = FA_SM90_STORE_DEFER && C::QBUFS == 2;
     constexpr bool MSMEM = C::MASK_STAGES > 0;                  /* attn_mask blocks land with K's */
     constexpr bool RESCALE_EARLY = FA_SM90_RESCALE_EARLY < 0 ? C::RESCALE_EARLY : FA_SM90_RESCALE_EARLY > 0;
+    constexpr bool V_LAG = FA_SM90_V_LAG;                       /* tiles.h */
     static_assert(!MSMEM || VAR == FA_VAR_ALL, "a staged mask is a variant");
     static_assert(!PACKED || (VAR && !SPLIT && !MSMEM), "packed sequences: a variant kernel, tiles whole");
     constexpr bool SINK = EXTRA & SM90_SINK, ALIBI = EXTRA & SM90_ALIBI;
@@ -131,6 +132,16 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
             for (int pn = 0; pn < PANELS; pn++)
                 tma_load(s.q[qb][pn], &a.tm_q, 64 * pn, m0, h, b, &s.full_q[qb]);
             SM90_TRACE(it, 1);
+            /* Block j's V into its stage (the consumers take block j's K and block j − 1's V at
+             * the same step: V_LAG issues each V after the next block's K). */
+            auto load_v = [&](int j) {
+                const int st = (kc + j) % STAGES;
+                mbar_wait(&s.empty_v[st], (((kc + j) / STAGES) & 1) ^ 1);
+                mbar_expect_tx(&s.full_v[st], BN * D * 2);
+#pragma unroll
+                for (int pn = 0; pn < PANELS; pn++)
+                    tma_load(s.v[st][pn], &a.tm_v, 64 * pn, k0 + (kb0 + j) * BN, hk, b, &s.full_v[st]);
+            };
             for (int kb = 0; kb < n_blocks; kb++) {
                 const int st = (kc + kb) % STAGES;
                 const uint32_t parity = (((kc + kb) / STAGES) & 1) ^ 1;
@@ -159,12 +170,13 @@ fa_sm90_forward_kernel(const __grid_constant__ typename sm90_kargs<VAR>::type a)
                         tma_load(s.mask.m[st][mp], &a.tm_mask, (kb0 + kb) * BN + 64 * mp, w.tp.m0, a.mask_h ? h : 0,
                                  a.mask_b ? w.tp.b : 0, &s.full_k[st]);
                 }
-                mbar_wait(&s.empty_v[st], parity);
-                mbar_expect_tx(&s.full_v[st], BN * D * 2);
-#pragma unroll
-                for (int pn = 0; pn < PANELS; pn++)
-                    tma_load(s.v[st][pn], &a.tm_v, 64 * pn, k0 + (kb0 + kb) * BN, hk, b, &s.full_v[st]);
+                if (!V_LAG)
+                    load_v(kb);
+                else if (kb > 0)
+                    load_v(kb - 1);
             }
+            if (V_LAG && n_blocks > 0)
+                load_v(n_blocks - 1);
             SM90_TRACE(it, 2);
             kc += n_blocks;
         }

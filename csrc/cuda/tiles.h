@@ -141,6 +141,16 @@ struct sm90_tile_mask : C {
 #define FA_SM90_STORE_DEFER 1
 #endif
 
+/* The producer's order: 0 block j's K then its V; 1 block j's K then block j − 1's V (V lagging K
+ * by a block, as the consumers take them), so that a K load waits only for its own stage and the V
+ * before it, not for the V of its own block. Not yet measured: 0. */
+#ifndef FA_SM90_V_LAG
+#define FA_SM90_V_LAG 0
+#endif
+#if defined(FA_SM90_TRACE) && FA_SM90_TRACE_NO_KV && FA_SM90_V_LAG
+#error "FA_SM90_TRACE_NO_KV assumes each block's K and V loaded together (FA_SM90_V_LAG 0)"
+#endif
+
 /* Causal plain calls on ping-pong tiles: a warpgroup skips the key blocks that start past its last
  * row (all masked for it), taking their turns empty: 1 right after its last P V, 2 after its
  * epilogue; 0: it computes them masked. Where BM > BN (d = 64: 192 × 128) or BM is no multiple of

@@ -7,7 +7,7 @@ imports it): not beside the build, unlike --build-only.
 Each build (NAME=DEFINE[,DEFINE...]; "base=" has none) is first checked against the tests' float64
 reference (tests/test_variants.py, by their rule, output and lse) on awkward shapes: GQA, tails,
 top-left causal with Nq != Nk, both dtypes, d = 64/128/256, every grid (one CTA per tile,
-persistent, pairs), ALiBi and sinks. Then bench.attention.time_interleaved on FlashAttention's grid
+persistent, pairs; with --scratch the counter walk too), ALiBi and sinks. Then bench.attention.time_interleaved on FlashAttention's grid
 (B·N = 16k, H·d = 2048), ROUNDS rounds, medians, TFLOP/s over the visible pairs. JSON lines, a
 table last.
 
@@ -35,6 +35,7 @@ try:
     from fa3_fwd_interface import flash_attn_func as fa3
 except ImportError:
     fa3 = None
+SCRATCH = None      # --scratch: a zeroed buffer passed to every call (the packed walk's counter, 4 bytes)
 POINTS = ["d64c2k", "d64c4k", "d64c8k", "d64c16k", "d256c2k", "d256c4k", "d256c8k", "d128c4k", "d64c4kh"]
 
 
@@ -51,14 +52,16 @@ def call(lib, q, k, v, o, causal, lse=None, slopes=None, sinks=None, grid=0):
     p, ov = fill_params(q, k, v, o, causal, lse=lse), STRUCTS["fa_overrides"]()
     ov.sm90_grid = grid
     stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    scratch = None if SCRATCH is None else ctypes.c_void_p(SCRATCH.data_ptr())
+    size = ctypes.c_size_t(0 if SCRATCH is None else SCRATCH.numel())
     if slopes is None and sinks is None:
-        st = lib.fa_sm90_forward(ctypes.byref(p), ctypes.byref(ov), None, ctypes.c_size_t(0), stream)
+        st = lib.fa_sm90_forward(ctypes.byref(p), ctypes.byref(ov), scratch, size, stream)
     else:
         va = STRUCTS["fa_variants"]()
         va.alibi_slopes = None if slopes is None else slopes.data_ptr()
         va.sinks = None if sinks is None else sinks.data_ptr()
-        st = lib.fa_sm90_forward_variants(ctypes.byref(p), ctypes.byref(va), ctypes.byref(ov), None,
-                                          ctypes.c_size_t(0), stream)
+        st = lib.fa_sm90_forward_variants(ctypes.byref(p), ctypes.byref(va), ctypes.byref(ov), scratch, size,
+                                          stream)
     if st != 0:
         raise RuntimeError(f"fa_sm90_forward returned {st}")
 
@@ -71,7 +74,8 @@ def check(libs):
              (4, 8, 8, 1100, 1100, 64, True, HF, None, 2), (2, 4, 4, 1234, 1234, 256, True, BF, None, 0),
              (1, 6, 2, 700, 2000, 256, True, HF, None, 2), (3, 8, 4, 2049, 2049, 128, True, BF, None, 3),
              (2, 4, 2, 300, 517, 64, False, BF, None, 0), (1, 4, 4, 1500, 1500, 64, True, BF, "alibi", 0),
-             (1, 4, 2, 1500, 1500, 64, True, HF, "sinks", 0), (1, 4, 4, 900, 900, 256, True, BF, "sinks", 1)]
+             (1, 4, 2, 1500, 1500, 64, True, HF, "sinks", 0), (1, 4, 4, 900, 900, 256, True, BF, "sinks", 1),
+             (1, 2, 1, 4500, 4500, 128, True, HF, None, 0), (2, 4, 2, 1100, 1300, 128, True, BF, None, 4)]
     g = torch.Generator(device="cuda").manual_seed(2)
     result = {k: "ok" for k in libs}
     for B, Hq, Hkv, Nq, Nk, d, causal, dt, extra, grid in cases:
@@ -93,6 +97,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--build-only", action="store_true", help="build the libraries into $BUILD and stop")
     ap.add_argument("--prebuilt", action="store_true", help="keep the libraries already in $BUILD")
+    ap.add_argument("--scratch", type=int, default=0,
+                    help="bytes of scratch for every call (4: the counter of the long causal d = 128 walk)")
     args = ap.parse_args()
     cap_tune.BUILD = os.environ.get("BUILD", "/tmp/sm90_ab")
     variants = {v.split("=", 1)[0]: [d for d in v.split("=", 1)[1].split(",") if d] for v in args.variants}
@@ -102,6 +108,9 @@ def main():
     import torch_flashattn                            # after --build-only: the build may be under way
     print(json.dumps({"gpu": torch.cuda.get_device_name(), "fa3": fa3 is not None, "variants": variants}),
           flush=True)
+    global SCRATCH
+    if args.scratch > 0:
+        SCRATCH = torch.zeros(args.scratch, dtype=torch.uint8, device="cuda")
     libs = build(variants, args.prebuilt)
     checks = check(libs)
     for name, res in checks.items():
