@@ -728,6 +728,25 @@ def test_long_causal_calls_on_the_packed_walk(B, Nq, Nk, d, sinks, walk, fa_over
                             v[:1, heads], what=what, **sub)
 
 
+@sm90
+@pytest.mark.parametrize("B, Hq, Hkv, Nq, Nk, d, dtype", [(1, 4, 2, 4100, 4100, 128, torch.bfloat16),
+                                                        (2, 4, 4, 1100, 1300, 96, torch.float16)])
+def test_causal_walk_on_the_three_consumer_tile(B, Hq, Hkv, Nq, Nk, d, dtype, fa_overrides):
+    """sm90_long_tile forced on runs the counter walk's causal calls (automatic past 4096 keys a row
+    sees, or "counter" forced) on the 3-consumer 80-key tile: that tile's packed kernel, within the
+    accuracy rule, the lse too."""
+    use_family("sm90", fa_overrides)
+    g = torch.Generator().manual_seed(seed_of("causal walk 3 consumers", B, Nq, Nk, d))
+    q, k, v = make_qkv(g, B, Hq, Hkv, Nq, Nk, d, dtype, "cuda")
+    fa_overrides(sm90_grid="auto" if Nq > 4096 else "counter", sm90_long_tile="on")
+    (out, lse), names = kernels_run(lambda: torch_flashattn.attention_lse(q, k, v, causal=True))
+    what = f"causal {B}x{Hq}/{Hkv}x{Nq}x{Nk} d={d} {dtype} on the 3-consumer walk"
+    assert packed_walk(names), f"{what}: {names}"
+    assert any("sm90_tile<128, 80, 2, 3, 1>" in n for n in names), f"{what}: {names}"
+    kv = 2 * Hkv // Hq                                  # query heads 0 and 1, and their KV heads
+    assert_variant_accurate(out[:, :2], lse[:, :2], q[:, :2], k[:, :kv], v[:, :kv], what=what, causal=True)
+
+
 def consumers(names):
     """The consumer warpgroups of the one Hopper forward kernel among names (its tile's template
     arguments: sm90_tile<D, BN, STAGES, CONSUMERS, PINGPONG>)."""

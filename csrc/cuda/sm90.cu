@@ -311,17 +311,19 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
      * of −inf keeps the plain call's bits); ALiBi alone stays on the plain kernel (SM90_ALIBI),
      * which that kernel's ALiBi (FA_VAR_CAP) does not reach. Only with the counter's scratch (or
      * forced): without it the walk is a fixed one, 5-13 % slower at d = 128 (bench/LOG.md,
-     * 2026-12-07-seventh), and the plain grids run the call. */
+     * 2026-12-07-seventh), and the plain grids run the call. sm90_long_tile forced on: the walk on
+     * the 3-consumer 80-key tile (not timed on it yet). */
     if constexpr (EXTRA != SM90_ALIBI) {
         if (fa_plan_sm90_causal_counter(p, o) && p->Nq + p->Nk <= INT32_MAX - 256   /* the variant kernel's bound */
             && (need != NULL || o->sm90_grid == 4 || (scratch != NULL && scratch_bytes >= sizeof(int)))) {
             fa_variants none;
             memset(&none, 0, sizeof none);
             const fa_variants *vv = v != NULL ? v : &none;
-            return bf16 ? sm90_launch<__nv_bfloat16, sm90_tile_d128, FA_VAR_MASKS, true>(p, o, scratch, scratch_bytes,
-                                                                                      need, stream, vv)
-                        : sm90_launch<__half, sm90_tile_d128, FA_VAR_MASKS, true>(p, o, scratch, scratch_bytes, need,
-                                                                               stream, vv);
+#define FA_SM90_WALK(tile)                                                                                     \
+    (bf16 ? sm90_launch<__nv_bfloat16, tile, FA_VAR_MASKS, true>(p, o, scratch, scratch_bytes, need, stream, vv) \
+          : sm90_launch<__half, tile, FA_VAR_MASKS, true>(p, o, scratch, scratch_bytes, need, stream, vv))
+            return o->sm90_long_tile == 2 ? FA_SM90_WALK(sm90_tile_d128_long) : FA_SM90_WALK(sm90_tile_d128);
+#undef FA_SM90_WALK
         }
     }
     if (sm90_d64_short(p, o, v))

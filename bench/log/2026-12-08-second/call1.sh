@@ -8,7 +8,7 @@ t0=$(date +%s)
 LIMIT=${LIMIT:-585}
 L=bench/log/2026-12-08-second
 left() { echo $(( LIMIT - $(date +%s) + t0 )); }
-{ nvidia-smi --query-gpu=name,power.limit --format=csv,noheader; git log --oneline -1; git status --short; } > $OUT/env.txt
+{ nvidia-smi --query-gpu=name,power.limit --format=csv,noheader; git log --oneline -1; git status --short; } > $OUT/times.txt
 export BUILD=/tmp/sm90_ab
 CABI_SPLIT=4 python3 -m tools.sm90.ab --variants base= vlag=FA_SM90_V_LAG=1 --build-only > $OUT/ab_build.txt 2>&1 &
 MAX_JOBS=12 python3 -m pip install --no-build-isolation --no-deps -e . -q > $OUT/build.txt 2>&1
@@ -29,6 +29,6 @@ if [ $(left) -gt 40 ]; then
     python3 $L/ncu_probe.py > $OUT/ncu.txt 2>&1
   echo "ncu rc $? $(( $(date +%s)-t0 )) s" >> $OUT/times.txt
 fi
-cat $OUT/env.txt $OUT/times.txt; cat $OUT/sections.txt; grep -v '"round"' $OUT/ab.txt | tail -14; tail -3 $OUT/suite.txt
+cat $OUT/times.txt; cat $OUT/sections.txt; grep -v '"round"' $OUT/ab.txt | tail -14; tail -3 $OUT/suite.txt
 cat $OUT/failures.txt 2>/dev/null
 grep -E "fa_sm90|FlashAttn|flash|duration|dram__|hit_rate|lts__t_bytes|tensor_cycles|per_second|issue_active" $OUT/ncu.txt 2>/dev/null | cut -c1-150 | head -60

@@ -1,7 +1,8 @@
 """Issue 35: the packed (counter) walk's causal tiles in sections of S heads (sm90_heads on the packed
 walk, fa_plan_sm90_packed_heads) against all of a sequence's heads in one section (S = Hq, the
 default), and FlashAttention-3 (when importable). d = 128: our plain causal call (from 4097 keys the
-counter walk over all heads) and the same call with sm90_grid="counter", sm90_heads = S; d = 64, 256:
+counter walk over all heads) and the same call with sm90_grid="counter", sm90_heads = S, and on the
+3-consumer 80-key tile (sm90_long_tile="on", "3c"); d = 64, 256:
 the variant kernel on a window of N - 1 keys (the same work to 1 part in N) on the counter walk.
 Timed call by call in turn (bench.attention.time_interleaved, L2 zero-filled); TFLOP/s over the causal
 pairs, medians of the rounds; every section's output checked to be the same bits as S = Hq's.
@@ -29,19 +30,24 @@ for d, N in POINTS:
     flops = 4.0 * d * H * B * N * (N + 1) / 2
     window = None if d == 128 else (N - 2, -1)
 
-    def ours(grid, heads):
+    def ours(grid, heads, long_tile="auto"):
         def fn():
-            with overrides(sm90_grid=grid, sm90_heads=heads):
+            with overrides(sm90_grid=grid, sm90_heads=heads, sm90_long_tile=long_tile):
                 return torch_flashattn.attention(q, k, v, causal=True, window=window)
         return fn
     fns = {"auto": ours("auto", 0)}
     for s in (H, 8, 4, 2):
         fns[f"counter S={s}"] = ours("counter", s)
+    if d == 128:                                        # the walk on the 3-consumer 80-key tile
+        fns["counter 3c"] = ours("counter", 0, "on")
+        fns["counter 3c S=4"] = ours("counter", 4, "on")
     if fa3 is not None:
         qt, kt, vt = (x.transpose(1, 2) for x in (q, k, v))
         fns["fa3"] = lambda: fa3(qt, kt, vt, causal=True)
     ref = fns[f"counter S={H}"]()
-    same = {n: bool(torch.equal(f(), ref)) for n, f in fns.items() if n.startswith("counter")}
+    same = {n: bool(torch.equal(f(), ref)) for n, f in fns.items() if n.startswith("counter S")}
+    if d == 128:                                        # another tile: other bits, its error against S = Hq's
+        same["counter 3c max diff"] = (fns["counter 3c"]().float() - ref.float()).abs().max().item()
     per = {n: [] for n in fns}
     for _ in range(rounds):
         for n, t in zip(fns, time_interleaved(list(fns.values()), 0.5)):
