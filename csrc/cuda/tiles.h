@@ -113,6 +113,11 @@ struct sm90_tile_fenced : C {
     static constexpr bool SOFTMAX_FENCE = true;
 };
 typedef sm90_tile_fenced<sm90_tile_d128> sm90_tile_d128_causal_long;
+/* 1: the long causal calls' counter walk (fa_plan_sm90_causal_counter) on that fenced tile instead
+ * of sm90_tile_d128 (the variant kernel there is built only then). Not yet measured: 0. */
+#ifndef FA_SM90_WALK_FENCE
+#define FA_SM90_WALK_FENCE 0
+#endif
 
 /* Tile C with a 2-byte float attn_mask loaded by TMA beside each K block (FA_VAR_ALL): a BM × BN
  * stage per K stage, 64-key panels of 128-byte rows in the 128-byte swizzle, so that the consumers
