@@ -127,6 +127,28 @@ int64_t fa_plan_sm90_heads(const fa_params *p, const fa_overrides *o, int persis
  * kernel): a divisor of Hq; Hq (one section a sequence) but under fa_overrides.sm90_heads. */
 int64_t fa_plan_sm90_packed_heads(const fa_params *p, const fa_overrides *o);
 
+#ifdef __CUDACC__
+#define FA_PLAN_FN __host__ __device__ __forceinline__
+#else
+#define FA_PLAN_FN static inline
+#endif
+
+/* Item r (0 <= r < Hq · nt) of one sequence on the packed walk (sm90_walk.cuh, packed_find): its
+ * head *h and its query tile's rank *rank (causal: counted from the last tile, the heaviest).
+ * Causal, the sequence's heads in sections of s (a divisor of Hq), each section's tiles rank by
+ * rank: r = sec · s · nt + rank · s + (h − sec · s); else head by head: r = h · nt + rank. */
+FA_PLAN_FN void fa_plan_packed_place(int r, int nt, int s, int causal, int *h, int *rank)
+{
+    if (causal) {
+        const int sec = r / (s * nt), in = r - sec * s * nt;
+        *rank = in / s;
+        *h = sec * s + in - *rank * s;
+    } else {
+        *h = r / nt;
+        *rank = r - *h * nt;
+    }
+}
+
 /* Rounds (tile times) a static walk of grid CTAs takes over n1 items of cost 1, then n2 of cost
  * c2, then n3 of cost c3: what its busiest CTA gets. */
 double fa_plan_walk_rounds(int64_t grid, int64_t n1, int64_t n2, double c2, int64_t n3, double c3);

@@ -169,18 +169,9 @@ __device__ __forceinline__ void packed_find(const sm90_var_args &a, int x, sm90_
         cur.b++;
         cur.nt = -1;
     }
-    /* Causal: sections of S = div_heads.d heads, each rank-major (x = P_b + sec · S · nt_b +
-     * rank · S + h − sec · S); else head-major (x = P_b + h · nt_b + rank). */
-    const int r = x - cur.first;
+    /* Causal: sections of div_heads.d heads, each rank-major; else head-major (plan.h). */
     int h, rank;
-    if (p.causal) {
-        const int s = (int)a.div_heads.d, sec = r / (s * cur.nt), in = r - sec * s * cur.nt;
-        rank = (int)fast_div(a.div_heads, (uint32_t)in);
-        h = sec * s + in - rank * s;
-    } else {
-        h = r / cur.nt;
-        rank = r - h * cur.nt;
-    }
+    fa_plan_packed_place(x - cur.first, cur.nt, (int)a.div_heads.d, p.causal, &h, &rank);
     v[0] = cur.b, v[1] = h, v[2] = (p.causal ? cur.nt - 1 - rank : rank) * BM, v[7] = 0;
 }
 

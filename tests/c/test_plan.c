@@ -308,6 +308,32 @@ static void test_sm90_heads(void)
         fa_params p = shape(2, packed[i].Hq, 8192, 8192, 128, 1);
         check(fa_plan_sm90_packed_heads(&p, &o) == packed[i].want, packed[i].what);
     }
+    /* Its places: every (head, rank) of a sequence exactly once; causal, section by section (the
+     * first s · nt items hold heads 0..s-1), each rank by rank (rank = r / s within a section);
+     * else head by head. Hq 1-12, each divisor s, 1-5 tiles. */
+    int once = 1, order = 1;
+    for (int Hq = 1; Hq <= 12; Hq++)
+        for (int s = 1; s <= Hq; s++)
+            for (int nt = 1; nt <= 5; nt++)
+                for (int causal = 0; causal < 2; causal++) {
+                    if (Hq % s != 0 || (!causal && s > 1))
+                        continue;
+                    unsigned char seen[12][5];
+                    memset(seen, 0, sizeof seen);
+                    for (int r = 0; r < Hq * nt; r++) {
+                        int h = -1, rank = -1;
+                        fa_plan_packed_place(r, nt, s, causal, &h, &rank);
+                        if (h < 0 || h >= Hq || rank < 0 || rank >= nt || seen[h][rank]++) {
+                            once = 0;
+                            continue;
+                        }
+                        const int sec = r / (s * nt), in = r % (s * nt);
+                        if (causal ? h / s != sec || rank != in / s : h != r / nt || rank != r % nt)
+                            order = 0;
+                    }
+                }
+    check(once, "the packed walk's places: every head and tile once");
+    check(order, "the packed walk's places: sections of s heads rank by rank (causal), else head by head");
 }
 
 static void test_sm90_walk(void)
