@@ -322,10 +322,12 @@ static int sm90_dispatch(const fa_params *p, const fa_overrides *o, void *scratc
 #define FA_SM90_WALK(tile)                                                                                     \
     (bf16 ? sm90_launch<__nv_bfloat16, tile, FA_VAR_MASKS, true>(p, o, scratch, scratch_bytes, need, stream, vv) \
           : sm90_launch<__half, tile, FA_VAR_MASKS, true>(p, o, scratch, scratch_bytes, need, stream, vv))
+            if (o->sm90_long_tile == 2)
+                return FA_SM90_WALK(sm90_tile_d128_long);
 #if FA_SM90_WALK_FENCE                                  /* tiles.h: a tools build's */
-            return o->sm90_long_tile == 2 ? FA_SM90_WALK(sm90_tile_d128_long) : FA_SM90_WALK(sm90_tile_d128_causal_long);
+            return FA_SM90_WALK(sm90_tile_d128_causal_long);
 #else
-            return o->sm90_long_tile == 2 ? FA_SM90_WALK(sm90_tile_d128_long) : FA_SM90_WALK(sm90_tile_d128);
+            return FA_SM90_WALK(sm90_tile_d128);
 #endif
 #undef FA_SM90_WALK
         }

@@ -126,9 +126,9 @@ __device__ __forceinline__ sm90_item walk_item(const A &a, int64_t item, const f
  * the items of the sequences before b. Causal, the sequence's tiles rank by rank over sections of
  * S of its heads (div_heads.d, fa_plan_sm90_packed_heads; S = Hq: all of them), heaviest first:
  * x = P_b + sec · S · nt_b + rank · S + (h − sec · S), the tile rank from the end (bench/LOG.md,
- * 2026-12-04, tenth session: over all heads, 0.973 → 0.997× FA3's varlen, causal). The host does not know the lengths (cu_seqlens stay on
- * the GPU), so the producer finds each item in cu_seqlens with a cursor that only moves forward:
- * a CTA's items only grow. CTA c takes item c, then, with a counter (a.tile_counter, zeroed before
+ * 2026-12-04, tenth session: over all heads, 0.973 → 0.997× FA3's varlen, causal). The host does
+ * not know the lengths (cu_seqlens stay on the GPU), so the producer finds each item in cu_seqlens
+ * with a cursor that only moves forward: a CTA's items only grow. CTA c takes item c, then, with a counter (a.tile_counter, zeroed before
  * the launch), tile_stride + the counter's old value, fetched as its current item's last block is
  * issued, so that a CTA takes an item only when it is nearly free; without one, every
  * tile_stride-th item. The producer hands each item to the consumers through sm90_packed_ring, past
