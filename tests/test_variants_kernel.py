@@ -728,7 +728,6 @@ def test_long_causal_calls_on_the_packed_walk(B, Nq, Nk, d, sinks, walk, fa_over
                             v[:1, heads], what=what, **sub)
 
 
-@sm90
 @pytest.mark.parametrize("B, Hq, Hkv, Nq, Nk, d, dtype", [(1, 4, 2, 4100, 4100, 128, torch.bfloat16),
                                                         (2, 4, 4, 1100, 1300, 96, torch.float16)])
 def test_causal_walk_on_the_three_consumer_tile(B, Hq, Hkv, Nq, Nk, d, dtype, fa_overrides):
