@@ -56,6 +56,10 @@
 #include "ptx_sm90.cuh"
 #include "backward_rows.cuh"
 
+#ifndef FA_SM90_BWD_D_EARLY
+#define FA_SM90_BWD_D_EARLY 0
+#endif
+
 /* A tile: D the compiled head-dim width, BM queries per step; BN = 128 keys, 64 per consumer. */
 template <int D_, int BM_>
 struct bwd90_tile {
@@ -65,6 +69,12 @@ struct bwd90_tile {
      * the stmatrix stores +3.5–8.7 %; at d = 64, with twice the elements, −2–5 % (bench/LOG.md,
      * 2026-12-03-bwd-dsteps). */
     static constexpr bool DP_ONTO_D = D_ == 128;
+    /* With DP_ONTO_D: a step's −D loaded from shared memory (where it has been since the step
+     * before's barrier) before the wait for its Q and dO stage rather than after it, so that the
+     * loads' latency runs beside that wait (they stalled 5.3 k of 123.5 k warp samples before the
+     * step's first wgmma at d = 128, causal 4k; bench/LOG.md, 2026-12-04-thirteenth).
+     * FA_SM90_BWD_D_EARLY 1; not yet measured: 0. */
+    static constexpr bool D_EARLY = DP_ONTO_D && FA_SM90_BWD_D_EARLY;
     static_assert(D * BM == 128 * 64, "one 64 × 64 dQ part per consumer");
 };
 /* d = 64 takes 128 queries per step (as FlashAttention-3): the step's wgmmas are twice as long. */
@@ -181,7 +191,7 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
 {
 #ifdef FA_SM90_BWD_DEVICE
     constexpr int D = C::D, BM = C::BM, BN = C::BN, PANELS = C::PANELS;
-    constexpr bool ONTO = C::DP_ONTO_D;
+    constexpr bool ONTO = C::DP_ONTO_D, D_EARLY = C::D_EARLY;
     extern __shared__ uint8_t smem_raw[];
     bwd90_smem<C> &s = *reinterpret_cast<bwd90_smem<C> *>(((uintptr_t)smem_raw + 1023) & ~(uintptr_t)1023);
     const bwd_args &ba = a.b;
@@ -304,7 +314,8 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
         const int i0 = (qb_lo + qb) * BM;
         qb = qb + 1 == n_qb ? 0 : qb + 1;
         const uint32_t s_q = smem_u32(s.q[st]), s_do = smem_u32(s.dO[st]);
-        mbar_wait(&s.full[st], (it >> 1) & 1);
+        if (!D_EARLY)
+            mbar_wait(&s.full[st], (it >> 1) & 1);
         const bool stat_next = it + 1 < n_it && ct < 2 * BM;
         /* Step it + 1's row from step it's: the next query block, or the next head's first (qb is
          * already step it + 1's). */
@@ -327,6 +338,8 @@ fa_sm90_backward_kernel(const __grid_constant__ bwd90_args a)
             }
             reg_fence(r_dp);
         }
+        if (D_EARLY)                                        /* step it's Q and dO (C::D_EARLY) */
+            mbar_wait(&s.full[st], (it >> 1) & 1);
         wgmma_fence();
         issue_ab_t<T, D, BM, BN * 128, BM * 128>(r_s, s_k + 64 * cw * 128, s_q);
         issue_ab_t<T, D, BM, BN * 128, BM * 128, ONTO>(r_dp, s_v + 64 * cw * 128, s_do);
